@@ -1,0 +1,574 @@
+//! Column builders for each kind, and their conversion to Arrow record batches.
+//!
+//! A file is parsed into its own [`Tables`] (tags numbered per file, run and file implicit);
+//! merging renumbers tags into the logdir's dictionary and fills in run and file ids. Vectors
+//! become Arrow buffers without copying.
+
+use std::sync::Arc;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{
+    ArrayRef, BinaryArray, DictionaryArray, Float64Array, Int32Array, Int64Array, LargeBinaryArray,
+    LargeListArray, LargeStringArray, RecordBatch, StringArray, TimestampNanosecondArray,
+};
+use arrow_buffer::{BooleanBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+
+use crate::data_compat::Kind;
+
+/// A growable list of variable-length values: `offsets[i]..offsets[i+1]` is row i.
+#[derive(Debug, Clone)]
+pub struct VarList<T> {
+    pub offsets: Vec<i64>,
+    pub values: Vec<T>,
+}
+
+impl<T> Default for VarList<T> {
+    fn default() -> Self {
+        VarList { offsets: vec![0], values: Vec::new() }
+    }
+}
+
+impl<T: Copy> VarList<T> {
+    #[inline]
+    pub fn push(&mut self, v: &[T]) {
+        self.values.extend_from_slice(v);
+        self.offsets.push(self.values.len() as i64);
+    }
+    #[inline]
+    pub fn push_with(&mut self, f: impl FnOnce(&mut Vec<T>)) {
+        f(&mut self.values);
+        self.offsets.push(self.values.len() as i64);
+    }
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn get(&self, i: usize) -> &[T] {
+        &self.values[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+    pub fn extend(&mut self, other: &VarList<T>) {
+        let base = self.values.len() as i64;
+        self.values.extend_from_slice(&other.values);
+        self.offsets.extend(other.offsets[1..].iter().map(|o| o + base));
+    }
+    pub fn reserve(&mut self, rows: usize, values: usize) {
+        self.offsets.reserve(rows);
+        self.values.reserve(values);
+    }
+}
+
+/// Columns every table has. In a per-file chunk `run` and `file` are empty (implicit).
+#[derive(Debug, Default, Clone)]
+pub struct Common {
+    pub run: Vec<i32>,
+    pub tag: Vec<i32>,
+    pub step: Vec<i64>,
+    /// Seconds; NaN where the file held a non-finite wall time (null in Arrow).
+    pub wall: Vec<f64>,
+    pub file: Vec<i32>,
+    /// Record offsets, kept only when provenance is asked for.
+    pub offset: Vec<i64>,
+}
+
+impl Common {
+    #[inline]
+    pub fn push(&mut self, tag: i32, step: i64, wall: f64, offset: Option<i64>) {
+        self.tag.push(tag);
+        self.step.push(step);
+        self.wall.push(wall);
+        if let Some(o) = offset {
+            self.offset.push(o);
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.tag.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.tag.is_empty()
+    }
+    /// Appends a chunk's rows with tags mapped through `tag_map`.
+    fn extend(&mut self, o: &Common, run: i32, file: i32, tag_map: &[i32]) {
+        self.run.extend(std::iter::repeat(run).take(o.len()));
+        self.tag.extend(o.tag.iter().map(|&t| tag_map[t as usize]));
+        self.step.extend_from_slice(&o.step);
+        self.wall.extend_from_slice(&o.wall);
+        self.file.extend(std::iter::repeat(file).take(o.len()));
+        self.offset.extend_from_slice(&o.offset);
+    }
+    fn reserve(&mut self, n: usize, provenance: bool) {
+        self.run.reserve(n);
+        self.tag.reserve(n);
+        self.step.reserve(n);
+        self.wall.reserve(n);
+        self.file.reserve(n);
+        if provenance {
+            self.offset.reserve(n);
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Scalars {
+    pub c: Common,
+    pub value: Vec<f64>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Tensors {
+    pub c: Common,
+    pub dtype: Vec<i32>,
+    pub shape: VarList<i64>,
+    /// Element bytes; `content_valid[i]` is false for string tensors.
+    pub content: VarList<u8>,
+    pub content_valid: Vec<bool>,
+    /// Per row, a range of `string_items`; empty range and invalid for numeric tensors.
+    pub strings: VarList<u8>,
+    pub string_rows: Vec<i64>,
+    pub strings_valid: Vec<bool>,
+}
+
+impl Tensors {
+    pub fn new() -> Self {
+        Tensors { string_rows: vec![0], ..Default::default() }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Histograms {
+    pub c: Common,
+    pub buckets: VarList<f64>,
+    pub right: Vec<f64>,
+    pub count: Vec<f64>,
+    /// min, max, num, sum, sum_squares of legacy histograms; NaN and invalid for tensor form.
+    pub stats: [Vec<f64>; 5],
+    pub legacy: Vec<bool>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Blobs {
+    pub c: Common,
+    pub index: Vec<i32>,
+    /// File id of the blob; empty in a per-file chunk.
+    pub blob_file: Vec<i32>,
+    pub blob_offset: Vec<i64>,
+    pub blob_length: Vec<i64>,
+}
+
+impl Blobs {
+    fn extend(&mut self, o: &Blobs, run: i32, file: i32, tag_map: &[i32]) {
+        self.c.extend(&o.c, run, file, tag_map);
+        self.index.extend_from_slice(&o.index);
+        self.blob_file.extend(std::iter::repeat(file).take(o.index.len()));
+        self.blob_offset.extend_from_slice(&o.blob_offset);
+        self.blob_length.extend_from_slice(&o.blob_length);
+    }
+    #[inline]
+    pub fn push_blob(&mut self, index: i32, offset: i64, len: usize) {
+        self.index.push(index);
+        self.blob_offset.push(offset);
+        self.blob_length.push(len as i64);
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Images {
+    pub b: Blobs,
+    pub width: Vec<i32>,
+    pub height: Vec<i32>,
+    /// 0 where unknown (tensor-form images carry no colorspace).
+    pub colorspace: Vec<i32>,
+    pub content_type: Vec<u8>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Audio {
+    pub b: Blobs,
+    pub sample_rate: Vec<f64>,
+    pub num_channels: Vec<i64>,
+    pub length_frames: Vec<i64>,
+    pub content_type: VarList<u8>,
+    pub label: VarList<u8>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Text {
+    pub c: Common,
+    pub index: Vec<i32>,
+    pub text: VarList<u8>,
+}
+
+/// Hparams records keep their plugin content (the data lives in metadata, not in the tensor).
+#[derive(Debug, Default, Clone)]
+pub struct Hparams {
+    pub c: Common,
+    pub content: VarList<u8>,
+}
+
+/// Graph blobs and other blob sequences.
+#[derive(Debug, Default, Clone)]
+pub struct BlobSeq {
+    pub b: Blobs,
+}
+
+/// One table per kind.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    pub scalars: Scalars,
+    pub tensors: Tensors,
+    pub histograms: Histograms,
+    pub images: Images,
+    pub audio: Audio,
+    pub text: Text,
+    pub hparams: Hparams,
+    pub blobs: BlobSeq,
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        Tables {
+            scalars: Scalars::default(),
+            tensors: Tensors::new(),
+            histograms: Histograms::default(),
+            images: Images::default(),
+            audio: Audio::default(),
+            text: Text::default(),
+            hparams: Hparams::default(),
+            blobs: BlobSeq::default(),
+        }
+    }
+}
+
+/// Content types sniffed from image bytes, by code.
+pub const IMAGE_TYPES: [&str; 6] =
+    ["application/octet-stream", "image/png", "image/jpeg", "image/gif", "image/bmp", "image/webp"];
+
+/// Guesses an image's MIME type from its first bytes.
+pub fn sniff_image(b: &[u8]) -> u8 {
+    if b.starts_with(b"\x89PNG\r\n\x1a\n") {
+        1
+    } else if b.starts_with(b"\xff\xd8\xff") {
+        2
+    } else if b.starts_with(b"GIF87a") || b.starts_with(b"GIF89a") {
+        3
+    } else if b.starts_with(b"BM") {
+        4
+    } else if b.len() >= 12 && &b[..4] == b"RIFF" && &b[8..12] == b"WEBP" {
+        5
+    } else {
+        0
+    }
+}
+
+impl Tables {
+    pub fn rows(&self) -> [usize; 8] {
+        [
+            self.scalars.c.len(),
+            self.histograms.c.len(),
+            self.images.b.c.len(),
+            self.audio.b.c.len(),
+            self.text.c.len(),
+            self.hparams.c.len(),
+            self.blobs.b.c.len(),
+            self.tensors.c.len(),
+        ]
+    }
+
+    /// Reserves room for `rows` more rows per kind. Untouched capacity costs address space,
+    /// not memory, so merging can size its vectors once without doubling resident memory.
+    pub fn reserve(&mut self, rows: [usize; 8], provenance: bool) {
+        self.scalars.c.reserve(rows[0], provenance);
+        self.scalars.value.reserve(rows[0]);
+    }
+
+    /// Appends a per-file chunk's tables, renumbering tags and filling in run and file.
+    pub fn extend(&mut self, o: &Tables, run: i32, file: i32, tag_map: &[i32]) {
+        let s = &mut self.scalars;
+        s.c.extend(&o.scalars.c, run, file, tag_map);
+        s.value.extend_from_slice(&o.scalars.value);
+
+        let t = &mut self.tensors;
+        let ot = &o.tensors;
+        t.c.extend(&ot.c, run, file, tag_map);
+        t.dtype.extend_from_slice(&ot.dtype);
+        t.shape.extend(&ot.shape);
+        t.content.extend(&ot.content);
+        t.content_valid.extend_from_slice(&ot.content_valid);
+        let base = t.strings.len() as i64;
+        t.strings.extend(&ot.strings);
+        t.string_rows.extend(ot.string_rows[1..].iter().map(|r| r + base));
+        t.strings_valid.extend_from_slice(&ot.strings_valid);
+
+        let h = &mut self.histograms;
+        let oh = &o.histograms;
+        h.c.extend(&oh.c, run, file, tag_map);
+        h.buckets.extend(&oh.buckets);
+        h.right.extend_from_slice(&oh.right);
+        h.count.extend_from_slice(&oh.count);
+        for (a, b) in h.stats.iter_mut().zip(&oh.stats) {
+            a.extend_from_slice(b);
+        }
+        h.legacy.extend_from_slice(&oh.legacy);
+
+        let im = &mut self.images;
+        im.b.extend(&o.images.b, run, file, tag_map);
+        im.width.extend_from_slice(&o.images.width);
+        im.height.extend_from_slice(&o.images.height);
+        im.colorspace.extend_from_slice(&o.images.colorspace);
+        im.content_type.extend_from_slice(&o.images.content_type);
+
+        let a = &mut self.audio;
+        a.b.extend(&o.audio.b, run, file, tag_map);
+        a.sample_rate.extend_from_slice(&o.audio.sample_rate);
+        a.num_channels.extend_from_slice(&o.audio.num_channels);
+        a.length_frames.extend_from_slice(&o.audio.length_frames);
+        a.content_type.extend(&o.audio.content_type);
+        a.label.extend(&o.audio.label);
+
+        let tx = &mut self.text;
+        tx.c.extend(&o.text.c, run, file, tag_map);
+        tx.index.extend_from_slice(&o.text.index);
+        tx.text.extend(&o.text.text);
+
+        let hp = &mut self.hparams;
+        hp.c.extend(&o.hparams.c, run, file, tag_map);
+        hp.content.extend(&o.hparams.content);
+
+        self.blobs.b.extend(&o.blobs.b, run, file, tag_map);
+    }
+}
+
+/// Dictionaries the merged tables refer to.
+pub struct Dicts<'a> {
+    pub runs: &'a [String],
+    pub tags: &'a [String],
+    pub files: &'a [String],
+    /// Plugin name per (run, tag) row of a table, resolved by the caller.
+    pub plugin_of: &'a dyn Fn(i32, i32) -> i32,
+    pub plugins: &'a [String],
+}
+
+fn dict_field(name: &str) -> Field {
+    Field::new(name, DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), false)
+}
+
+fn dict_array(keys: Vec<i32>, values: &[String]) -> ArrayRef {
+    let keys = Int32Array::new(ScalarBuffer::from(keys), None);
+    let values = Arc::new(StringArray::from_iter_values(values.iter()));
+    Arc::new(DictionaryArray::<Int32Type>::try_new(keys, values).expect("keys index the dictionary"))
+}
+
+fn validity(bits: &[bool]) -> Option<NullBuffer> {
+    if bits.iter().all(|&b| b) {
+        None
+    } else {
+        Some(NullBuffer::new(BooleanBuffer::from(bits)))
+    }
+}
+
+fn large_binary(v: VarList<u8>, valid: Option<NullBuffer>) -> LargeBinaryArray {
+    LargeBinaryArray::new(OffsetBuffer::new(ScalarBuffer::from(v.offsets)), v.values.into(), valid)
+}
+
+fn large_utf8(v: VarList<u8>) -> LargeStringArray {
+    // Invalid UTF-8 was replaced before it got here.
+    LargeStringArray::new(OffsetBuffer::new(ScalarBuffer::from(v.offsets)), v.values.into(), None)
+}
+
+/// Common columns: run, tag, step, wall_time, timestamp, and optionally file/offset.
+fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Vec<ArrayRef>) {
+    let wall_valid: Vec<bool> = c.wall.iter().map(|w| w.is_finite()).collect();
+    let nulls = validity(&wall_valid);
+    let ts: Vec<i64> = c
+        .wall
+        .iter()
+        .map(|&w| if w.is_finite() { (w * 1e9).round() as i64 } else { 0 })
+        .collect();
+    let mut fields = vec![
+        dict_field("run"),
+        dict_field("tag"),
+        Field::new("step", DataType::Int64, false),
+        Field::new("wall_time", DataType::Float64, true),
+        Field::new("timestamp", DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), true),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        dict_array(c.run, d.runs),
+        dict_array(c.tag, d.tags),
+        Arc::new(Int64Array::new(ScalarBuffer::from(c.step), None)),
+        Arc::new(Float64Array::new(ScalarBuffer::from(c.wall), nulls.clone())),
+        Arc::new(TimestampNanosecondArray::new(ScalarBuffer::from(ts), nulls).with_timezone("UTC")),
+    ];
+    if provenance {
+        fields.push(dict_field("file"));
+        fields.push(Field::new("offset", DataType::Int64, false));
+        cols.push(dict_array(c.file, d.files));
+        cols.push(Arc::new(Int64Array::new(ScalarBuffer::from(c.offset), None)));
+    }
+    (fields, cols)
+}
+
+fn f64_col(v: Vec<f64>, nulls: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(Float64Array::new(ScalarBuffer::from(v), nulls))
+}
+
+fn i32_col(v: Vec<i32>) -> ArrayRef {
+    Arc::new(Int32Array::new(ScalarBuffer::from(v), None))
+}
+
+fn i64_col(v: Vec<i64>) -> ArrayRef {
+    Arc::new(Int64Array::new(ScalarBuffer::from(v), None))
+}
+
+fn blob_columns(b: Blobs, d: &Dicts<'_>, f: &mut Vec<Field>, c: &mut Vec<ArrayRef>) {
+    f.push(dict_field("blob_file"));
+    c.push(dict_array(b.blob_file, d.files));
+    f.push(Field::new("blob_offset", DataType::Int64, false));
+    c.push(i64_col(b.blob_offset));
+    f.push(Field::new("blob_length", DataType::Int64, false));
+    c.push(i64_col(b.blob_length));
+}
+
+fn plugin_column(c: &Common, d: &Dicts<'_>) -> ArrayRef {
+    let keys: Vec<i32> = c.run.iter().zip(&c.tag).map(|(&r, &t)| (d.plugin_of)(r, t)).collect();
+    dict_array(keys, d.plugins)
+}
+
+fn list_f64(offsets: &[i64], values: Vec<f64>) -> ArrayRef {
+    let field = Arc::new(Field::new("item", DataType::Float64, false));
+    Arc::new(LargeListArray::new(
+        field,
+        OffsetBuffer::new(ScalarBuffer::from(offsets.to_vec())),
+        f64_col(values, None),
+        None,
+    ))
+}
+
+/// Converts one kind's merged columns into a record batch.
+pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool) -> RecordBatch {
+    let (mut f, mut c);
+    match kind {
+        Kind::Scalars => {
+            let s = std::mem::take(&mut tables.scalars);
+            (f, c) = common_columns(s.c, d, provenance);
+            f.push(Field::new("value", DataType::Float64, false));
+            c.push(f64_col(s.value, None));
+        }
+        Kind::Tensors => {
+            let t = std::mem::replace(&mut tables.tensors, Tensors::new());
+            let plugin = plugin_column(&t.c, d);
+            (f, c) = common_columns(t.c, d, provenance);
+            f.push(dict_field("plugin"));
+            c.push(plugin);
+            let names: Vec<String> =
+                (0..128).map(|i| crate::tensor::dtype_name(i).to_string()).collect();
+            f.push(dict_field("dtype"));
+            c.push(dict_array(t.dtype.iter().map(|&d| crate::tensor::base_dtype(d).clamp(0, 127)).collect(), &names));
+            let dim = Arc::new(Field::new("item", DataType::Int64, false));
+            f.push(Field::new("shape", DataType::LargeList(dim.clone()), false));
+            c.push(Arc::new(LargeListArray::new(
+                dim,
+                OffsetBuffer::new(ScalarBuffer::from(t.shape.offsets)),
+                i64_col(t.shape.values),
+                None,
+            )));
+            f.push(Field::new("content", DataType::LargeBinary, true));
+            let cv = validity(&t.content_valid);
+            c.push(Arc::new(large_binary(t.content, cv)));
+            let item = Arc::new(Field::new("item", DataType::LargeBinary, false));
+            f.push(Field::new("strings", DataType::LargeList(item.clone()), true));
+            let sv = validity(&t.strings_valid);
+            c.push(Arc::new(LargeListArray::new(
+                item,
+                OffsetBuffer::new(ScalarBuffer::from(t.string_rows)),
+                Arc::new(large_binary(t.strings, None)),
+                sv,
+            )));
+        }
+        Kind::Histograms => {
+            let h = std::mem::take(&mut tables.histograms);
+            (f, c) = common_columns(h.c, d, provenance);
+            let offsets = h.buckets.offsets;
+            for (name, vals) in [("left", h.buckets.values), ("right", h.right), ("count", h.count)] {
+                let item = Field::new("item", DataType::Float64, false);
+                f.push(Field::new(name, DataType::LargeList(Arc::new(item)), false));
+                c.push(list_f64(&offsets, vals));
+            }
+            let nulls = validity(&h.legacy);
+            for (name, vals) in ["min", "max", "num", "sum", "sum_squares"].into_iter().zip(h.stats) {
+                f.push(Field::new(name, DataType::Float64, true));
+                c.push(f64_col(vals, nulls.clone()));
+            }
+        }
+        Kind::Images => {
+            let mut im = std::mem::take(&mut tables.images);
+            (f, c) = common_columns(std::mem::take(&mut im.b.c), d, provenance);
+            f.push(Field::new("index", DataType::Int32, false));
+            c.push(i32_col(std::mem::take(&mut im.b.index)));
+            f.push(Field::new("width", DataType::Int32, false));
+            c.push(i32_col(im.width));
+            f.push(Field::new("height", DataType::Int32, false));
+            c.push(i32_col(im.height));
+            let cs_valid: Vec<bool> = im.colorspace.iter().map(|&x| x != 0).collect();
+            f.push(Field::new("colorspace", DataType::Int32, true));
+            c.push(Arc::new(Int32Array::new(ScalarBuffer::from(im.colorspace), validity(&cs_valid))));
+            let names: Vec<String> = IMAGE_TYPES.iter().map(|s| s.to_string()).collect();
+            f.push(dict_field("content_type"));
+            c.push(dict_array(im.content_type.iter().map(|&x| x as i32).collect(), &names));
+            blob_columns(im.b, d, &mut f, &mut c);
+        }
+        Kind::Audio => {
+            let mut a = std::mem::take(&mut tables.audio);
+            (f, c) = common_columns(std::mem::take(&mut a.b.c), d, provenance);
+            f.push(Field::new("index", DataType::Int32, false));
+            c.push(i32_col(std::mem::take(&mut a.b.index)));
+            f.push(Field::new("sample_rate", DataType::Float64, false));
+            c.push(f64_col(a.sample_rate, None));
+            f.push(Field::new("num_channels", DataType::Int64, false));
+            c.push(i64_col(a.num_channels));
+            f.push(Field::new("length_frames", DataType::Int64, false));
+            c.push(i64_col(a.length_frames));
+            f.push(Field::new("content_type", DataType::LargeUtf8, false));
+            c.push(Arc::new(large_utf8(a.content_type)));
+            f.push(Field::new("label", DataType::LargeUtf8, false));
+            c.push(Arc::new(large_utf8(a.label)));
+            blob_columns(a.b, d, &mut f, &mut c);
+        }
+        Kind::Text => {
+            let t = std::mem::take(&mut tables.text);
+            (f, c) = common_columns(t.c, d, provenance);
+            f.push(Field::new("index", DataType::Int32, false));
+            c.push(i32_col(t.index));
+            f.push(Field::new("text", DataType::LargeUtf8, false));
+            c.push(Arc::new(large_utf8(t.text)));
+        }
+        Kind::Hparams => {
+            let h = std::mem::take(&mut tables.hparams);
+            (f, c) = common_columns(h.c, d, provenance);
+            f.push(Field::new("plugin_content", DataType::LargeBinary, false));
+            c.push(Arc::new(large_binary(h.content, None)));
+        }
+        Kind::Blobs => {
+            let mut b = std::mem::take(&mut tables.blobs);
+            let plugin = plugin_column(&b.b.c, d);
+            (f, c) = common_columns(std::mem::take(&mut b.b.c), d, provenance);
+            f.push(dict_field("plugin"));
+            c.push(plugin);
+            f.push(Field::new("index", DataType::Int32, false));
+            c.push(i32_col(std::mem::take(&mut b.b.index)));
+            blob_columns(b.b, d, &mut f, &mut c);
+        }
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(f));
+    RecordBatch::try_new(schema, c).expect("columns match their schema")
+}
+
+/// A small string table: builds `series` and similar tables from owned rows.
+pub fn string_array(v: impl IntoIterator<Item = String>) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(v))
+}
+
+pub fn binary_array<'a>(v: impl IntoIterator<Item = &'a [u8]>) -> ArrayRef {
+    Arc::new(BinaryArray::from_iter_values(v))
+}

@@ -1,0 +1,827 @@
+//! Reads one event file (from a saved offset) into per-kind columns.
+//!
+//! Files are read with `pread` into a reused buffer, never mapped: a file truncated under a
+//! mapping kills the process with SIGBUS. Bytes past the size seen at the start are left for the
+//! next reload, so a file that keeps growing cannot keep a read going forever.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use regex::Regex;
+
+use crate::columns::{sniff_image, Tables};
+use crate::data_compat::{decide, legacy_plugin, plugin_names, Kind, KindSet};
+use crate::proto::{
+    summary_values, Audio, DecodeError, Event, Histogram, Image, Metadata, SessionLog, SummaryValue,
+    TaggedRunMetadata, ValueKind, What,
+};
+use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
+use crate::tf_record::{data_crc_ok, parse_frame, resync, Corruption, Frame, Resync, HEADER_LEN};
+
+/// The smallest read; larger records grow the buffer.
+const CHUNK: usize = 4 << 20;
+
+/// What to read and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Check data CRCs (length CRCs are always checked).
+    pub verify: bool,
+    /// Records longer than this are corruption, not a truncated tail.
+    pub max_len: u64,
+    /// Keep each row's record offset.
+    pub provenance: bool,
+    pub kinds: KindSet,
+    pub tags: Option<Regex>,
+    /// Steps outside `[lo, hi)` are skipped before their summaries are decoded.
+    pub step_lo: Option<i64>,
+    pub step_hi: Option<i64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            verify: true,
+            max_len: 256 << 20,
+            provenance: false,
+            kinds: KindSet::ALL,
+            tags: None,
+            step_lo: None,
+            step_hi: None,
+        }
+    }
+}
+
+/// How serious a reported problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Bytes that could not be read as records: skipped.
+    Corrupt,
+    /// A record read fine but a value in it could not be used as its series' kind.
+    Warning,
+    /// The file ends inside a record: normal while a writer is still writing.
+    Truncated,
+    /// The file could not be read at all.
+    Error,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Corrupt => "corrupt",
+            Severity::Warning => "warning",
+            Severity::Truncated => "truncated",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One entry of the health report: where, how many bytes, why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    pub severity: Severity,
+    pub offset: u64,
+    pub length: u64,
+    pub reason: String,
+}
+
+/// Metadata of a series, owned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeriesMeta {
+    pub plugin_name: String,
+    pub plugin_content: Vec<u8>,
+    pub display_name: String,
+    pub description: String,
+    pub data_class: i32,
+}
+
+impl SeriesMeta {
+    fn from_proto(m: &Metadata<'_>) -> Self {
+        SeriesMeta {
+            plugin_name: lossy(m.plugin_name),
+            plugin_content: m.plugin_content.to_vec(),
+            display_name: lossy(m.display_name),
+            description: lossy(m.description),
+            data_class: m.data_class,
+        }
+    }
+    fn plugin(name: &str) -> Self {
+        SeriesMeta { plugin_name: name.to_string(), ..Default::default() }
+    }
+}
+
+/// What a run already knows about a tag before this file is read.
+#[derive(Debug, Clone)]
+pub struct Known {
+    pub kind: Kind,
+}
+
+/// A tag as seen in one file.
+#[derive(Debug, Clone)]
+pub struct LocalTag {
+    pub name: String,
+    pub wanted: bool,
+    pub kind: Option<Kind>,
+    /// First metadata seen in this file (legacy values synthesise their plugin's).
+    pub meta: Option<SeriesMeta>,
+    pub points: u64,
+    pub first_step: i64,
+    pub last_step: i64,
+    pub last_wall: f64,
+}
+
+/// A value whose series' kind was not known when it was read (a tensor with no metadata).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub tag: i32,
+    pub step: i64,
+    pub wall: f64,
+    pub offset: i64,
+    pub tensor: Vec<u8>,
+    /// Absolute file offset of `tensor`'s first byte, for blob locations.
+    pub tensor_offset: i64,
+}
+
+/// A SessionLog event (restarts, checkpoints).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEvent {
+    pub step: i64,
+    pub wall: f64,
+    pub status: i32,
+    pub offset: u64,
+}
+
+/// Where to resume reading a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub offset: u64,
+}
+
+/// Everything read from one file in one pass.
+#[derive(Debug, Default)]
+pub struct FileChunk {
+    pub tags: Vec<LocalTag>,
+    pub tables: Tables,
+    pub pending: Vec<Pending>,
+    pub problems: Vec<Problem>,
+    pub sessions: Vec<SessionEvent>,
+    pub end: Cursor,
+    /// Bytes of an incomplete record at the end (0 when the file ends on a record boundary).
+    pub tail: u64,
+    pub size: u64,
+    pub records: u64,
+    pub bytes_read: u64,
+    pub first_wall: Option<f64>,
+    pub last_wall: Option<f64>,
+    pub max_step: Option<i64>,
+    pub file_version: Option<String>,
+    pub writer: Option<String>,
+}
+
+pub fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Per-file parser state.
+struct Parser<'o> {
+    opts: &'o Options,
+    known: &'o HashMap<String, Known>,
+    index: HashMap<Vec<u8>, i32>,
+    out: FileChunk,
+}
+
+/// Reads `path` from `start` to the size it has now.
+pub fn read_file(
+    path: &Path,
+    start: Cursor,
+    opts: &Options,
+    known: &HashMap<String, Known>,
+    cancel: &AtomicBool,
+) -> FileChunk {
+    let mut p = Parser { opts, known, index: HashMap::new(), out: FileChunk::default() };
+    p.out.end = start;
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            p.problem(Severity::Error, start.offset, 0, format!("cannot open: {e}"));
+            return p.out;
+        }
+    };
+    let size = match file.metadata() {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(_) => {
+            p.problem(Severity::Error, 0, 0, "not a regular file".into());
+            return p.out;
+        }
+        Err(e) => {
+            p.problem(Severity::Error, 0, 0, format!("cannot stat: {e}"));
+            return p.out;
+        }
+    };
+    p.out.size = size;
+    let mut from = start.offset;
+    if size < from {
+        p.problem(
+            Severity::Warning,
+            size,
+            from - size,
+            format!("file shrank from at least {from} to {size} bytes since the last read; read again from the start"),
+        );
+        from = 0;
+    }
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        p.scan(&file, from, size, &mut buf, cancel);
+        if buf.capacity() > 4 * CHUNK {
+            // Don't keep a one-off giant record's buffer alive in every worker thread.
+            *buf = Vec::new();
+        }
+    });
+    p.out
+}
+
+thread_local! {
+    static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl<'o> Parser<'o> {
+    fn problem(&mut self, severity: Severity, offset: u64, length: u64, reason: String) {
+        self.out.problems.push(Problem { severity, offset, length, reason });
+    }
+
+    /// The framing loop: records, truncated tails, corruption and resynchronisation.
+    fn scan(&mut self, file: &File, from: u64, mut size: u64, buf: &mut Vec<u8>, cancel: &AtomicBool) {
+        let max_len = self.opts.max_len;
+        let mut pos = from; // file offset of buf[0]
+        let mut len = 0usize; // valid bytes in buf
+        let mut cur = 0usize; // next byte to look at
+        let mut corrupt: Option<(u64, Corruption)> = None;
+        let mut records_since_check = 0u32;
+        loop {
+            records_since_check += 1;
+            if records_since_check >= 4096 {
+                records_since_check = 0;
+                if cancel.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+            let at_eof = pos + len as u64 >= size;
+            let abs = |i: usize| pos + i as u64;
+            if let Some((start, why)) = corrupt {
+                match resync(&buf[cur..len], 0, max_len) {
+                    Resync::Found(p) => {
+                        self.report_corrupt(start, abs(cur + p), why);
+                        cur += p;
+                        corrupt = None;
+                        continue;
+                    }
+                    Resync::Candidate { pos: p, need } if !at_eof => {
+                        cur += p;
+                        self.refill(file, &mut pos, &mut len, &mut cur, need, &mut size, buf);
+                        continue;
+                    }
+                    Resync::Exhausted(p) if !at_eof => {
+                        cur += p;
+                        self.refill(file, &mut pos, &mut len, &mut cur, HEADER_LEN, &mut size, buf);
+                        continue;
+                    }
+                    Resync::Candidate { pos: p, .. } | Resync::Exhausted(p) => {
+                        // End of the file: what follows the garbage is a record still being
+                        // written, or too short to tell; either way the next read resumes there.
+                        self.report_corrupt(start, abs(cur + p), why);
+                        cur += p;
+                        self.out.tail = (len - cur) as u64;
+                        break;
+                    }
+                }
+            }
+            match parse_frame(&buf[cur..len], max_len, self.opts.verify) {
+                Frame::Record { data, span } => {
+                    let record_offset = abs(cur);
+                    let data_offset = record_offset + HEADER_LEN as u64;
+                    if let Err(e) = self.record(data, record_offset, data_offset) {
+                        if !self.opts.verify && !data_crc_ok(&buf[cur..len], span) {
+                            corrupt = Some((record_offset, Corruption::BadDataCrc));
+                            cur += 1;
+                            continue;
+                        }
+                        self.problem(
+                            Severity::Corrupt,
+                            record_offset,
+                            span as u64,
+                            format!("record is not a valid Event: {e}"),
+                        );
+                    }
+                    self.out.records += 1;
+                    cur += span;
+                }
+                Frame::NeedMore { need } => {
+                    if at_eof {
+                        self.out.tail = (len - cur) as u64;
+                        break;
+                    }
+                    self.refill(file, &mut pos, &mut len, &mut cur, need, &mut size, buf);
+                }
+                Frame::Corrupt(why) => {
+                    corrupt = Some((abs(cur), why));
+                    cur += 1;
+                }
+            }
+        }
+        self.out.end = Cursor { offset: pos + cur as u64 };
+        self.out.bytes_read = pos + len as u64 - from;
+        if self.out.tail > 0 {
+            let at = self.out.end.offset;
+            let tail = self.out.tail;
+            self.problem(Severity::Truncated, at, tail, "file ends inside a record (still being written?)".into());
+        }
+    }
+
+    fn report_corrupt(&mut self, start: u64, end: u64, why: Corruption) {
+        self.problem(
+            Severity::Corrupt,
+            start,
+            end - start,
+            format!("{why}; skipped to the next valid record"),
+        );
+    }
+
+    /// Moves unread bytes to the front and reads more, so at least `need` bytes from `cur`
+    /// are present unless the file ends first.
+    #[allow(clippy::too_many_arguments)]
+    fn refill(
+        &mut self,
+        file: &File,
+        pos: &mut u64,
+        len: &mut usize,
+        cur: &mut usize,
+        need: usize,
+        size: &mut u64,
+        buf: &mut Vec<u8>,
+    ) {
+        buf.copy_within(*cur..*len, 0);
+        *pos += *cur as u64;
+        *len -= *cur;
+        *cur = 0;
+        let want = need.max(CHUNK);
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        while *len < need.max(1) || *len < buf.len() {
+            let left = *size - (*pos + *len as u64);
+            if left == 0 {
+                break;
+            }
+            let upto = (*len as u64 + left).min(buf.len() as u64) as usize;
+            match file.read_at(&mut buf[*len..upto], *pos + *len as u64) {
+                Ok(0) => {
+                    // The file shrank under us: treat what we have as its end.
+                    *size = *pos + *len as u64;
+                    break;
+                }
+                Ok(n) => *len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let at = *pos + *len as u64;
+                    self.problem(Severity::Error, at, 0, format!("read failed: {e}"));
+                    *size = at;
+                    break;
+                }
+            }
+            if *len >= need {
+                break;
+            }
+        }
+    }
+
+    /// Decodes one record's Event and files its values.
+    fn record(&mut self, data: &[u8], record_offset: u64, data_offset: u64) -> Result<(), DecodeError> {
+        let ev = Event::decode(data)?;
+        let wall = ev.wall_time;
+        if !wall.is_finite() {
+            self.problem(
+                Severity::Warning,
+                record_offset,
+                0,
+                format!("wall time is {wall}; kept the point with a null wall time"),
+            );
+        } else {
+            if self.out.first_wall.is_none() {
+                self.out.first_wall = Some(wall);
+            }
+            self.out.last_wall = Some(self.out.last_wall.map_or(wall, |w: f64| w.max(wall)));
+        }
+        let step = ev.step;
+        if let Some(w) = ev.source_metadata {
+            let writer = crate::proto::Fields::new(w).find_map(|f| match f {
+                Ok((1, crate::proto::Wire::Bytes(b))) => Some(b),
+                _ => None,
+            });
+            self.out.writer = Some(lossy(writer.unwrap_or_default()));
+        }
+        let in_range = self.opts.step_lo.is_none_or(|lo| step >= lo) && self.opts.step_hi.is_none_or(|hi| step < hi);
+        let prov = self.opts.provenance.then_some(record_offset as i64);
+        match ev.what {
+            What::Summary(s) => {
+                if !in_range {
+                    return Ok(());
+                }
+                self.out.max_step = Some(self.out.max_step.map_or(step, |m| m.max(step)));
+                for v in summary_values(s) {
+                    let v = v?;
+                    let sv = SummaryValue::decode(v)?;
+                    self.value(&sv, step, wall, prov, data, data_offset);
+                }
+            }
+            What::FileVersion(v) => self.out.file_version = Some(lossy(v)),
+            What::GraphDef(g) if in_range => {
+                self.blob_event("__run_graph__", plugin_names::GRAPHS, g, step, wall, prov, data, data_offset);
+            }
+            What::MetaGraphDef(g) if in_range => {
+                self.blob_event("__meta_graph__", "meta_graph", g, step, wall, prov, data, data_offset);
+            }
+            What::TaggedRunMetadata(t) if in_range => {
+                let t = TaggedRunMetadata::decode(t)?;
+                let tag = lossy(t.tag);
+                self.blob_event(&tag, plugin_names::GRAPH_TAGGED_RUN_METADATA, t.run_metadata, step, wall, prov, data, data_offset);
+            }
+            What::SessionLog(b) => {
+                let s = SessionLog::decode(b)?;
+                self.out.sessions.push(SessionEvent { step, wall, status: s.status, offset: record_offset });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Looks up or creates the file-local id of a tag.
+    #[inline]
+    fn tag_id(&mut self, tag: &[u8]) -> i32 {
+        if let Some(&id) = self.index.get(tag) {
+            return id;
+        }
+        let name = lossy(tag);
+        let wanted = self.opts.tags.as_ref().is_none_or(|re| re.is_match(&name));
+        let kind = self.known.get(&name).map(|k| k.kind);
+        let id = self.out.tags.len() as i32;
+        self.out.tags.push(LocalTag {
+            name,
+            wanted,
+            kind,
+            meta: None,
+            points: 0,
+            first_step: i64::MAX,
+            last_step: i64::MIN,
+            last_wall: f64::NAN,
+        });
+        self.index.insert(tag.to_vec(), id);
+        id
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn blob_event(&mut self, tag: &str, plugin: &str, blob: &[u8], step: i64, wall: f64, prov: Option<i64>, data: &[u8], data_offset: u64) {
+        let id = self.tag_id(tag.as_bytes());
+        let t = &mut self.out.tags[id as usize];
+        if !t.wanted {
+            return;
+        }
+        if t.meta.is_none() {
+            t.meta = Some(SeriesMeta::plugin(plugin));
+        }
+        let kind = *t.kind.get_or_insert(Kind::Blobs);
+        if kind != Kind::Blobs || !self.opts.kinds.contains(Kind::Blobs) {
+            return;
+        }
+        self.count(id, step, wall);
+        let b = &mut self.out.tables.blobs.b;
+        b.c.push(id, step, wall, prov);
+        b.push_blob(0, abs_offset(data, blob, data_offset), blob.len());
+    }
+
+    fn count(&mut self, id: i32, step: i64, wall: f64) {
+        let t = &mut self.out.tags[id as usize];
+        t.points += 1;
+        t.first_step = t.first_step.min(step);
+        t.last_step = t.last_step.max(step);
+        t.last_wall = wall;
+    }
+
+    fn value(&mut self, sv: &SummaryValue<'_>, step: i64, wall: f64, prov: Option<i64>, data: &[u8], data_offset: u64) {
+        let id = self.tag_id(sv.effective_tag());
+        let t = &mut self.out.tags[id as usize];
+        if !t.wanted {
+            return;
+        }
+        if matches!(sv.value, ValueKind::ObsoleteHisto) {
+            return;
+        }
+        // The first metadata seen decides; legacy values stand for their plugin's.
+        if t.meta.is_none() {
+            if let Some(p) = legacy_plugin(&sv.value) {
+                t.meta = Some(SeriesMeta::plugin(p));
+                if let Some(md) = sv.metadata.and_then(|m| Metadata::decode(m).ok()) {
+                    let m = t.meta.as_mut().unwrap();
+                    m.display_name = lossy(md.display_name);
+                    m.description = lossy(md.description);
+                }
+            } else if let Some(m) = sv.metadata {
+                match Metadata::decode(m) {
+                    Ok(md) => t.meta = Some(SeriesMeta::from_proto(&md)),
+                    Err(e) => {
+                        let off = abs_offset(data, m, data_offset);
+                        self.problem(Severity::Warning, off as u64, m.len() as u64, format!("summary metadata is not valid: {e}"));
+                    }
+                }
+            }
+        }
+        let t = &mut self.out.tags[id as usize];
+        if t.kind.is_none() {
+            let md = sv.metadata.and_then(|m| Metadata::decode(m).ok());
+            t.kind = decide(&sv.value, md.as_ref());
+        }
+        let Some(kind) = t.kind else {
+            // A tensor before any metadata: keep it until the run's kind for the tag is known.
+            if let ValueKind::Tensor(tb) = sv.value {
+                self.count(id, step, wall);
+                self.out.pending.push(Pending {
+                    tag: id,
+                    step,
+                    wall,
+                    offset: prov.unwrap_or(-1),
+                    tensor: tb.to_vec(),
+                    tensor_offset: abs_offset(data, tb, data_offset) as i64,
+                });
+            }
+            return;
+        };
+        if !self.opts.kinds.contains(kind) {
+            return;
+        }
+        let record_offset = data_offset - HEADER_LEN as u64;
+        match append(&mut self.out.tables, kind, id, step, wall, prov, sv, data, data_offset) {
+            Ok(()) => self.count(id, step, wall),
+            Err(why) => {
+                let name = self.out.tags[id as usize].name.clone();
+                self.problem(
+                    Severity::Warning,
+                    record_offset,
+                    0,
+                    format!("value of tag {name:?} at step {step} is not usable as {}: {why}", kind.name()),
+                );
+            }
+        }
+    }
+}
+
+/// Absolute file offset of `part`, a sub-slice of `whole` (which starts at `whole_offset`).
+#[inline]
+fn abs_offset(whole: &[u8], part: &[u8], whole_offset: u64) -> i64 {
+    (whole_offset + (part.as_ptr() as usize - whole.as_ptr() as usize) as u64) as i64
+}
+
+/// Appends one value to its kind's table.
+#[allow(clippy::too_many_arguments)]
+pub fn append(
+    tables: &mut Tables,
+    kind: Kind,
+    tag: i32,
+    step: i64,
+    wall: f64,
+    prov: Option<i64>,
+    sv: &SummaryValue<'_>,
+    data: &[u8],
+    data_offset: u64,
+) -> Result<(), &'static str> {
+    match (kind, &sv.value) {
+        (Kind::Scalars, ValueKind::Simple(x)) => {
+            tables.scalars.c.push(tag, step, wall, prov);
+            tables.scalars.value.push(f64::from(*x));
+        }
+        (Kind::Histograms, ValueKind::Histo(h)) => {
+            let h = Histogram::decode(h).map_err(|e| e.0)?;
+            if h.bucket.len() != h.bucket_limit.len() {
+                return Err("histogram has different numbers of buckets and limits");
+            }
+            let k = h.bucket.len();
+            let hs = &mut tables.histograms;
+            hs.c.push(tag, step, wall, prov);
+            // TensorBoard's edges: the first left edge is min, the last right edge is max.
+            hs.buckets.push_with(|v| {
+                for i in 0..k {
+                    v.push(if i == 0 { h.min } else { h.bucket_limit[i - 1] });
+                }
+            });
+            for i in 0..k {
+                hs.right.push(if i + 1 == k { h.max } else { h.bucket_limit[i] });
+            }
+            hs.count.extend_from_slice(&h.bucket);
+            for (col, x) in hs.stats.iter_mut().zip([h.min, h.max, h.num, h.sum, h.sum_squares]) {
+                col.push(x);
+            }
+            hs.legacy.push(true);
+        }
+        (Kind::Images, ValueKind::Image(b)) => {
+            let im = Image::decode(b).map_err(|e| e.0)?;
+            let t = &mut tables.images;
+            t.b.c.push(tag, step, wall, prov);
+            t.b.push_blob(0, abs_offset(data, im.encoded, data_offset), im.encoded.len());
+            t.width.push(im.width);
+            t.height.push(im.height);
+            t.colorspace.push(im.colorspace);
+            t.content_type.push(sniff_image(im.encoded));
+        }
+        (Kind::Audio, ValueKind::Audio(b)) => {
+            let a = Audio::decode(b).map_err(|e| e.0)?;
+            let t = &mut tables.audio;
+            t.b.c.push(tag, step, wall, prov);
+            t.b.push_blob(0, abs_offset(data, a.encoded, data_offset), a.encoded.len());
+            t.sample_rate.push(f64::from(a.sample_rate));
+            t.num_channels.push(a.num_channels);
+            t.length_frames.push(a.length_frames);
+            let ct = if a.content_type.is_empty() { b"audio/wav".as_slice() } else { a.content_type };
+            t.content_type.push(lossy(ct).as_bytes());
+            t.label.push(b"");
+        }
+        (Kind::Hparams, _) => {
+            let content = sv
+                .metadata
+                .and_then(|m| Metadata::decode(m).ok())
+                .map(|m| m.plugin_content)
+                .unwrap_or_default();
+            tables.hparams.c.push(tag, step, wall, prov);
+            tables.hparams.content.push(content);
+        }
+        (_, ValueKind::Tensor(tb)) => {
+            let t = Tensor::decode(tb).map_err(|e| e.0)?;
+            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset)?;
+        }
+        (Kind::Tensors, ValueKind::Nothing) => {
+            // TensorBoard gives a value with no payload a null tensor: float32, shape [0].
+            let t = Tensor { dtype: DT_FLOAT, shape: vec![0], ..Default::default() };
+            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset)?;
+        }
+        (_, ValueKind::Nothing) => return Err("the value is empty"),
+        _ => return Err("the value's type does not match the series' kind"),
+    }
+    Ok(())
+}
+
+/// Appends a tensor-form value to its kind's table.
+#[allow(clippy::too_many_arguments)]
+pub fn append_tensor(
+    tables: &mut Tables,
+    kind: Kind,
+    tag: i32,
+    step: i64,
+    wall: f64,
+    prov: Option<i64>,
+    t: &Tensor<'_>,
+    data: &[u8],
+    data_offset: u64,
+) -> Result<(), &'static str> {
+    let dtype = base_dtype(t.dtype);
+    match kind {
+        Kind::Scalars => {
+            let x = t.scalar_f64().ok_or("not a rank-0 real-valued tensor")?;
+            tables.scalars.c.push(tag, step, wall, prov);
+            tables.scalars.value.push(x);
+        }
+        Kind::Histograms => {
+            let rows = match t.shape.as_slice() {
+                [k, 3] => *k as usize,
+                [0] | [0, _] => 0,
+                _ => return Err("histogram tensor is not of shape [k, 3]"),
+            };
+            let Elements::Numeric(b) = t.elements().map_err(|e| e.0)? else {
+                return Err("histogram tensor holds strings");
+            };
+            let size = crate::tensor::element_size(dtype).ok_or("histogram dtype")?;
+            let val = |i: usize| element_f64(dtype, &b[i * size..]).unwrap_or(f64::NAN);
+            let hs = &mut tables.histograms;
+            hs.c.push(tag, step, wall, prov);
+            hs.buckets.push_with(|v| v.extend((0..rows).map(|r| val(r * 3))));
+            hs.right.extend((0..rows).map(|r| val(r * 3 + 1)));
+            hs.count.extend((0..rows).map(|r| val(r * 3 + 2)));
+            for col in hs.stats.iter_mut() {
+                col.push(f64::NAN);
+            }
+            hs.legacy.push(false);
+        }
+        Kind::Images => {
+            let s = strings(t)?;
+            if s.len() < 2 {
+                return Err("image tensor has fewer than 2 elements");
+            }
+            let dim = |b: &[u8]| std::str::from_utf8(b).ok().and_then(|x| x.trim().parse::<i32>().ok()).unwrap_or(0);
+            let (w, h) = (dim(s[0]), dim(s[1]));
+            let tb = &mut tables.images;
+            for (i, img) in s[2..].iter().enumerate() {
+                tb.b.c.push(tag, step, wall, prov);
+                tb.b.push_blob(i as i32, abs_offset(data, img, data_offset), img.len());
+                tb.width.push(w);
+                tb.height.push(h);
+                tb.colorspace.push(0);
+                tb.content_type.push(sniff_image(img));
+            }
+        }
+        Kind::Audio => {
+            let s = strings(t)?;
+            let stride = match t.shape.as_slice() {
+                [_, 2] => 2,
+                [_] => 1,
+                _ => return Err("audio tensor is not of shape [k, 2] or [k]"),
+            };
+            let ta = &mut tables.audio;
+            for (i, row) in s.chunks(stride).enumerate() {
+                let wav = row[0];
+                let (rate, channels, frames) = wav_info(wav);
+                ta.b.c.push(tag, step, wall, prov);
+                ta.b.push_blob(i as i32, abs_offset(data, wav, data_offset), wav.len());
+                ta.sample_rate.push(rate);
+                ta.num_channels.push(channels);
+                ta.length_frames.push(frames);
+                ta.content_type.push(b"audio/wav");
+                let label = row.get(1).copied().unwrap_or(b"");
+                ta.label.push(String::from_utf8_lossy(label).as_bytes());
+            }
+        }
+        Kind::Text => {
+            let s = strings(t)?;
+            let tx = &mut tables.text;
+            for (i, el) in s.iter().enumerate() {
+                tx.c.push(tag, step, wall, prov);
+                tx.index.push(i as i32);
+                tx.text.push(String::from_utf8_lossy(el).as_bytes());
+            }
+        }
+        Kind::Blobs => {
+            let s = strings(t)?;
+            let b = &mut tables.blobs.b;
+            for (i, el) in s.iter().enumerate() {
+                b.c.push(tag, step, wall, prov);
+                b.push_blob(i as i32, abs_offset(data, el, data_offset), el.len());
+            }
+        }
+        Kind::Hparams => unreachable!("hparams values are filed from their metadata"),
+        Kind::Tensors => {
+            let els = t.elements().map_err(|e| e.0)?;
+            let tt = &mut tables.tensors;
+            tt.c.push(tag, step, wall, prov);
+            tt.dtype.push(t.dtype);
+            tt.shape.push(&t.shape);
+            match els {
+                Elements::Numeric(b) => {
+                    tt.content.push(&b);
+                    tt.content_valid.push(true);
+                    tt.string_rows.push(tt.strings.len() as i64);
+                    tt.strings_valid.push(false);
+                }
+                Elements::Strings(s) => {
+                    tt.content.push(&[]);
+                    tt.content_valid.push(false);
+                    for el in s {
+                        tt.strings.push(el);
+                    }
+                    tt.string_rows.push(tt.strings.len() as i64);
+                    tt.strings_valid.push(true);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn strings<'a>(t: &Tensor<'a>) -> Result<Vec<&'a [u8]>, &'static str> {
+    if base_dtype(t.dtype) != DT_STRING {
+        return Err("expected a string tensor");
+    }
+    match t.elements().map_err(|e| e.0)? {
+        Elements::Strings(s) => Ok(s),
+        Elements::Numeric(_) => Err("expected a string tensor"),
+    }
+}
+
+/// Sample rate, channels and frame count from a WAV header; zeros when it is not one.
+fn wav_info(b: &[u8]) -> (f64, i64, i64) {
+    if b.len() < 12 || &b[..4] != b"RIFF" || &b[8..12] != b"WAVE" {
+        return (0.0, 0, 0);
+    }
+    let (mut rate, mut channels, mut block, mut frames) = (0u32, 0u16, 0u16, 0i64);
+    let mut pos = 12;
+    while pos + 8 <= b.len() {
+        let id = &b[pos..pos + 4];
+        let size = u32::from_le_bytes(b[pos + 4..pos + 8].try_into().unwrap()) as usize;
+        let body = &b[pos + 8..(pos + 8).saturating_add(size).min(b.len())];
+        if id == b"fmt " && body.len() >= 14 {
+            channels = u16::from_le_bytes([body[2], body[3]]);
+            rate = u32::from_le_bytes(body[4..8].try_into().unwrap());
+            block = u16::from_le_bytes([body[12], body[13]]);
+        } else if id == b"data" && block > 0 {
+            frames = (size / block as usize) as i64;
+        }
+        pos = pos.saturating_add(8 + size + (size & 1));
+    }
+    (f64::from(rate), i64::from(channels), frames)
+}

@@ -1,0 +1,22 @@
+//! tbscope-core: TensorBoard event files to Arrow columns, losslessly and near disk speed.
+//!
+//! Layers, bottom up: [`masked_crc`] → [`tf_record`] (framing) → [`proto`] / [`tensor`]
+//! (zero-copy decoding) → [`data_compat`] (kinds) → [`event_file`] (one file into columns) →
+//! [`logdir`] (runs and files) → [`load`] (parallel reads, merging, reloads) → [`columns`]
+//! (Arrow). No Python here: `tbscope-py` is a thin binding over [`load::Reader`].
+
+pub mod columns;
+pub mod data_compat;
+pub mod error;
+pub mod event_file;
+pub mod load;
+pub mod logdir;
+pub mod masked_crc;
+pub mod proto;
+pub mod restarts;
+pub mod tensor;
+pub mod tf_record;
+
+pub use data_compat::Kind;
+pub use error::{Error, Result};
+pub use load::{Reader, ReaderOptions, Restarts};

@@ -1,0 +1,615 @@
+//! Loading a logdir: discovery, parallel per-file parsing, merging in TensorBoard's order, and
+//! reloading only the bytes written since.
+//!
+//! Files are parsed in parallel into per-file chunks with file-local tag ids; merging walks runs
+//! in name order and files in name order, so rows come out in (run, file, record) order and the
+//! first metadata of a tag in that order decides its kind, as in TensorBoard.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, UInt64Array,
+};
+use arrow_schema::{DataType, Field, Schema};
+use rayon::prelude::*;
+use regex::Regex;
+
+use crate::columns::{binary_array, string_array, to_batch, Dicts, Tables};
+use crate::data_compat::Kind;
+use crate::error::{Error, Result};
+use crate::event_file::{
+    append_tensor, read_file, Cursor, FileChunk, Known, Options, SessionEvent, Severity, SeriesMeta,
+};
+use crate::logdir::discover;
+use crate::tensor::Tensor;
+
+/// What to do with steps a restarted job wrote again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restarts {
+    /// Keep every record, in file order (lossless).
+    All,
+    /// TensorBoard's current rule: a record at step s removes earlier records of its series
+    /// with step >= s.
+    Preempt,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReaderOptions {
+    pub file: Options,
+    pub runs: Option<Regex>,
+    pub restarts: Restarts,
+    /// Worker threads; 0 means `TBSCOPE_NUM_THREADS` or the number of CPUs.
+    pub threads: usize,
+    /// Lower step bound applied after preemption (preemption must see earlier steps).
+    pub step_lo: Option<i64>,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        ReaderOptions {
+            file: Options::default(),
+            runs: None,
+            restarts: Restarts::All,
+            threads: 0,
+            step_lo: None,
+        }
+    }
+}
+
+/// One line of the health report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportEntry {
+    pub run: String,
+    pub file: String,
+    pub severity: Severity,
+    pub offset: u64,
+    pub length: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+struct FileState {
+    path: PathBuf,
+    id: i32,
+    cursor: Cursor,
+    size: u64,
+    mtime: Option<std::time::SystemTime>,
+    records: u64,
+    tail: u64,
+    file_version: Option<String>,
+    writer: Option<String>,
+    /// The last read could not open or read it; try again next time.
+    failed: bool,
+}
+
+#[derive(Debug, Clone)]
+struct TagState {
+    kind: Option<Kind>,
+    meta: Option<SeriesMeta>,
+    points: u64,
+    first_step: i64,
+    last_step: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct RunState {
+    id: i32,
+    files: BTreeMap<PathBuf, FileState>,
+    tags: HashMap<String, TagState>,
+    tag_order: Vec<String>,
+    first_wall: Option<f64>,
+    last_wall: Option<f64>,
+    max_step: Option<i64>,
+    sessions: Vec<SessionEvent>,
+    corrupt: u64,
+}
+
+/// What one load or reload did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadStats {
+    pub files_read: usize,
+    pub bytes_read: u64,
+    pub records: u64,
+    pub rows: usize,
+}
+
+/// A logdir being read, with everything read so far.
+pub struct Reader {
+    root: PathBuf,
+    opts: ReaderOptions,
+    runs: BTreeMap<String, RunState>,
+    run_names: Vec<String>,
+    tag_names: Vec<String>,
+    tag_index: HashMap<String, i32>,
+    file_names: Vec<String>,
+    plugin_names: Vec<String>,
+    plugin_index: HashMap<String, i32>,
+    batches: [Vec<RecordBatch>; 8],
+    report: Vec<ReportEntry>,
+}
+
+fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
+    if let Some(&i) = index.get(s) {
+        return i;
+    }
+    let i = names.len() as i32;
+    names.push(s.to_string());
+    index.insert(s.to_string(), i);
+    i
+}
+
+/// The number of worker threads for `requested` (0 = automatic).
+pub fn thread_count(requested: usize) -> usize {
+    if requested > 0 {
+        return requested;
+    }
+    if let Some(n) = std::env::var("TBSCOPE_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+        if n > 0 {
+            return n;
+        }
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl Reader {
+    /// Prepares to read `root` (a logdir or one event file); fails if it does not exist.
+    pub fn new(root: &Path, opts: ReaderOptions) -> Result<Reader> {
+        std::fs::metadata(root).map_err(|e| Error::io(e, root))?;
+        Ok(Reader {
+            root: root.to_path_buf(),
+            opts,
+            runs: BTreeMap::new(),
+            run_names: Vec::new(),
+            tag_names: Vec::new(),
+            tag_index: HashMap::new(),
+            file_names: Vec::new(),
+            plugin_names: Vec::new(),
+            plugin_index: HashMap::new(),
+            batches: Default::default(),
+            report: Vec::new(),
+        })
+    }
+
+    fn rel(&self, path: &Path) -> String {
+        if self.root.is_file() {
+            return path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        }
+        path.strip_prefix(&self.root).map_or_else(
+            |_| path.to_string_lossy().into_owned(),
+            |p| p.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/"),
+        )
+    }
+
+    /// Reads everything new since the last call (everything, the first time).
+    pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
+        let (found, errors) = discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
+        for (dir, e) in errors {
+            let rel = self.rel(&dir);
+            self.report.push(ReportEntry {
+                run: rel,
+                file: String::new(),
+                severity: Severity::Error,
+                offset: 0,
+                length: 0,
+                reason: format!("cannot list directory: {e}"),
+            });
+        }
+        // Which files changed: new ones, and ones whose size or mtime moved.
+        let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
+        for (run, files) in &found {
+            if !self.runs.contains_key(run) {
+                let id = self.run_names.len() as i32;
+                self.run_names.push(run.clone());
+                self.runs.insert(run.clone(), RunState { id, ..Default::default() });
+            }
+            for path in files {
+                let meta = std::fs::metadata(path).ok();
+                let size = meta.as_ref().map_or(0, |m| m.len());
+                let mtime = meta.as_ref().and_then(|m| m.modified().ok());
+                let rel = self.rel(path);
+                let state = self.runs.get_mut(run).unwrap();
+                match state.files.get(path) {
+                    Some(f) if !f.failed && f.size == size && f.mtime == mtime => continue,
+                    Some(f) => work.push((run.clone(), path.clone(), f.cursor)),
+                    None => {
+                        let id = self.file_names.len() as i32;
+                        self.file_names.push(rel);
+                        state.files.insert(
+                            path.clone(),
+                            FileState {
+                                path: path.clone(),
+                                id,
+                                cursor: Cursor::default(),
+                                size: 0,
+                                mtime: None,
+                                records: 0,
+                                tail: 0,
+                                file_version: None,
+                                writer: None,
+                                failed: false,
+                            },
+                        );
+                        work.push((run.clone(), path.clone(), Cursor::default()));
+                    }
+                }
+                let f = state.files.get_mut(path).unwrap();
+                f.mtime = mtime;
+            }
+        }
+        // What each run already knows about its tags, so later files resolve at once.
+        let known: HashMap<String, HashMap<String, Known>> = work
+            .iter()
+            .map(|(run, _, _)| run.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|run| {
+                let k = self.runs[&run]
+                    .tags
+                    .iter()
+                    .filter_map(|(t, s)| s.kind.map(|kind| (t.clone(), Known { kind })))
+                    .collect();
+                (run, k)
+            })
+            .collect();
+        let opts = &self.opts.file;
+        let parse = |(run, path, cursor): &(String, PathBuf, Cursor)| read_file(path, *cursor, opts, &known[run], cancel);
+        let threads = thread_count(self.opts.threads);
+        let chunks: Vec<FileChunk> = if threads <= 1 || work.len() <= 1 {
+            work.iter().map(parse).collect()
+        } else {
+            // A pool per load: nothing outlives the call, so fork() in between is safe.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("tbscope-{i}"))
+                .build()
+                .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?;
+            pool.install(|| work.par_iter().map(parse).collect())
+        };
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        let stats = self.merge(work, chunks);
+        Ok(stats)
+    }
+
+    fn merge(&mut self, work: Vec<(String, PathBuf, Cursor)>, chunks: Vec<FileChunk>) -> LoadStats {
+        let mut stats = LoadStats { files_read: chunks.len(), ..Default::default() };
+        let mut rows = [0usize; 8];
+        for c in &chunks {
+            for (r, n) in rows.iter_mut().zip(c.tables.rows()) {
+                *r += n;
+            }
+        }
+        let mut merged = Tables::default();
+        merged.reserve(rows, self.opts.file.provenance);
+        let mut pending_by_run: Vec<(String, i32, Vec<crate::event_file::Pending>)> = Vec::new();
+        for ((run, path, _), chunk) in work.into_iter().zip(chunks) {
+            stats.bytes_read += chunk.bytes_read;
+            stats.records += chunk.records;
+            let rel;
+            let file_id;
+            {
+                let state = self.runs.get_mut(&run).unwrap();
+                let f = state.files.get_mut(&path).unwrap();
+                f.cursor = chunk.end;
+                f.size = chunk.size;
+                f.records += chunk.records;
+                f.tail = chunk.tail;
+                f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
+                if chunk.file_version.is_some() {
+                    f.file_version.clone_from(&chunk.file_version);
+                }
+                if chunk.writer.is_some() {
+                    f.writer.clone_from(&chunk.writer);
+                }
+                file_id = f.id;
+                rel = self.file_names[f.id as usize].clone();
+                if let Some(w) = chunk.first_wall {
+                    state.first_wall = Some(state.first_wall.map_or(w, |x| x.min(w)));
+                }
+                if let Some(w) = chunk.last_wall {
+                    state.last_wall = Some(state.last_wall.map_or(w, |x| x.max(w)));
+                }
+                if let Some(s) = chunk.max_step {
+                    state.max_step = Some(state.max_step.map_or(s, |x| x.max(s)));
+                }
+                state.sessions.extend(chunk.sessions.iter().cloned());
+                state.corrupt += chunk.problems.iter().filter(|p| p.severity == Severity::Corrupt).count() as u64;
+            }
+            // Stale truncation notes for this file are replaced by what this read found.
+            self.report.retain(|e| !(e.file == rel && e.severity == Severity::Truncated));
+            for p in &chunk.problems {
+                self.report.push(ReportEntry {
+                    run: run.clone(),
+                    file: rel.clone(),
+                    severity: p.severity,
+                    offset: p.offset,
+                    length: p.length,
+                    reason: p.reason.clone(),
+                });
+            }
+            // File-local tags to logdir-wide ids, deciding kinds in file order.
+            let run_id = self.runs[&run].id;
+            let mut tag_map = Vec::with_capacity(chunk.tags.len());
+            for lt in &chunk.tags {
+                let gid = intern(&mut self.tag_names, &mut self.tag_index, &lt.name);
+                tag_map.push(gid);
+                if !lt.wanted {
+                    continue;
+                }
+                let state = self.runs.get_mut(&run).unwrap();
+                let ts = state.tags.entry(lt.name.clone()).or_insert_with(|| TagState {
+                    kind: None,
+                    meta: None,
+                    points: 0,
+                    first_step: i64::MAX,
+                    last_step: i64::MIN,
+                });
+                if ts.points == 0 && ts.kind.is_none() && !state.tag_order.contains(&lt.name) {
+                    state.tag_order.push(lt.name.clone());
+                }
+                if ts.meta.is_none() {
+                    ts.meta.clone_from(&lt.meta);
+                }
+                match (ts.kind, lt.kind) {
+                    (None, k) => ts.kind = k,
+                    (Some(a), Some(b)) if a != b => self.report.push(ReportEntry {
+                        run: run.clone(),
+                        file: rel.clone(),
+                        severity: Severity::Warning,
+                        offset: 0,
+                        length: 0,
+                        reason: format!(
+                            "tag {:?} is {} in this file but {} before it; its points here are in the {} table",
+                            lt.name, b.name(), a.name(), b.name()
+                        ),
+                    }),
+                    _ => {}
+                }
+                ts.points += lt.points;
+                if lt.points > 0 {
+                    ts.first_step = ts.first_step.min(lt.first_step);
+                    ts.last_step = ts.last_step.max(lt.last_step);
+                }
+            }
+            merged.extend(&chunk.tables, run_id, file_id, &tag_map);
+            if !chunk.pending.is_empty() {
+                let mut pending = chunk.pending;
+                for p in &mut pending {
+                    p.tag = tag_map[p.tag as usize];
+                }
+                pending_by_run.push((run.clone(), file_id, pending));
+            }
+            // `chunk` is dropped here, freeing its columns before the next one is copied.
+        }
+        // Tensors read before their series' kind was known, now that it is.
+        for (run, file_id, pending) in pending_by_run {
+            let run_id = self.runs[&run].id;
+            let mut tmp = Tables::default();
+            for p in pending {
+                let name = self.tag_names[p.tag as usize].clone();
+                let state = self.runs.get_mut(&run).unwrap();
+                let ts = state.tags.get_mut(&name).unwrap();
+                let kind = *ts.kind.get_or_insert(Kind::Tensors);
+                if !self.opts.file.kinds.contains(kind) {
+                    continue;
+                }
+                let prov = self.opts.file.provenance.then_some(p.offset);
+                let res = Tensor::decode(&p.tensor).map_err(|e| e.0).and_then(|t| {
+                    append_tensor(&mut tmp, kind, p.tag, p.step, p.wall, prov, &t, &p.tensor, p.tensor_offset as u64)
+                });
+                if let Err(why) = res {
+                    ts.points = ts.points.saturating_sub(1);
+                    self.report.push(ReportEntry {
+                        run: run.clone(),
+                        file: self.file_names[file_id as usize].clone(),
+                        severity: Severity::Warning,
+                        offset: p.offset.max(0) as u64,
+                        length: 0,
+                        reason: format!("value of tag {name:?} at step {} is not usable as {}: {why}", p.step, kind.name()),
+                    });
+                }
+            }
+            let identity: Vec<i32> = (0..self.tag_names.len() as i32).collect();
+            merged.extend(&tmp, run_id, file_id, &identity);
+        }
+        stats.rows = merged.rows().iter().sum();
+        self.append_batches(merged);
+        stats
+    }
+
+    fn plugin_id(&mut self, run: i32, tag: i32) -> i32 {
+        let run_name = &self.run_names[run as usize];
+        let tag_name = &self.tag_names[tag as usize];
+        let plugin = self.runs[run_name]
+            .tags
+            .get(tag_name)
+            .and_then(|t| t.meta.as_ref())
+            .map_or(String::new(), |m| m.plugin_name.clone());
+        intern(&mut self.plugin_names, &mut self.plugin_index, &plugin)
+    }
+
+    fn append_batches(&mut self, mut merged: Tables) {
+        let rows = merged.rows();
+        // Plugin ids for every (run, tag) that the plugin-carrying tables use.
+        let mut plugin_ids: HashMap<(i32, i32), i32> = HashMap::new();
+        for c in [&merged.tensors.c, &merged.blobs.b.c] {
+            for (&r, &t) in c.run.iter().zip(&c.tag) {
+                plugin_ids.entry((r, t)).or_insert(-1);
+            }
+        }
+        let keys: Vec<(i32, i32)> = plugin_ids.keys().copied().collect();
+        for (r, t) in keys {
+            let id = self.plugin_id(r, t);
+            plugin_ids.insert((r, t), id);
+        }
+        let plugin_of = |r: i32, t: i32| plugin_ids[&(r, t)];
+        let dicts = Dicts {
+            runs: &self.run_names,
+            tags: &self.tag_names,
+            files: &self.file_names,
+            plugin_of: &plugin_of,
+            plugins: &self.plugin_names,
+        };
+        for kind in Kind::ALL {
+            let n = rows[kind as usize];
+            if n > 0 {
+                let b = to_batch(&mut merged, kind, &dicts, self.opts.file.provenance);
+                self.batches[kind as usize].push(b);
+            }
+        }
+    }
+
+    /// Everything read so far for `kind`, with restart handling and the step bound applied.
+    pub fn table(&self, kind: Kind) -> Result<Vec<RecordBatch>> {
+        let batches = &self.batches[kind as usize];
+        if self.opts.restarts == Restarts::All && self.opts.step_lo.is_none() {
+            return Ok(batches.clone());
+        }
+        crate::restarts::apply(batches, self.opts.restarts == Restarts::Preempt, self.opts.step_lo)
+    }
+
+    /// The schema of `kind`'s table even when it has no rows.
+    pub fn schema(&self, kind: Kind) -> Arc<Schema> {
+        if let Some(b) = self.batches[kind as usize].first() {
+            return b.schema();
+        }
+        let mut empty = Tables::default();
+        let none = |_: i32, _: i32| 0;
+        let dicts = Dicts { runs: &[], tags: &[], files: &[], plugin_of: &none, plugins: &[] };
+        to_batch(&mut empty, kind, &dicts, self.opts.file.provenance).schema()
+    }
+
+    pub fn run_names(&self) -> Vec<String> {
+        self.runs.keys().cloned().collect()
+    }
+
+    /// One row per (run, tag): kind and metadata.
+    pub fn series(&self) -> RecordBatch {
+        let mut run = Vec::new();
+        let mut tag = Vec::new();
+        let mut kind = Vec::new();
+        let mut plugin = Vec::new();
+        let mut content: Vec<Vec<u8>> = Vec::new();
+        let mut display = Vec::new();
+        let mut desc = Vec::new();
+        let mut class = Vec::new();
+        let mut points = Vec::new();
+        let mut first = Vec::new();
+        let mut last = Vec::new();
+        for (rname, state) in &self.runs {
+            for tname in &state.tag_order {
+                let ts = &state.tags[tname];
+                let Some(k) = ts.kind else { continue };
+                if !self.opts.file.kinds.contains(k) {
+                    continue;
+                }
+                let m = ts.meta.clone().unwrap_or_default();
+                run.push(rname.clone());
+                tag.push(tname.clone());
+                kind.push(k.name().to_string());
+                plugin.push(m.plugin_name);
+                content.push(m.plugin_content);
+                display.push(m.display_name);
+                desc.push(m.description);
+                class.push(m.data_class);
+                points.push(ts.points as i64);
+                first.push((ts.points > 0).then_some(ts.first_step));
+                last.push((ts.points > 0).then_some(ts.last_step));
+            }
+        }
+        let cols: Vec<(&str, ArrayRef)> = vec![
+            ("run", string_array(run)),
+            ("tag", string_array(tag)),
+            ("kind", string_array(kind)),
+            ("plugin", string_array(plugin)),
+            ("plugin_content", binary_array(content.iter().map(|c| c.as_slice()))),
+            ("display_name", string_array(display)),
+            ("description", string_array(desc)),
+            ("data_class", Arc::new(Int32Array::from(class))),
+            ("points", Arc::new(Int64Array::from(points))),
+            ("first_step", Arc::new(Int64Array::from(first))),
+            ("last_step", Arc::new(Int64Array::from(last))),
+        ];
+        batch(cols)
+    }
+
+    /// One row per run: files, bytes, time range, steps, per-kind points, data loss.
+    pub fn runs_table(&self) -> RecordBatch {
+        let mut name = Vec::new();
+        let mut files = Vec::new();
+        let mut bytes = Vec::new();
+        let mut first = Vec::new();
+        let mut last = Vec::new();
+        let mut max_step = Vec::new();
+        let mut records = Vec::new();
+        let mut corrupt = Vec::new();
+        let mut tail = Vec::new();
+        let mut restarts = Vec::new();
+        let mut writer = Vec::new();
+        let mut per_kind: Vec<Vec<i64>> = vec![Vec::new(); 8];
+        for (rname, s) in &self.runs {
+            name.push(rname.clone());
+            files.push(s.files.len() as i64);
+            bytes.push(s.files.values().map(|f| f.size).sum::<u64>());
+            first.push(s.first_wall);
+            last.push(s.last_wall);
+            max_step.push(s.max_step);
+            records.push(s.files.values().map(|f| f.records).sum::<u64>());
+            corrupt.push(s.corrupt);
+            tail.push(s.files.values().map(|f| f.tail).sum::<u64>());
+            // SessionLog START after the first one marks a restart (TF1 writers).
+            restarts.push(s.sessions.iter().filter(|e| e.status == 1).count().saturating_sub(1) as i64);
+            writer.push(s.files.values().find_map(|f| f.writer.clone()).unwrap_or_default());
+            let mut counts = [0i64; 8];
+            for t in s.tags.values() {
+                if let Some(k) = t.kind {
+                    counts[k as usize] += t.points as i64;
+                }
+            }
+            for (v, c) in per_kind.iter_mut().zip(counts) {
+                v.push(c);
+            }
+        }
+        let mut cols: Vec<(&str, ArrayRef)> = vec![
+            ("run", string_array(name)),
+            ("files", Arc::new(Int64Array::from(files))),
+            ("bytes", Arc::new(UInt64Array::from(bytes))),
+            ("first_wall_time", Arc::new(Float64Array::from(first))),
+            ("last_wall_time", Arc::new(Float64Array::from(last))),
+            ("max_step", Arc::new(Int64Array::from(max_step))),
+            ("records", Arc::new(UInt64Array::from(records))),
+            ("corrupt_records", Arc::new(UInt64Array::from(corrupt))),
+            ("truncated_bytes", Arc::new(UInt64Array::from(tail))),
+            ("restarts", Arc::new(Int64Array::from(restarts))),
+            ("writer", string_array(writer)),
+        ];
+        let names = ["scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors"];
+        for (n, v) in names.iter().zip(per_kind) {
+            cols.push((n, Arc::new(Int64Array::from(v))));
+        }
+        batch(cols)
+    }
+
+    /// The health report: one row per problem found so far.
+    pub fn report(&self) -> &[ReportEntry] {
+        &self.report
+    }
+
+    /// Absolute path of a file by its dictionary name (for lazy blob reads).
+    pub fn file_path(&self, rel: &str) -> Option<PathBuf> {
+        self.runs.values().flat_map(|r| r.files.values()).find(|f| self.file_names[f.id as usize] == rel).map(|f| f.path.clone())
+    }
+}
+
+fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(n, a)| Field::new(*n, a.data_type().clone(), a.data_type() != &DataType::Utf8 || a.null_count() > 0))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols.into_iter().map(|(_, a)| a).collect())
+        .expect("columns match their schema")
+}

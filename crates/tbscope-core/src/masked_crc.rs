@@ -1,0 +1,58 @@
+//! CRC-32C with the LevelDB/TFRecord mask.
+//!
+//! TFRecord stores `mask(crc32c(bytes))` rather than the plain checksum, because a CRC computed
+//! over data that itself embeds CRCs is weak; the rotate-and-add breaks that correlation. The
+//! `crc32c` crate picks SSE4.2/ARMv8 instructions at run time, so wheels stay portable.
+
+/// The constant TensorFlow adds after rotating (`kMaskDelta` in TensorFlow's `crc32c.h`).
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+/// Plain CRC-32C (Castagnoli) of `data`.
+#[inline]
+pub fn crc32c(data: &[u8]) -> u32 {
+    crc32c::crc32c(data)
+}
+
+/// Applies the TFRecord mask to a raw CRC-32C.
+#[inline]
+pub fn mask(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+/// The masked CRC-32C of `data`, as stored after a record's length and after its payload.
+#[inline]
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    mask(crc32c(data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3720_zero_vector() {
+        // RFC 3720 B.4: 32 bytes of zeros.
+        assert_eq!(crc32c(&[0u8; 32]), 0x8a91_36aa);
+        // ... and 32 bytes of 0xff, ascending and descending.
+        assert_eq!(crc32c(&[0xffu8; 32]), 0x62a8_ab43);
+        let asc: Vec<u8> = (0u8..32).collect();
+        assert_eq!(crc32c(&asc), 0x46dd_794e);
+        let desc: Vec<u8> = (0u8..32).rev().collect();
+        assert_eq!(crc32c(&desc), 0x113f_db5c);
+    }
+
+    #[test]
+    fn masked_vector_from_tensorboard() {
+        assert_eq!(masked_crc32c(b"\x1a\x11CRC test, one two"), 0x5794_d08a);
+    }
+
+    #[test]
+    fn mask_is_not_identity_and_is_invertible() {
+        for crc in [0u32, 1, 0xdead_beef, u32::MAX] {
+            let m = mask(crc);
+            let unmasked = m.wrapping_sub(MASK_DELTA).rotate_left(15);
+            assert_eq!(unmasked, crc);
+        }
+        assert_ne!(mask(0), 0);
+    }
+}

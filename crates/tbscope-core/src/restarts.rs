@@ -1,0 +1,54 @@
+//! Restart handling over loaded tables: TensorBoard's preemption rule and the step bound.
+
+use std::collections::HashMap;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{BooleanArray, RecordBatch};
+
+use crate::error::{Error, Result};
+
+/// Applies preemption (when `preempt`) and then `step >= step_lo` to batches in row order.
+///
+/// Preemption: a record at step s removes the earlier records of its (run, tag) with step >= s,
+/// which is what TensorBoard's reservoirs do when a job restarts from a checkpoint. Kept steps
+/// of a series therefore always increase, so each series needs only a stack of kept rows.
+pub fn apply(batches: &[RecordBatch], preempt: bool, step_lo: Option<i64>) -> Result<Vec<RecordBatch>> {
+    let mut keep: Vec<Vec<bool>> = batches.iter().map(|b| vec![true; b.num_rows()]).collect();
+    if preempt {
+        let mut stacks: HashMap<(i32, i32), Vec<(usize, usize, i64)>> = HashMap::new();
+        for (bi, b) in batches.iter().enumerate() {
+            let runs = b.column(0).as_dictionary::<Int32Type>().keys();
+            let tags = b.column(1).as_dictionary::<Int32Type>().keys();
+            let steps = b.column(2).as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                let s = steps.value(i);
+                let stack = stacks.entry((runs.value(i), tags.value(i))).or_default();
+                while let Some(&(pb, pi, ps)) = stack.last() {
+                    if ps < s {
+                        break;
+                    }
+                    keep[pb][pi] = false;
+                    stack.pop();
+                }
+                stack.push((bi, i, s));
+            }
+        }
+    }
+    if let Some(lo) = step_lo {
+        for (b, k) in batches.iter().zip(keep.iter_mut()) {
+            let steps = b.column(2).as_primitive::<Int64Type>();
+            for (i, kk) in k.iter_mut().enumerate() {
+                *kk &= steps.value(i) >= lo;
+            }
+        }
+    }
+    batches
+        .iter()
+        .zip(keep)
+        .map(|(b, k)| {
+            arrow_select::filter::filter_record_batch(b, &BooleanArray::from(k))
+                .map_err(|e| Error::Other(format!("filtering rows failed: {e}")))
+        })
+        .collect()
+}
