@@ -91,21 +91,30 @@ impl Common {
     }
     /// Appends a chunk's rows with tags mapped through `tag_map`.
     fn extend(&mut self, o: &Common, run: i32, file: i32, tag_map: &[i32]) {
-        self.run.extend(std::iter::repeat(run).take(o.len()));
+        self.run.extend(std::iter::repeat_n(run, o.len()));
         self.tag.extend(o.tag.iter().map(|&t| tag_map[t as usize]));
         self.step.extend_from_slice(&o.step);
         self.wall.extend_from_slice(&o.wall);
-        self.file.extend(std::iter::repeat(file).take(o.len()));
-        self.offset.extend_from_slice(&o.offset);
+        // Files are a provenance column; without provenance no one reads them.
+        if !o.offset.is_empty() {
+            self.file.extend(std::iter::repeat_n(file, o.len()));
+            self.offset.extend_from_slice(&o.offset);
+        }
     }
-    fn reserve(&mut self, n: usize, provenance: bool) {
-        self.run.reserve(n);
+    /// Reserves a per-file chunk's columns (no run or file columns there).
+    pub fn reserve_chunk(&mut self, n: usize, provenance: bool) {
         self.tag.reserve(n);
         self.step.reserve(n);
         self.wall.reserve(n);
-        self.file.reserve(n);
         if provenance {
             self.offset.reserve(n);
+        }
+    }
+    fn reserve(&mut self, n: usize, provenance: bool) {
+        self.run.reserve(n);
+        self.reserve_chunk(n, provenance);
+        if provenance {
+            self.file.reserve(n);
         }
     }
 }
@@ -379,8 +388,11 @@ fn large_utf8(v: VarList<u8>) -> LargeStringArray {
 
 /// Common columns: run, tag, step, wall_time, timestamp, and optionally file/offset.
 fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Vec<ArrayRef>) {
-    let wall_valid: Vec<bool> = c.wall.iter().map(|w| w.is_finite()).collect();
-    let nulls = validity(&wall_valid);
+    let nulls = if c.wall.iter().all(|w| w.is_finite()) {
+        None
+    } else {
+        validity(&c.wall.iter().map(|w| w.is_finite()).collect::<Vec<_>>())
+    };
     let ts: Vec<i64> = c
         .wall
         .iter()
@@ -461,10 +473,14 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
             (f, c) = common_columns(t.c, d, provenance);
             f.push(dict_field("plugin"));
             c.push(plugin);
-            let names: Vec<String> =
-                (0..128).map(|i| crate::tensor::dtype_name(i).to_string()).collect();
+            // Dictionary values must be unique: codes 0..=33 have distinct names, others are 0.
+            let names: Vec<String> = (0..=crate::tensor::MAX_DTYPE).map(|i| crate::tensor::dtype_name(i).to_string()).collect();
+            let codes = t.dtype.iter().map(|&d| {
+                let b = crate::tensor::base_dtype(d);
+                if (0..=crate::tensor::MAX_DTYPE).contains(&b) { b } else { 0 }
+            });
             f.push(dict_field("dtype"));
-            c.push(dict_array(t.dtype.iter().map(|&d| crate::tensor::base_dtype(d).clamp(0, 127)).collect(), &names));
+            c.push(dict_array(codes.collect(), &names));
             let dim = Arc::new(Field::new("item", DataType::Int64, false));
             f.push(Field::new("shape", DataType::LargeList(dim.clone()), false));
             c.push(Arc::new(LargeListArray::new(

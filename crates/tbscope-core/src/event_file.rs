@@ -132,18 +132,6 @@ pub struct LocalTag {
     pub last_wall: f64,
 }
 
-/// A value whose series' kind was not known when it was read (a tensor with no metadata).
-#[derive(Debug, Clone)]
-pub struct Pending {
-    pub tag: i32,
-    pub step: i64,
-    pub wall: f64,
-    pub offset: i64,
-    pub tensor: Vec<u8>,
-    /// Absolute file offset of `tensor`'s first byte, for blob locations.
-    pub tensor_offset: i64,
-}
-
 /// A SessionLog event (restarts, checkpoints).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEvent {
@@ -164,7 +152,9 @@ pub struct Cursor {
 pub struct FileChunk {
     pub tags: Vec<LocalTag>,
     pub tables: Tables,
-    pub pending: Vec<Pending>,
+    /// Values skipped because their series' kind was not known yet (a tensor before any
+    /// metadata). The loader reads such a file again once the run has decided the kind.
+    pub deferred: u64,
     pub problems: Vec<Problem>,
     pub sessions: Vec<SessionEvent>,
     pub end: Cursor,
@@ -184,11 +174,42 @@ pub fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// FxHash (rustc's hasher): tags are short and trusted, so SipHash's DoS resistance only costs.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = self.0;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(c.try_into().unwrap())).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+        self.0 = h;
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
+
 /// Per-file parser state.
 struct Parser<'o> {
     opts: &'o Options,
     known: &'o HashMap<String, Known>,
-    index: HashMap<Vec<u8>, i32>,
+    index: HashMap<Vec<u8>, i32, FxBuild>,
+    /// Raw tag bytes by id, and for each id the id that followed it last time: loggers write
+    /// tags in the same order every step, so the guess usually hits without hashing.
+    raw: Vec<Vec<u8>>,
+    next: Vec<i32>,
+    last: i32,
     out: FileChunk,
 }
 
@@ -200,7 +221,15 @@ pub fn read_file(
     known: &HashMap<String, Known>,
     cancel: &AtomicBool,
 ) -> FileChunk {
-    let mut p = Parser { opts, known, index: HashMap::new(), out: FileChunk::default() };
+    let mut p = Parser {
+        opts,
+        known,
+        index: HashMap::default(),
+        raw: Vec::new(),
+        next: Vec::new(),
+        last: -1,
+        out: FileChunk::default(),
+    };
     p.out.end = start;
     let file = match File::open(path) {
         Ok(f) => f,
@@ -221,6 +250,13 @@ pub fn read_file(
         }
     };
     p.out.size = size;
+    if opts.kinds.contains(Kind::Scalars) && size > start.offset {
+        // The smallest scalar record is about 40 bytes; reserving for that many rows means the
+        // columns never reallocate. Untouched capacity costs address space, not memory.
+        let rows = ((size - start.offset) / 40) as usize;
+        p.out.tables.scalars.c.reserve_chunk(rows, opts.provenance);
+        p.out.tables.scalars.value.reserve(rows);
+    }
     let mut from = start.offset;
     if size < from {
         p.problem(
@@ -459,6 +495,22 @@ impl<'o> Parser<'o> {
     /// Looks up or creates the file-local id of a tag.
     #[inline]
     fn tag_id(&mut self, tag: &[u8]) -> i32 {
+        if self.last >= 0 {
+            let guess = self.next[self.last as usize];
+            if guess >= 0 && self.raw[guess as usize] == tag {
+                self.last = guess;
+                return guess;
+            }
+        }
+        let id = self.tag_id_slow(tag);
+        if self.last >= 0 {
+            self.next[self.last as usize] = id;
+        }
+        self.last = id;
+        id
+    }
+
+    fn tag_id_slow(&mut self, tag: &[u8]) -> i32 {
         if let Some(&id) = self.index.get(tag) {
             return id;
         }
@@ -477,6 +529,8 @@ impl<'o> Parser<'o> {
             last_wall: f64::NAN,
         });
         self.index.insert(tag.to_vec(), id);
+        self.raw.push(tag.to_vec());
+        self.next.push(-1);
         id
     }
 
@@ -542,25 +596,15 @@ impl<'o> Parser<'o> {
             t.kind = decide(&sv.value, md.as_ref());
         }
         let Some(kind) = t.kind else {
-            // A tensor before any metadata: keep it until the run's kind for the tag is known.
-            if let ValueKind::Tensor(tb) = sv.value {
-                self.count(id, step, wall);
-                self.out.pending.push(Pending {
-                    tag: id,
-                    step,
-                    wall,
-                    offset: prov.unwrap_or(-1),
-                    tensor: tb.to_vec(),
-                    tensor_offset: abs_offset(data, tb, data_offset) as i64,
-                });
-            }
+            self.out.deferred += 1;
             return;
         };
         if !self.opts.kinds.contains(kind) {
             return;
         }
         let record_offset = data_offset - HEADER_LEN as u64;
-        match append(&mut self.out.tables, kind, id, step, wall, prov, sv, data, data_offset) {
+        let meta = self.out.tags[id as usize].meta.as_ref();
+        match append(&mut self.out.tables, kind, id, step, wall, prov, sv, data, data_offset, meta) {
             Ok(()) => self.count(id, step, wall),
             Err(why) => {
                 let name = self.out.tags[id as usize].name.clone();
@@ -593,6 +637,7 @@ pub fn append(
     sv: &SummaryValue<'_>,
     data: &[u8],
     data_offset: u64,
+    meta: Option<&SeriesMeta>,
 ) -> Result<(), &'static str> {
     match (kind, &sv.value) {
         (Kind::Scalars, ValueKind::Simple(x)) => {
@@ -655,12 +700,12 @@ pub fn append(
         }
         (_, ValueKind::Tensor(tb)) => {
             let t = Tensor::decode(tb).map_err(|e| e.0)?;
-            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset)?;
+            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset, meta)?;
         }
         (Kind::Tensors, ValueKind::Nothing) => {
             // TensorBoard gives a value with no payload a null tensor: float32, shape [0].
             let t = Tensor { dtype: DT_FLOAT, shape: vec![0], ..Default::default() };
-            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset)?;
+            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset, meta)?;
         }
         (_, ValueKind::Nothing) => return Err("the value is empty"),
         _ => return Err("the value's type does not match the series' kind"),
@@ -680,6 +725,7 @@ pub fn append_tensor(
     t: &Tensor<'_>,
     data: &[u8],
     data_offset: u64,
+    meta: Option<&SeriesMeta>,
 ) -> Result<(), &'static str> {
     let dtype = base_dtype(t.dtype);
     match kind {
@@ -733,6 +779,7 @@ pub fn append_tensor(
                 [_] => 1,
                 _ => return Err("audio tensor is not of shape [k, 2] or [k]"),
             };
+            let content_type = audio_content_type(meta);
             let ta = &mut tables.audio;
             for (i, row) in s.chunks(stride).enumerate() {
                 let wav = row[0];
@@ -742,7 +789,7 @@ pub fn append_tensor(
                 ta.sample_rate.push(rate);
                 ta.num_channels.push(channels);
                 ta.length_frames.push(frames);
-                ta.content_type.push(b"audio/wav");
+                ta.content_type.push(content_type);
                 let label = row.get(1).copied().unwrap_or(b"");
                 ta.label.push(String::from_utf8_lossy(label).as_bytes());
             }
@@ -791,6 +838,22 @@ pub fn append_tensor(
         }
     }
     Ok(())
+}
+
+/// The MIME type TensorBoard serves tensor-form audio as: from `AudioPluginData.encoding`.
+fn audio_content_type(meta: Option<&SeriesMeta>) -> &'static [u8] {
+    const WAV: u64 = 11;
+    let encoding = meta.and_then(|m| {
+        crate::proto::Fields::new(&m.plugin_content).find_map(|f| match f {
+            Ok((2, crate::proto::Wire::Varint(v))) => Some(v),
+            _ => None,
+        })
+    });
+    if encoding == Some(WAV) {
+        b"audio/wav"
+    } else {
+        b"application/octet-stream"
+    }
 }
 
 fn strings<'a>(t: &Tensor<'a>) -> Result<Vec<&'a [u8]>, &'static str> {

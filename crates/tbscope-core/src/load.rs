@@ -21,10 +21,9 @@ use crate::columns::{binary_array, string_array, to_batch, Dicts, Tables};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::{
-    append_tensor, read_file, Cursor, FileChunk, Known, Options, SessionEvent, Severity, SeriesMeta,
+    read_file, Cursor, FileChunk, Known, Options, SessionEvent, Severity, SeriesMeta,
 };
 use crate::logdir::discover;
-use crate::tensor::Tensor;
 
 /// What to do with steps a restarted job wrote again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,24 +253,61 @@ impl Reader {
                 (run, k)
             })
             .collect();
+        let t0 = std::time::Instant::now();
         let opts = &self.opts.file;
-        let parse = |(run, path, cursor): &(String, PathBuf, Cursor)| read_file(path, *cursor, opts, &known[run], cancel);
         let threads = thread_count(self.opts.threads);
-        let chunks: Vec<FileChunk> = if threads <= 1 || work.len() <= 1 {
-            work.iter().map(parse).collect()
+        // A pool per load: nothing outlives the call, so fork() in between is safe.
+        let pool = if threads <= 1 || work.len() <= 1 {
+            None
         } else {
-            // A pool per load: nothing outlives the call, so fork() in between is safe.
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("tbscope-{i}"))
-                .build()
-                .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?;
-            pool.install(|| work.par_iter().map(parse).collect())
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("tbscope-{i}"))
+                    .build()
+                    .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?,
+            )
         };
+        let run_all = |items: &[(String, PathBuf, Cursor)], known: &HashMap<String, HashMap<String, Known>>| -> Vec<FileChunk> {
+            let one = |(run, path, cursor): &(String, PathBuf, Cursor)| read_file(path, *cursor, opts, &known[run], cancel);
+            match &pool {
+                Some(p) => p.install(|| items.par_iter().map(one).collect()),
+                None => items.iter().map(one).collect(),
+            }
+        };
+        let mut chunks = run_all(&work, &known);
+        // Files with values of undecided kind (tensors before any metadata) are read again
+        // once every file of their run has had its say; a tag no file decides is a tensor.
+        let redo: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].deferred > 0).collect();
+        if !redo.is_empty() {
+            let mut known2 = known.clone();
+            for (i, (run, _, _)) in work.iter().enumerate() {
+                let k = known2.get_mut(run).unwrap();
+                for t in &chunks[i].tags {
+                    if let Some(kind) = t.kind {
+                        k.entry(t.name.clone()).or_insert(Known { kind });
+                    }
+                }
+            }
+            for &i in &redo {
+                let k = known2.get_mut(&work[i].0).unwrap();
+                for t in &chunks[i].tags {
+                    k.entry(t.name.clone()).or_insert(Known { kind: Kind::Tensors });
+                }
+            }
+            let items: Vec<_> = redo.iter().map(|&i| work[i].clone()).collect();
+            for (i, c) in redo.into_iter().zip(run_all(&items, &known2)) {
+                chunks[i] = c;
+            }
+        }
         if cancel.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Interrupted);
         }
+        let parsed = t0.elapsed();
         let stats = self.merge(work, chunks);
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!("tbscope: parse {parsed:?}, merge+arrow {:?}", t0.elapsed() - parsed);
+        }
         Ok(stats)
     }
 
@@ -285,7 +321,6 @@ impl Reader {
         }
         let mut merged = Tables::default();
         merged.reserve(rows, self.opts.file.provenance);
-        let mut pending_by_run: Vec<(String, i32, Vec<crate::event_file::Pending>)> = Vec::new();
         for ((run, path, _), chunk) in work.into_iter().zip(chunks) {
             stats.bytes_read += chunk.bytes_read;
             stats.records += chunk.records;
@@ -376,45 +411,7 @@ impl Reader {
                 }
             }
             merged.extend(&chunk.tables, run_id, file_id, &tag_map);
-            if !chunk.pending.is_empty() {
-                let mut pending = chunk.pending;
-                for p in &mut pending {
-                    p.tag = tag_map[p.tag as usize];
-                }
-                pending_by_run.push((run.clone(), file_id, pending));
-            }
             // `chunk` is dropped here, freeing its columns before the next one is copied.
-        }
-        // Tensors read before their series' kind was known, now that it is.
-        for (run, file_id, pending) in pending_by_run {
-            let run_id = self.runs[&run].id;
-            let mut tmp = Tables::default();
-            for p in pending {
-                let name = self.tag_names[p.tag as usize].clone();
-                let state = self.runs.get_mut(&run).unwrap();
-                let ts = state.tags.get_mut(&name).unwrap();
-                let kind = *ts.kind.get_or_insert(Kind::Tensors);
-                if !self.opts.file.kinds.contains(kind) {
-                    continue;
-                }
-                let prov = self.opts.file.provenance.then_some(p.offset);
-                let res = Tensor::decode(&p.tensor).map_err(|e| e.0).and_then(|t| {
-                    append_tensor(&mut tmp, kind, p.tag, p.step, p.wall, prov, &t, &p.tensor, p.tensor_offset as u64)
-                });
-                if let Err(why) = res {
-                    ts.points = ts.points.saturating_sub(1);
-                    self.report.push(ReportEntry {
-                        run: run.clone(),
-                        file: self.file_names[file_id as usize].clone(),
-                        severity: Severity::Warning,
-                        offset: p.offset.max(0) as u64,
-                        length: 0,
-                        reason: format!("value of tag {name:?} at step {} is not usable as {}: {why}", p.step, kind.name()),
-                    });
-                }
-            }
-            let identity: Vec<i32> = (0..self.tag_names.len() as i32).collect();
-            merged.extend(&tmp, run_id, file_id, &identity);
         }
         stats.rows = merged.rows().iter().sum();
         self.append_batches(merged);

@@ -59,8 +59,20 @@ impl<'a> Wire<'a> {
     }
 }
 
-#[inline]
+#[inline(always)]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
+    // Keys, steps below 128 and short lengths are one byte: keep that path tiny and inline.
+    if let Some(&b) = buf.get(*pos) {
+        if b < 0x80 {
+            *pos += 1;
+            return Ok(u64::from(b));
+        }
+    }
+    read_varint_slow(buf, pos)
+}
+
+#[inline(never)]
+fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Result<u64> {
     let mut out = 0u64;
     let mut shift = 0u32;
     loop {
@@ -108,7 +120,7 @@ impl<'a> Iterator for Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    #[inline]
+    #[inline(always)]
     fn field(&mut self) -> Result<(u32, Wire<'a>)> {
         let key = read_varint(self.buf, &mut self.pos)?;
         let number = (key >> 3) as u32;
@@ -139,7 +151,7 @@ impl<'a> Fields<'a> {
         Ok((number, wire))
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         match end {

@@ -21,10 +21,17 @@ pub fn apply(batches: &[RecordBatch], preempt: bool, step_lo: Option<i64>) -> Re
             let runs = b.column(0).as_dictionary::<Int32Type>().keys();
             let tags = b.column(1).as_dictionary::<Int32Type>().keys();
             let steps = b.column(2).as_primitive::<Int64Type>();
+            // Rows with index > 0 are further elements of the same record (images of one
+            // summary, text elements): they do not preempt their own siblings.
+            let index = b.schema().index_of("index").ok().map(|i| b.column(i).as_primitive::<Int32Type>().clone());
             for i in 0..b.num_rows() {
                 let s = steps.value(i);
                 let stack = stacks.entry((runs.value(i), tags.value(i))).or_default();
+                let continuation = index.as_ref().is_some_and(|ix| ix.value(i) > 0);
                 while let Some(&(pb, pi, ps)) = stack.last() {
+                    if continuation {
+                        break;
+                    }
                     if ps < s {
                         break;
                     }

@@ -48,6 +48,9 @@ pub const DT_HALF: i32 = 19;
 pub const DT_UINT32: i32 = 22;
 pub const DT_UINT64: i32 = 23;
 
+/// The largest DataType value with a name here (DT_FLOAT4_E2M1FN).
+pub const MAX_DTYPE: i32 = 33;
+
 /// The dtype with any `_REF` offset removed.
 #[inline]
 pub fn base_dtype(dtype: i32) -> i32 {

@@ -1,1 +1,250 @@
+//! Python bindings for tbscope-core: a `Reader` and Arrow tables, nothing else.
+//!
+//! Every long call releases the GIL and stays interruptible (Ctrl-C cancels the read); every
+//! core error becomes a Python exception in [`to_py_err`] and nowhere else.
 
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::SchemaRef;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyPermissionError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use tbscope_core::event_file::Options;
+use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
+
+create_exception!(_core, CorruptRecordError, PyException, "A record could not be read and strict reading was asked for.");
+
+const STREAM: &CStr = c"arrow_array_stream";
+const SCHEMA: &CStr = c"arrow_schema";
+
+/// The one place where core errors become Python exceptions.
+fn to_py_err(e: Error) -> PyErr {
+    match e {
+        Error::Io { source, path } => {
+            let msg = format!("{path}: {source}");
+            match source.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                _ => PyOSError::new_err(msg),
+            }
+        }
+        Error::Corrupt { .. } => CorruptRecordError::new_err(e.to_string()),
+        Error::InvalidArgument(m) => PyValueError::new_err(m),
+        Error::Interrupted => PyKeyboardInterrupt::new_err("read interrupted"),
+        Error::Other(m) => PyOSError::new_err(m),
+    }
+}
+
+fn regex(pattern: Option<String>, what: &str) -> PyResult<Option<regex::Regex>> {
+    pattern
+        .map(|p| {
+            regex::Regex::new(&p).map_err(|e| {
+                PyValueError::new_err(format!(
+                    "{what}= pattern {p:?} is not supported by the native matcher ({e}); \
+                     use a glob or a regex without look-around or backreferences"
+                ))
+            })
+        })
+        .transpose()
+}
+
+fn kind(name: &str) -> PyResult<Kind> {
+    Kind::from_name(name).ok_or_else(|| {
+        let all: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!("unknown kind {name:?}; choose from {}", all.join(", ")))
+    })
+}
+
+/// A logdir being read; keeps per-file offsets so `load()` again reads only new bytes.
+#[pyclass(module = "tbscope._core", frozen)]
+struct NativeReader {
+    inner: Arc<Mutex<Reader>>,
+}
+
+#[pymethods]
+impl NativeReader {
+    #[new]
+    #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
+                        restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        path: PathBuf,
+        runs: Option<String>,
+        tags: Option<String>,
+        kinds: Option<Vec<String>>,
+        step_lo: Option<i64>,
+        step_hi: Option<i64>,
+        restarts: &str,
+        verify: bool,
+        max_record_bytes: u64,
+        provenance: bool,
+        threads: usize,
+    ) -> PyResult<Self> {
+        let restarts = match restarts {
+            "all" => Restarts::All,
+            "preempt" => Restarts::Preempt,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "restarts={other:?} is not a choice; use \"all\" (keep every record) or \"preempt\" (TensorBoard's rule)"
+                )))
+            }
+        };
+        let kinds = match kinds {
+            None => tbscope_core::data_compat::KindSet::ALL,
+            Some(v) => tbscope_core::data_compat::KindSet::of(&v.iter().map(|k| kind(k)).collect::<PyResult<Vec<_>>>()?),
+        };
+        let preempt = restarts == Restarts::Preempt;
+        let file = Options {
+            verify,
+            max_len: max_record_bytes,
+            provenance,
+            kinds,
+            tags: regex(tags, "tags")?,
+            // Preemption must see the steps below the bound, so that bound is applied later.
+            step_lo: if preempt { None } else { step_lo },
+            step_hi,
+        };
+        let opts = ReaderOptions {
+            file,
+            runs: regex(runs, "runs")?,
+            restarts,
+            threads,
+            step_lo: if preempt { step_lo } else { None },
+        };
+        let reader = Reader::new(&path, opts).map_err(to_py_err)?;
+        Ok(NativeReader { inner: Arc::new(Mutex::new(reader)) })
+    }
+
+    /// Reads what is new; returns (files read, bytes read, records, rows).
+    fn load(&self, py: Python<'_>) -> PyResult<(usize, u64, u64, usize)> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let reader = self.inner.clone();
+        let flag = cancel.clone();
+        std::thread::Builder::new()
+            .name("tbscope-load".into())
+            .spawn(move || {
+                let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = tx.send(r.load(&flag));
+            })
+            .map_err(|e| PyOSError::new_err(format!("cannot start a reader thread: {e}")))?;
+        // Receivers are not Sync; the lock only lets the wait run without the GIL.
+        let rx = Mutex::new(rx);
+        loop {
+            match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
+                Ok(res) => {
+                    let s = res.map_err(to_py_err)?;
+                    return Ok((s.files_read, s.bytes_read, s.records, s.rows));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = py.check_signals() {
+                        cancel.store(true, Ordering::Relaxed);
+                        let _ = py.detach(|| rx.lock().unwrap().recv());
+                        return Err(e);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(PyOSError::new_err("the reader thread stopped unexpectedly"))
+                }
+            }
+        }
+    }
+
+    /// All rows read so far of one kind.
+    fn table(&self, py: Python<'_>, kind_name: &str) -> PyResult<Table> {
+        let k = kind(kind_name)?;
+        let reader = self.inner.clone();
+        py.detach(move || {
+            let r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            let batches = r.table(k)?;
+            Ok(Table { schema: r.schema(k), batches })
+        })
+        .map_err(to_py_err)
+    }
+
+    fn series(&self) -> Table {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Table::one(r.series())
+    }
+
+    fn runs_table(&self) -> Table {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Table::one(r.runs_table())
+    }
+
+    fn run_names(&self) -> Vec<String> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).run_names()
+    }
+
+    /// The health report: (run, file, severity, offset, length, reason) tuples.
+    fn report(&self) -> Vec<(String, String, &'static str, u64, u64, String)> {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.report()
+            .iter()
+            .map(|e| (e.run.clone(), e.file.clone(), e.severity.name(), e.offset, e.length, e.reason.clone()))
+            .collect()
+    }
+
+    /// The absolute path of a file named in `blob_file`/`file` columns.
+    fn file_path(&self, rel: &str) -> Option<PathBuf> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).file_path(rel)
+    }
+}
+
+/// Record batches that leave through the Arrow PyCapsule interface.
+#[pyclass(module = "tbscope._core", frozen)]
+struct Table {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+}
+
+impl Table {
+    fn one(b: RecordBatch) -> Table {
+        Table { schema: b.schema(), batches: vec![b] }
+    }
+}
+
+#[pymethods]
+impl Table {
+    /// A fresh stream on every call; batches are shared, not copied.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // The protocol lets a producer keep its own schema.
+        let it = RecordBatchIterator::new(self.batches.clone().into_iter().map(Ok), self.schema.clone());
+        let stream = FFI_ArrowArrayStream::new(Box::new(it));
+        PyCapsule::new_with_value(py, stream, STREAM)
+    }
+
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let s = FFI_ArrowSchema::try_from(self.schema.as_ref())
+            .map_err(|e| PyValueError::new_err(format!("cannot export schema: {e}")))?;
+        PyCapsule::new_with_value(py, s, SCHEMA)
+    }
+
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+
+    #[getter]
+    fn num_batches(&self) -> usize {
+        self.batches.len()
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<NativeReader>()?;
+    m.add_class::<Table>()?;
+    m.add("CorruptRecordError", m.py().get_type::<CorruptRecordError>())?;
+    Ok(())
+}

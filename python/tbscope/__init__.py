@@ -1,0 +1,44 @@
+"""tbscope: read TensorBoard event logs at disk speed, without TensorFlow.
+
+>>> import tbscope
+>>> df = tbscope.read_scalars("runs/")            # doctest: +SKIP
+>>> logdir = tbscope.scan("runs/", tags="loss*")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from tbscope._core import __version__
+from tbscope.errors import CorruptRecordError
+from tbscope.frames import BlobFrame, Frame, TensorFrame
+from tbscope.reader import (
+    LoadStats,
+    Logdir,
+    Problem,
+    Report,
+    read_audio,
+    read_histograms,
+    read_images,
+    read_scalars,
+    read_tensors,
+    read_text,
+    scan,
+)
+
+__all__ = [
+    "BlobFrame",
+    "CorruptRecordError",
+    "Frame",
+    "LoadStats",
+    "Logdir",
+    "Problem",
+    "Report",
+    "TensorFrame",
+    "__version__",
+    "read_audio",
+    "read_histograms",
+    "read_images",
+    "read_scalars",
+    "read_tensors",
+    "read_text",
+    "scan",
+]

@@ -1,0 +1,102 @@
+"""Turning user filters (globs, compiled regexes, lists of both) into one native pattern.
+
+The pattern runs inside the Rust scan, so records of unwanted runs and tags are skipped before
+their values are decoded. Globs match the whole name and their ``*`` crosses ``/`` (tags such as
+``train/loss`` are one name, not a path); a compiled ``re.Pattern`` matches anywhere in the name,
+like ``re.search``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Union
+
+Pattern = Union[str, "re.Pattern[str]"]
+Filter = Union[Pattern, Iterable[Pattern], None]
+
+# Characters the Rust regex syntax treats as special; everything else in a glob is literal.
+_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + c if c in _META else c for c in text)
+
+
+def glob_to_regex(glob: str) -> str:
+    """Translate a glob to an anchored regex: ``*`` any run of characters, ``?`` one, ``[..]`` a set."""
+    out = []
+    i = 0
+    while i < len(glob):
+        c = glob[i]
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[":
+            end = glob.find("]", i + 2 if glob[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end == -1:
+                out.append(_escape(c))
+            else:
+                body = glob[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(_escape(c))
+        i += 1
+    return "^(?:" + "".join(out) + ")$"
+
+
+def _one(p: Pattern, what: str) -> str:
+    if isinstance(p, re.Pattern):
+        flags = ""
+        if p.flags & re.IGNORECASE:
+            flags += "i"
+        if p.flags & re.DOTALL:
+            flags += "s"
+        if p.flags & re.MULTILINE:
+            flags += "m"
+        return (f"(?{flags})" if flags else "") + f"(?:{p.pattern})"
+    if isinstance(p, str):
+        return glob_to_regex(p)
+    raise TypeError(f"{what}= takes a glob string, a compiled re.Pattern, or a list of them; got {type(p).__name__}")
+
+
+def compile_filter(value: Filter, what: str) -> str | None:
+    """One native regex for a filter, or None for "everything"."""
+    if value is None:
+        return None
+    if isinstance(value, (str, re.Pattern)):
+        return _one(value, what)
+    parts = [_one(p, what) for p in value]
+    if not parts:
+        # An empty list selects nothing, which is rarely meant: say so.
+        raise ValueError(f"{what}= is an empty list; pass None to select everything")
+    return "|".join(f"(?:{p})" for p in parts)
+
+
+def parse_steps(steps: object) -> tuple[int | None, int | None]:
+    """``steps=(start, stop)``, half-open; either end may be None."""
+    if steps is None:
+        return None, None
+    if isinstance(steps, range):
+        if steps.step != 1:
+            raise ValueError("steps= takes a range with step 1, or a (start, stop) pair")
+        return steps.start, steps.stop
+    if isinstance(steps, tuple) and len(steps) == 2:
+        lo, hi = steps
+        for v in (lo, hi):
+            if v is not None and not isinstance(v, int):
+                raise TypeError("steps= takes (start, stop) with ints or None, e.g. steps=(1000, None)")
+        return lo, hi
+    raise TypeError("steps= takes a (start, stop) pair, half-open, e.g. steps=(0, 1000)")
+
+
+def kinds_list(kinds: str | Iterable[str] | None) -> list[str] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        return [kinds]
+    return list(kinds)

@@ -1,0 +1,254 @@
+"""``scan`` (lazy) and ``read_*`` (eager): the reading API."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from tbscope import _core
+from tbscope._filters import Filter, compile_filter, kinds_list, parse_steps
+from tbscope.errors import CorruptRecordError
+from tbscope.frames import BlobFrame, Frame, TensorFrame
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
+Restarts = Literal["all", "preempt"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One entry of the health report."""
+
+    run: str
+    file: str
+    severity: str  # "corrupt" | "warning" | "truncated" | "error"
+    offset: int
+    length: int
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}@{self.offset}" if self.file else self.run
+        span = f" ({self.length} bytes)" if self.length else ""
+        return f"{self.severity}: {where}{span}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What could not be read cleanly. Truncated tails are normal for files still being written."""
+
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was lost (truncated tails do not count)."""
+        return not any(p.severity != "truncated" for p in self.problems)
+
+    def by_severity(self, severity: str) -> list[Problem]:
+        return [p for p in self.problems if p.severity == severity]
+
+    def __len__(self) -> int:
+        return len(self.problems)
+
+    def __str__(self) -> str:
+        if not self.problems:
+            return "no problems"
+        return "\n".join(str(p) for p in self.problems)
+
+
+@dataclass(frozen=True)
+class LoadStats:
+    files_read: int
+    bytes_read: int
+    records: int
+    rows: int
+
+
+class Logdir:
+    """A logdir (or one event file) opened by :func:`scan`; reads on first use.
+
+    Every table holds what the scan's filters selected, in run, file and record order. Call
+    :meth:`reload` to pick up what writers appended since; only new bytes are read.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], native: _core.NativeReader, strict: bool) -> None:
+        self.path = os.fspath(path)
+        self._native = native
+        self._strict = strict
+        self._loaded = False
+        self._seen_problems = 0
+
+    def __repr__(self) -> str:
+        state = f"{len(self.runs)} runs" if self._loaded else "not read yet"
+        return f"<tbscope.Logdir {self.path!r}: {state}>"
+
+    def _load(self) -> LoadStats:
+        stats = LoadStats(*self._native.load())
+        self._loaded = True
+        if self._strict:
+            problems = self.report.problems
+            fresh = [p for p in problems[self._seen_problems :] if p.severity != "truncated"]
+            self._seen_problems = len(problems)
+            if fresh:
+                raise CorruptRecordError(str(fresh[0]) + (f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""))
+        return stats
+
+    def _ensure(self) -> None:
+        if not self._loaded:
+            self._load()
+
+    def reload(self) -> LoadStats:
+        """Read what was written since the last read; returns what was read."""
+        return self._load()
+
+    @property
+    def runs(self) -> list[str]:
+        """Run names: paths relative to the logdir with ``/``, ``.`` for the logdir itself."""
+        self._ensure()
+        return list(self._native.run_names())
+
+    @property
+    def report(self) -> Report:
+        """Corrupt records, unusable values and truncated tails found so far."""
+        self._ensure()
+        return Report(tuple(Problem(*p) for p in self._native.report()))
+
+    def _frame(self, kind: str) -> Frame:
+        self._ensure()
+        cls = {"tensors": TensorFrame, "images": BlobFrame, "audio": BlobFrame, "blobs": BlobFrame}.get(kind, Frame)
+        return cls(self._native.table(kind), kind, self._blob_path)
+
+    def _blob_path(self, rel: str) -> str | None:
+        p = self._native.file_path(rel)
+        return None if p is None else os.fspath(p)
+
+    def scalars(self) -> Frame:
+        """run, tag, step, wall_time, timestamp, value (float64)."""
+        return self._frame("scalars")
+
+    def tensors(self) -> TensorFrame:
+        """Tensors of any dtype and shape that are not another kind (``plugin`` says whose)."""
+        return self._frame("tensors")  # type: ignore[return-value]
+
+    def histograms(self) -> Frame:
+        """Bucket edges and counts as list columns, plus legacy min/max/num/sum/sum_squares."""
+        return self._frame("histograms")
+
+    def images(self) -> BlobFrame:
+        return self._frame("images")  # type: ignore[return-value]
+
+    def audio(self) -> BlobFrame:
+        return self._frame("audio")  # type: ignore[return-value]
+
+    def text(self) -> Frame:
+        return self._frame("text")
+
+    def blobs(self) -> BlobFrame:
+        """Graphs, run metadata and other blob sequences."""
+        return self._frame("blobs")  # type: ignore[return-value]
+
+    def hparams_records(self) -> Frame:
+        """Raw hparams plugin records (experiment, session start and end) per run."""
+        return self._frame("hparams")
+
+    def series(self) -> Frame:
+        """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
+        self._ensure()
+        return Frame(self._native.series(), "series")
+
+    def run_info(self) -> Frame:
+        """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
+        self._ensure()
+        return Frame(self._native.runs_table(), "runs")
+
+
+def scan(
+    path: str | os.PathLike[str],
+    *,
+    runs: Filter = None,
+    tags: Filter = None,
+    kinds: str | Iterable[str] | None = None,
+    steps: tuple[int | None, int | None] | range | None = None,
+    restarts: Restarts = "all",
+    strict: bool = False,
+    verify: bool = True,
+    provenance: bool = False,
+    threads: int | None = None,
+    max_record_bytes: int = 256 << 20,
+) -> Logdir:
+    """Open a logdir, an event file or a directory tree of runs, lazily.
+
+    Parameters
+    ----------
+    path: a logdir or a single event file.
+    runs, tags: a glob (``"train/*"``; ``*`` crosses ``/``), a compiled ``re.Pattern``
+        (matched anywhere, like ``re.search``), or a list of them.
+    kinds: which kinds to read (``"scalars"``, ``"histograms"``, ...); default all.
+    steps: ``(start, stop)``, half-open; either may be None.
+    restarts: ``"all"`` keeps every record; ``"preempt"`` applies TensorBoard's rule (a record
+        at step s drops earlier records of its series with step >= s).
+    strict: raise :class:`CorruptRecordError` instead of skipping and reporting bad data.
+    verify: check data CRCs (length CRCs are always checked).
+    provenance: add ``file`` and ``offset`` columns to every table.
+    threads: worker threads; default ``TBSCOPE_NUM_THREADS`` or the number of CPUs.
+
+    >>> import tbscope
+    >>> logdir = tbscope.scan("runs/", tags="loss*")  # doctest: +SKIP
+    >>> logdir.scalars().to_pandas()                 # doctest: +SKIP
+    """
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError("threads= takes a positive int (or None for all CPUs)")
+    kl = kinds_list(kinds)
+    if kl is not None:
+        bad = [k for k in kl if k not in KINDS]
+        if bad:
+            raise ValueError(f"unknown kind(s) {bad}; choose from {', '.join(KINDS)}")
+    lo, hi = parse_steps(steps)
+    native = _core.NativeReader(
+        os.fspath(path),
+        runs=compile_filter(runs, "runs"),
+        tags=compile_filter(tags, "tags"),
+        kinds=kl,
+        step_lo=lo,
+        step_hi=hi,
+        restarts=restarts,
+        verify=verify,
+        max_record_bytes=max_record_bytes,
+        provenance=provenance,
+        threads=threads or 0,
+    )
+    return Logdir(path, native, strict)
+
+
+def _read(kind: str, path: str | os.PathLike[str], **filters: object) -> Frame:
+    filters.setdefault("kinds", [kind])
+    return scan(path, **filters)._frame(kind)  # type: ignore[arg-type]
+
+
+def read_scalars(path: str | os.PathLike[str], **filters: object) -> pd.DataFrame:
+    """All scalars under ``path`` as a pandas DataFrame; filters as in :func:`scan`."""
+    return _read("scalars", path, **filters).to_pandas()
+
+
+def read_tensors(path: str | os.PathLike[str], **filters: object) -> pd.DataFrame:
+    return _read("tensors", path, **filters).to_pandas()
+
+
+def read_histograms(path: str | os.PathLike[str], **filters: object) -> pd.DataFrame:
+    return _read("histograms", path, **filters).to_pandas()
+
+
+def read_images(path: str | os.PathLike[str], *, blobs: bool = True, **filters: object) -> pd.DataFrame:
+    """Images with their encoded bytes in ``data`` (``blobs=False`` leaves them on disk)."""
+    return _read("images", path, **filters).to_pandas(blobs=blobs)  # type: ignore[call-arg]
+
+
+def read_audio(path: str | os.PathLike[str], *, blobs: bool = True, **filters: object) -> pd.DataFrame:
+    return _read("audio", path, **filters).to_pandas(blobs=blobs)  # type: ignore[call-arg]
+
+
+def read_text(path: str | os.PathLike[str], **filters: object) -> pd.DataFrame:
+    return _read("text", path, **filters).to_pandas()
