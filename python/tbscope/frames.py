@@ -72,8 +72,8 @@ class Frame:
 
     def to_numpy(self, column: str) -> np.ndarray[Any, Any]:
         """One column as a numpy array (zero-copy for numeric columns without nulls)."""
-        col = self.to_arrow().column(column)
-        return col.to_numpy()
+        arr: np.ndarray[Any, Any] = self.to_arrow().column(column).to_numpy()
+        return arr
 
     def iter_batches(self, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
         """The rows in Arrow record batches of at most ``max_rows`` rows."""
@@ -129,7 +129,7 @@ class Frame:
 class BlobFrame(Frame):
     """Images, audio or blobs: ``to_pandas(blobs=True)`` adds a ``data`` column of bytes."""
 
-    def to_pandas(self, blobs: bool = False) -> pd.DataFrame:  # type: ignore[override]
+    def to_pandas(self, blobs: bool = False) -> pd.DataFrame:
         df = super().to_pandas()
         if blobs:
             df["data"] = self._blobs_column()

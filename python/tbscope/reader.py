@@ -154,6 +154,48 @@ class Logdir:
         """Raw hparams plugin records (experiment, session start and end) per run."""
         return self._frame("hparams")
 
+    def hparams(self) -> Frame:
+        """One row per run with hparams records: group_name, start/end time, status, and a
+        column ``hparam:<name>`` per hyperparameter (union of keys; float64, bool or string)."""
+        self._ensure()
+        return Frame(self._native.hparams(), "hparams")
+
+    def summary(self) -> pd.DataFrame:
+        """One row per run: ``<tag>:last``, ``<tag>:min`` and ``<tag>:max`` of every scalar tag,
+        joined with the run's hparams. A run without hparams of its own takes those of the
+        nearest enclosing run that has them (Keras writes ``run/train`` and ``run/validation``
+        under the run that holds the hparams)."""
+        import pandas as pd
+
+        self._ensure()
+        info = self.run_info().to_pandas()[["run", "max_step", "last_wall_time"]]
+        sc = self.scalars().to_pandas()
+        if len(sc):
+            g = sc.groupby(["run", "tag"], observed=True, sort=False)["value"]
+            stats = pd.DataFrame({"last": g.last(), "min": g.min(), "max": g.max()})
+            wide = stats.unstack("tag")
+            wide.columns = [f"{tag}:{stat}" for stat, tag in wide.columns]
+            wide = wide[sorted(wide.columns, key=lambda c: (c.rsplit(":", 1)[0], ("last", "min", "max").index(c.rsplit(":", 1)[1])))]
+            wide.index = wide.index.astype(str)
+            wide = wide.reset_index()
+        else:
+            wide = pd.DataFrame({"run": pd.Series([], dtype=str)})
+        hp = self.hparams().to_pandas()
+        hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
+        by_run = {r: row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
+        rows = []
+        for run in info["run"]:
+            src = _nearest(run, by_run)
+            rows.append(by_run[src] if src is not None else {})
+        hparams = pd.DataFrame(rows, columns=hp_cols)
+        hparams.insert(0, "run", info["run"].astype(str).to_numpy())
+        out = info.assign(run=info["run"].astype(str)).merge(hparams, on="run", how="left")
+        return out.merge(wide, on="run", how="left")
+
+        """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
+        self._ensure()
+        return Frame(self._native.series(), "series")
+
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
         self._ensure()
@@ -163,6 +205,18 @@ class Logdir:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
         return Frame(self._native.runs_table(), "runs")
+
+
+def _nearest(run: str, have: dict[str, object]) -> str | None:
+    """The run itself, or the longest enclosing run, that has an entry in ``have``."""
+    if run in have:
+        return run
+    parts = run.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        parent = "/".join(parts[:i])
+        if parent in have:
+            return parent
+    return "." if "." in have and run != "." else None
 
 
 def scan(

@@ -9,6 +9,7 @@ pub mod columns;
 pub mod data_compat;
 pub mod error;
 pub mod event_file;
+pub mod hparams;
 pub mod load;
 pub mod logdir;
 pub mod masked_crc;

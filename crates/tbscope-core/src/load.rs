@@ -591,6 +591,25 @@ impl Reader {
         batch(cols)
     }
 
+    /// One row per run that has hparams records: session fields and a column per hparam.
+    pub fn hparams(&self) -> Result<RecordBatch> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::Int32Type;
+        let mut sessions: BTreeMap<String, crate::hparams::Session> = BTreeMap::new();
+        for b in &self.batches[Kind::Hparams as usize] {
+            let runs = b.column(0).as_dictionary::<Int32Type>().keys();
+            let idx = b.schema().index_of("plugin_content").expect("hparams batches carry content");
+            let content = b.column(idx).as_binary::<i64>();
+            for i in 0..b.num_rows() {
+                let run = &self.run_names[runs.value(i) as usize];
+                let s = sessions.entry(run.clone()).or_default();
+                crate::hparams::apply(content.value(i), s)
+                    .map_err(|e| Error::Other(format!("run {run}: hparams record is not valid: {e}")))?;
+            }
+        }
+        Ok(crate::hparams::table(&sessions.into_iter().collect::<Vec<_>>()))
+    }
+
     /// The health report: one row per problem found so far.
     pub fn report(&self) -> &[ReportEntry] {
         &self.report

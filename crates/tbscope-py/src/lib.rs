@@ -175,6 +175,12 @@ impl NativeReader {
         Table::one(r.series())
     }
 
+    /// One row per run with hparams records.
+    fn hparams(&self) -> PyResult<Table> {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(Table::one(r.hparams().map_err(to_py_err)?))
+    }
+
     fn runs_table(&self) -> Table {
         let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         Table::one(r.runs_table())

@@ -1,0 +1,57 @@
+# tbscope: `make run` builds everything and runs the demo; `make test` runs every test.
+SHELL := /bin/bash
+PY := .venv/bin/python
+PIP := .venv/bin/pip
+VENV_STAMP := .venv/.installed
+WHEEL_DIR := dist
+
+.PHONY: run test venv build wheel test-rust test-python lint smoke bench fuzz clean
+
+run: build
+	$(PY) examples/write_demo_logdir.py demo-logdir
+	.venv/bin/tbscope check demo-logdir
+	.venv/bin/tbscope summary demo-logdir
+
+# One venv with exact versions from constraints.txt; rebuilt when the pins change.
+$(VENV_STAMP): requirements-dev.txt constraints.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PIP) install --quiet -r requirements-dev.txt -c constraints.txt
+	touch $@
+
+venv: $(VENV_STAMP)
+
+# The release wheel, installed into the venv: tests run against what users get.
+build: $(VENV_STAMP)
+	rm -rf $(WHEEL_DIR)
+	.venv/bin/maturin build --release --quiet --out $(WHEEL_DIR)
+	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
+
+test: build test-rust lint test-python smoke
+
+test-rust:
+	cargo test --workspace --exclude tbscope-py --quiet
+
+lint: $(VENV_STAMP)
+	.venv/bin/mypy
+	$(PY) -m mypy.stubtest tbscope._core --allowlist .mypy-stubtest-allowlist
+
+test-python: $(VENV_STAMP)
+	$(PY) -m pytest -q
+
+# What `pip install tbscope` gives: the wheel alone in a clean venv, dependencies from PyPI.
+smoke:
+	rm -rf build/smoke-venv
+	python3 -m venv build/smoke-venv
+	build/smoke-venv/bin/pip install --quiet $(WHEEL_DIR)/tbscope-*.whl -c constraints.txt
+	cd build && smoke-venv/bin/python ../tests/smoke.py
+	build/smoke-venv/bin/tbscope --version
+
+bench: build
+	$(PY) bench/run.py
+
+fuzz:
+	cargo install cargo-fuzz --locked --quiet || true
+	cd crates/tbscope-core && cargo +nightly fuzz run tf_record -- -max_total_time=60
+
+clean:
+	rm -rf target $(WHEEL_DIR) build .venv demo-logdir

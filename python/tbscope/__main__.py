@@ -1,0 +1,3 @@
+from tbscope.cli import main
+
+main()
