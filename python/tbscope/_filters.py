@@ -49,16 +49,22 @@ def glob_to_regex(glob: str) -> str:
     return "^(?:" + "".join(out) + ")$"
 
 
-def _one(p: Pattern, what: str) -> str:
+# Python regex flags the native matcher can honour, and its spelling of each.
+_FLAGS = {re.IGNORECASE: "i", re.DOTALL: "s", re.MULTILINE: "m", re.VERBOSE: "x"}
+
+
+def _one(p: object, what: str) -> str:
     if isinstance(p, re.Pattern):
-        flags = ""
-        if p.flags & re.IGNORECASE:
-            flags += "i"
-        if p.flags & re.DOTALL:
-            flags += "s"
-        if p.flags & re.MULTILINE:
-            flags += "m"
-        return (f"(?{flags})" if flags else "") + f"(?:{p.pattern})"
+        if not isinstance(p.pattern, str):
+            raise TypeError(f"{what}= takes a glob string, a compiled re.Pattern of str, or a list of them; got bytes pattern {p.pattern!r}")
+        flags = "".join(c for f, c in _FLAGS.items() if p.flags & f)
+        # re.UNICODE is implied for str patterns; anything else would silently change meaning.
+        other = p.flags & ~(re.UNICODE | sum(_FLAGS))
+        if other:
+            raise ValueError(f"{what}= pattern uses regex flags tbscope cannot apply ({re.RegexFlag(other)!r}); use IGNORECASE, DOTALL, MULTILINE or VERBOSE")
+        # A scoped group keeps the flags to this pattern; the newline ends a trailing VERBOSE
+        # comment, which would otherwise swallow the closing parenthesis.
+        return f"(?{flags}:{p.pattern}\n)" if "x" in flags else f"(?{flags}:{p.pattern})"
     if isinstance(p, str):
         return glob_to_regex(p)
     raise TypeError(f"{what}= takes a glob string, a compiled re.Pattern, or a list of them; got {type(p).__name__}")
@@ -70,6 +76,8 @@ def compile_filter(value: Filter, what: str) -> str | None:
         return None
     if isinstance(value, (str, re.Pattern)):
         return _one(value, what)
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+        raise TypeError(f"{what}= takes a glob string, a compiled re.Pattern, or a list of them; got {type(value).__name__}")
     parts = [_one(p, what) for p in value]
     if not parts:
         # An empty list selects nothing, which is rarely meant: say so.
@@ -99,4 +107,12 @@ def kinds_list(kinds: str | Iterable[str] | None) -> list[str] | None:
         return None
     if isinstance(kinds, str):
         return [kinds]
-    return list(kinds)
+    if not isinstance(kinds, Iterable):
+        raise TypeError(f"kinds= takes a kind name or a list of them; got {type(kinds).__name__}")
+    out = list(kinds)
+    if not out:
+        raise ValueError("kinds= is an empty list; pass None to read every kind")
+    bad = [k for k in out if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"kinds= takes kind names (str); got {bad[0]!r}")
+    return out

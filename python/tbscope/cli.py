@@ -25,11 +25,16 @@ class _Main(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except (ValueError, TypeError) as e:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            # Bad filters and options are usage errors: exit 2 with one line.
+            raise click.UsageError(str(e)) from e
         except FileNotFoundError as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             raise click.UsageError(f"{e}; check the path (a logdir or an event file)") from e
-        except (OSError, ValueError) as e:
+        except OSError as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             raise click.ClickException(str(e)) from e

@@ -25,7 +25,7 @@ class Problem:
 
     run: str
     file: str
-    severity: str  # "corrupt" | "warning" | "truncated" | "error"
+    severity: str  # "corrupt" | "error" | "warning" | "truncated" | "info"
     offset: int
     length: int
     reason: str
@@ -38,14 +38,20 @@ class Problem:
 
 @dataclass(frozen=True)
 class Report:
-    """What could not be read cleanly. Truncated tails are normal for files still being written."""
+    """What could not be read cleanly.
+
+    Severities: ``corrupt`` (bytes or values skipped: data lost), ``error`` (a file or directory
+    could not be read), ``warning`` (data kept but suspect, e.g. a NaN wall time), ``truncated``
+    (a file ends inside a record: normal while a writer is writing) and ``info``.
+    """
 
     problems: tuple[Problem, ...]
 
     @property
     def ok(self) -> bool:
-        """True when nothing was lost (truncated tails do not count)."""
-        return not any(p.severity != "truncated" for p in self.problems)
+        """True when nothing was lost or unreadable: no "corrupt" or "error" entries. Warnings
+        (points kept with a null wall time, empty files) and truncated tails do not count."""
+        return not any(p.severity in ("corrupt", "error") for p in self.problems)
 
     def by_severity(self, severity: str) -> list[Problem]:
         return [p for p in self.problems if p.severity == severity]
@@ -74,10 +80,12 @@ class Logdir:
     :meth:`reload` to pick up what writers appended since; only new bytes are read.
     """
 
-    def __init__(self, path: str | os.PathLike[str], native: _core.NativeReader, strict: bool) -> None:
+    def __init__(self, path: str | os.PathLike[str], native: _core.NativeReader, strict: bool, options: dict[str, object] | None = None) -> None:
         self.path = os.fspath(path)
         self._native = native
         self._strict = strict
+        # Kept so summary() can read hparams records that this scan's filters leave out.
+        self._options = options or {}
         self._loaded = False
         self._seen_problems = 0
 
@@ -90,7 +98,7 @@ class Logdir:
         self._loaded = True
         if self._strict:
             problems = self.report.problems
-            fresh = [p for p in problems[self._seen_problems :] if p.severity != "truncated"]
+            fresh = [p for p in problems[self._seen_problems :] if p.severity not in ("truncated", "info")]
             self._seen_problems = len(problems)
             if fresh:
                 raise CorruptRecordError(str(fresh[0]) + (f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""))
@@ -172,7 +180,9 @@ class Logdir:
         sc = self.scalars().to_pandas()
         if len(sc):
             g = sc.groupby(["run", "tag"], observed=True, sort=False)["value"]
-            stats = pd.DataFrame({"last": g.last(), "min": g.min(), "max": g.max()})
+            # The last point as written, NaN included: a diverged run must not look fine.
+            last = sc.drop_duplicates(["run", "tag"], keep="last").set_index(["run", "tag"])["value"]
+            stats = pd.DataFrame({"last": last, "min": g.min(), "max": g.max()})
             wide = stats.unstack("tag")
             wide.columns = [f"{tag}:{stat}" for stat, tag in wide.columns]
             wide = wide[sorted(wide.columns, key=lambda c: (c.rsplit(":", 1)[0], ("last", "min", "max").index(c.rsplit(":", 1)[1])))]
@@ -180,7 +190,10 @@ class Logdir:
             wide = wide.reset_index()
         else:
             wide = pd.DataFrame({"run": pd.Series([], dtype=str)})
-        hp = self.hparams().to_pandas()
+        # hparams records are run-level facts: tag and step filters (and a runs filter that
+        # leaves out the enclosing session run) must not hide them.
+        hp_scan = scan(self.path, kinds=["hparams"], **{k: v for k, v in self._options.items() if k in ("verify", "threads", "max_record_bytes")})  # type: ignore[arg-type]
+        hp = hp_scan.hparams().to_pandas()
         hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
         by_run = {r: row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
         rows = []
@@ -274,7 +287,7 @@ def scan(
         provenance=provenance,
         threads=threads or 0,
     )
-    return Logdir(path, native, strict)
+    return Logdir(path, native, strict, {"verify": verify, "threads": threads, "max_record_bytes": max_record_bytes})
 
 
 def _read(kind: str, path: str | os.PathLike[str], **filters: object) -> Frame:

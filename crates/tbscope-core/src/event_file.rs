@@ -65,6 +65,8 @@ pub enum Severity {
     Truncated,
     /// The file could not be read at all.
     Error,
+    /// Worth knowing, nothing lost: an empty file (a writer that has not written yet).
+    Info,
 }
 
 impl Severity {
@@ -74,6 +76,7 @@ impl Severity {
             Severity::Warning => "warning",
             Severity::Truncated => "truncated",
             Severity::Error => "error",
+            Severity::Info => "info",
         }
     }
 }
@@ -214,9 +217,12 @@ struct Parser<'o> {
 }
 
 /// Reads `path` from `start` to the size it has now.
+/// Reads `path` from `start` up to `end` (a record boundary from [`split_points`]) or, when
+/// `end` is None, to the size the file has now.
 pub fn read_file(
     path: &Path,
     start: Cursor,
+    end: Option<u64>,
     opts: &Options,
     known: &HashMap<String, Known>,
     cancel: &AtomicBool,
@@ -250,12 +256,16 @@ pub fn read_file(
         }
     };
     p.out.size = size;
-    if opts.kinds.contains(Kind::Scalars) && size > start.offset {
+    let stop = end.map_or(size, |e| e.min(size));
+    if opts.kinds.contains(Kind::Scalars) && stop > start.offset {
         // The smallest scalar record is about 40 bytes; reserving for that many rows means the
         // columns never reallocate. Untouched capacity costs address space, not memory.
-        let rows = ((size - start.offset) / 40) as usize;
+        let rows = ((stop - start.offset) / 40) as usize;
         p.out.tables.scalars.c.reserve_chunk(rows, opts.provenance);
-        p.out.tables.scalars.value.reserve(rows);
+        crate::columns::reserve_huge(&mut p.out.tables.scalars.value, rows);
+    }
+    if size == 0 {
+        p.problem(Severity::Info, 0, 0, "empty file (0 bytes): no events yet".into());
     }
     let mut from = start.offset;
     if size < from {
@@ -269,13 +279,59 @@ pub fn read_file(
     }
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
-        p.scan(&file, from, size, &mut buf, cancel);
+        p.scan(&file, from, stop, &mut buf, cancel);
         if buf.capacity() > 4 * CHUNK {
             // Don't keep a one-off giant record's buffer alive in every worker thread.
             *buf = Vec::new();
         }
     });
     p.out
+}
+
+/// Record boundaries after `from`, about `piece` bytes apart, found by hopping from header to
+/// header (length and its CRC only; payloads are not decoded), so one large file can be parsed
+/// by several threads. Stops early at a header that does not check out: from there on the
+/// single reader that takes the last piece handles corruption as usual.
+pub fn split_points(path: &Path, from: u64, piece: u64, max_len: u64) -> Vec<u64> {
+    let mut cuts = Vec::new();
+    let Ok(file) = File::open(path) else { return cuts };
+    let Ok(size) = file.metadata().map(|m| m.len()) else { return cuts };
+    let mut buf = vec![0u8; CHUNK];
+    let (mut win_start, mut win_len) = (0u64, 0usize);
+    let mut pos = from;
+    let mut next_cut = from.saturating_add(piece);
+    while pos + HEADER_LEN as u64 <= size {
+        if !(pos >= win_start && pos + HEADER_LEN as u64 <= win_start + win_len as u64) {
+            // Refill at the header; payloads of records longer than the window are never read.
+            let want = (size - pos).min(CHUNK as u64) as usize;
+            win_start = pos;
+            win_len = 0;
+            while win_len < want {
+                match file.read_at(&mut buf[win_len..want], pos + win_len as u64) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => win_len += n,
+                }
+            }
+            if win_len < HEADER_LEN {
+                break;
+            }
+        }
+        let h = &buf[(pos - win_start) as usize..][..HEADER_LEN];
+        let len = u64::from_le_bytes(h[..8].try_into().unwrap());
+        if len > max_len || crate::masked_crc::masked_crc32c(&h[..8]) != u32::from_le_bytes(h[8..12].try_into().unwrap()) {
+            break;
+        }
+        let next = pos + crate::tf_record::OVERHEAD as u64 + len;
+        if next >= size {
+            break;
+        }
+        pos = next;
+        if pos >= next_cut {
+            cuts.push(pos);
+            next_cut = pos.saturating_add(piece);
+        }
+    }
+    cuts
 }
 
 thread_local! {
@@ -434,6 +490,11 @@ impl<'o> Parser<'o> {
 
     /// Decodes one record's Event and files its values.
     fn record(&mut self, data: &[u8], record_offset: u64, data_offset: u64) -> Result<(), DecodeError> {
+        if let Some(s) = crate::proto::simple_scalar(data) {
+            if self.fast_scalar(&s, record_offset) {
+                return Ok(());
+            }
+        }
         let ev = Event::decode(data)?;
         let wall = ev.wall_time;
         if !wall.is_finite() {
@@ -490,6 +551,36 @@ impl<'o> Parser<'o> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Files a one-value `simple_value` event whose tag is already a known, wanted scalar series
+    /// (nearly every record of a tensorboardX/PyTorch/TF1 log). Returns false to let the
+    /// general path handle anything else, including a tag's first value.
+    #[inline]
+    fn fast_scalar(&mut self, s: &crate::proto::SimpleScalar<'_>, record_offset: u64) -> bool {
+        if !s.wall_time.is_finite()
+            || self.opts.step_lo.is_some_and(|lo| s.step < lo)
+            || self.opts.step_hi.is_some_and(|hi| s.step >= hi)
+        {
+            return false;
+        }
+        let id = self.tag_id(s.tag);
+        let t = &mut self.out.tags[id as usize];
+        if !t.wanted || t.kind != Some(Kind::Scalars) || t.meta.is_none() || !self.opts.kinds.contains(Kind::Scalars) {
+            return false;
+        }
+        t.points += 1;
+        t.first_step = t.first_step.min(s.step);
+        t.last_step = t.last_step.max(s.step);
+        t.last_wall = s.wall_time;
+        let out = &mut self.out;
+        out.last_wall = Some(out.last_wall.map_or(s.wall_time, |w: f64| w.max(s.wall_time)));
+        out.max_step = Some(out.max_step.map_or(s.step, |m| m.max(s.step)));
+        let prov = self.opts.provenance.then_some(record_offset as i64);
+        let sc = &mut out.tables.scalars;
+        sc.c.push(id, s.step, s.wall_time, prov);
+        sc.value.push(f64::from(s.value));
+        true
     }
 
     /// Looks up or creates the file-local id of a tag.
@@ -608,11 +699,12 @@ impl<'o> Parser<'o> {
             Ok(()) => self.count(id, step, wall),
             Err(why) => {
                 let name = self.out.tags[id as usize].name.clone();
+                // The point is lost, so it counts as corruption, not as a warning.
                 self.problem(
-                    Severity::Warning,
+                    Severity::Corrupt,
                     record_offset,
                     0,
-                    format!("value of tag {name:?} at step {step} is not usable as {}: {why}", kind.name()),
+                    format!("value of tag {name:?} at step {step} skipped: not usable as {}: {why}", kind.name()),
                 );
             }
         }

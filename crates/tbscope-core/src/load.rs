@@ -17,13 +17,16 @@ use arrow_schema::{DataType, Field, Schema};
 use rayon::prelude::*;
 use regex::Regex;
 
-use crate::columns::{binary_array, string_array, to_batch, Dicts, Tables};
+use crate::columns::{binary_array, merge_scalars, string_array, to_batch, Dicts, ScalarPart, Scalars, Tables};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::{
-    read_file, Cursor, FileChunk, Known, Options, SessionEvent, Severity, SeriesMeta,
+    read_file, split_points, Cursor, FileChunk, Known, Options, SessionEvent, Severity, SeriesMeta,
 };
 use crate::logdir::discover;
+
+/// A piece of a file to parse: run, path, where to start, where to stop (None: the end).
+type Segment = (String, PathBuf, Cursor, Option<u64>);
 
 /// What to do with steps a restarted job wrote again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,15 +188,30 @@ impl Reader {
     /// Reads everything new since the last call (everything, the first time).
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         let (found, errors) = discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
-        for (dir, e) in errors {
-            let rel = self.rel(&dir);
+        for (path, e) in errors {
+            let rel = self.rel(&path);
+            let (run, file, severity, reason) = if path.is_dir() {
+                (rel, String::new(), Severity::Error, format!("cannot list directory: {e}"))
+            } else {
+                (String::new(), rel, Severity::Warning, e.to_string())
+            };
+            let entry = ReportEntry { run, file, severity, offset: 0, length: 0, reason };
+            // Reloads find the same problem again; report it once.
+            if !self.report.contains(&entry) {
+                self.report.push(entry);
+            }
+        }
+        if found.is_empty() && self.runs.is_empty() && self.report.is_empty() {
             self.report.push(ReportEntry {
-                run: rel,
+                run: String::new(),
                 file: String::new(),
-                severity: Severity::Error,
+                severity: Severity::Warning,
                 offset: 0,
                 length: 0,
-                reason: format!("cannot list directory: {e}"),
+                reason: format!(
+                    "no event files under {} (a run is a directory holding files named *tfevents*)",
+                    self.root.display()
+                ),
             });
         }
         // Which files changed: new ones, and ones whose size or mtime moved.
@@ -268,8 +286,10 @@ impl Reader {
                     .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?,
             )
         };
-        let run_all = |items: &[(String, PathBuf, Cursor)], known: &HashMap<String, HashMap<String, Known>>| -> Vec<FileChunk> {
-            let one = |(run, path, cursor): &(String, PathBuf, Cursor)| read_file(path, *cursor, opts, &known[run], cancel);
+        // Large files are cut at record boundaries so several threads can share them.
+        let work = self.split_large(work, threads, pool.as_ref());
+        let run_all = |items: &[Segment], known: &HashMap<String, HashMap<String, Known>>| -> Vec<FileChunk> {
+            let one = |(run, path, cursor, end): &Segment| read_file(path, *cursor, *end, opts, &known[run], cancel);
             match &pool {
                 Some(p) => p.install(|| items.par_iter().map(one).collect()),
                 None => items.iter().map(one).collect(),
@@ -281,7 +301,7 @@ impl Reader {
         let redo: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].deferred > 0).collect();
         if !redo.is_empty() {
             let mut known2 = known.clone();
-            for (i, (run, _, _)) in work.iter().enumerate() {
+            for (i, (run, _, _, _)) in work.iter().enumerate() {
                 let k = known2.get_mut(run).unwrap();
                 for t in &chunks[i].tags {
                     if let Some(kind) = t.kind {
@@ -304,24 +324,47 @@ impl Reader {
             return Err(Error::Interrupted);
         }
         let parsed = t0.elapsed();
-        let stats = self.merge(work, chunks);
+        let stats = self.merge(work, chunks, pool.as_ref());
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!("tbscope: parse {parsed:?}, merge+arrow {:?}", t0.elapsed() - parsed);
         }
         Ok(stats)
     }
 
-    fn merge(&mut self, work: Vec<(String, PathBuf, Cursor)>, chunks: Vec<FileChunk>) -> LoadStats {
-        let mut stats = LoadStats { files_read: chunks.len(), ..Default::default() };
-        let mut rows = [0usize; 8];
-        for c in &chunks {
-            for (r, n) in rows.iter_mut().zip(c.tables.rows()) {
-                *r += n;
+    /// Splits files with much left to read into segments for parallel parsing.
+    fn split_large(&self, work: Vec<(String, PathBuf, Cursor)>, threads: usize, pool: Option<&rayon::ThreadPool>) -> Vec<Segment> {
+        // Files smaller than this are not worth a header scan; TBSCOPE_SPLIT_BYTES overrides it
+        // (tests use it to split small files).
+        let split_above: u64 = std::env::var("TBSCOPE_SPLIT_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(64 << 20);
+        let plan = |(run, path, cursor): (String, PathBuf, Cursor)| -> Vec<Segment> {
+            let left = std::fs::metadata(&path).map_or(0, |m| m.len()).saturating_sub(cursor.offset);
+            if threads <= 1 || left <= split_above {
+                return vec![(run, path, cursor, None)];
             }
+            let piece = (left / (threads as u64 * 4)).max(split_above / 4).max(1);
+            let cuts = split_points(&path, cursor.offset, piece, self.opts.file.max_len);
+            let mut out = Vec::with_capacity(cuts.len() + 1);
+            let mut start = cursor.offset;
+            for c in cuts {
+                out.push((run.clone(), path.clone(), Cursor { offset: start }, Some(c)));
+                start = c;
+            }
+            out.push((run, path, Cursor { offset: start }, None));
+            out
+        };
+        match pool {
+            Some(p) => p.install(|| work.into_par_iter().flat_map_iter(plan).collect()),
+            None => work.into_iter().flat_map(plan).collect(),
         }
+    }
+
+    fn merge(&mut self, work: Vec<Segment>, mut chunks: Vec<FileChunk>, pool: Option<&rayon::ThreadPool>) -> LoadStats {
+        let mut stats = LoadStats { files_read: chunks.len(), ..Default::default() };
         let mut merged = Tables::default();
-        merged.reserve(rows, self.opts.file.provenance);
-        for ((run, path, _), chunk) in work.into_iter().zip(chunks) {
+        // Scalars, the bulk of most logs, are copied in parallel after the bookkeeping below.
+        let mut scalar_rows: Vec<Scalars> = chunks.iter_mut().map(|c| std::mem::take(&mut c.tables.scalars)).collect();
+        let mut scalar_parts = Vec::with_capacity(chunks.len());
+        for ((run, path, _, _), chunk) in work.into_iter().zip(chunks) {
             stats.bytes_read += chunk.bytes_read;
             stats.records += chunk.records;
             let rel;
@@ -411,8 +454,10 @@ impl Reader {
                 }
             }
             merged.extend(&chunk.tables, run_id, file_id, &tag_map);
+            scalar_parts.push(ScalarPart { rows: std::mem::take(&mut scalar_rows[scalar_parts.len()]), run: run_id, file: file_id, tag_map });
             // `chunk` is dropped here, freeing its columns before the next one is copied.
         }
+        merge_scalars(&mut merged.scalars, scalar_parts, self.opts.file.provenance, pool);
         stats.rows = merged.rows().iter().sum();
         self.append_batches(merged);
         stats
@@ -438,7 +483,9 @@ impl Reader {
                 plugin_ids.entry((r, t)).or_insert(-1);
             }
         }
-        let keys: Vec<(i32, i32)> = plugin_ids.keys().copied().collect();
+        // Sorted, so plugin dictionaries come out the same on every scan.
+        let mut keys: Vec<(i32, i32)> = plugin_ids.keys().copied().collect();
+        keys.sort_unstable();
         for (r, t) in keys {
             let id = self.plugin_id(r, t);
             plugin_ids.insert((r, t), id);
@@ -597,12 +644,14 @@ impl Reader {
         use arrow_array::types::Int32Type;
         let mut sessions: BTreeMap<String, crate::hparams::Session> = BTreeMap::new();
         for b in &self.batches[Kind::Hparams as usize] {
-            let runs = b.column(0).as_dictionary::<Int32Type>().keys();
+            // Dictionaries are compacted per batch: go through the values, not global ids.
+            let runs = b.column(0).as_dictionary::<Int32Type>();
+            let run_values = runs.values().as_string::<i32>();
             let idx = b.schema().index_of("plugin_content").expect("hparams batches carry content");
             let content = b.column(idx).as_binary::<i64>();
             for i in 0..b.num_rows() {
-                let run = &self.run_names[runs.value(i) as usize];
-                let s = sessions.entry(run.clone()).or_default();
+                let run = run_values.value(runs.keys().value(i) as usize);
+                let s = sessions.entry(run.to_string()).or_default();
                 crate::hparams::apply(content.value(i), s)
                     .map_err(|e| Error::Other(format!("run {run}: hparams record is not valid: {e}")))?;
             }

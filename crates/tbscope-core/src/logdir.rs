@@ -89,7 +89,15 @@ fn walk(
         if is_dir {
             subdirs.push(path);
         } else if is_event_file_name(&entry.file_name().to_string_lossy()) {
-            files.push(path);
+            // Only regular files (or links to them): opening a FIFO or device would block or
+            // read forever.
+            // A dangling link is kept: reading it fails and is reported against the file.
+            let dangling = ft.is_symlink() && std::fs::metadata(&path).is_err();
+            if ft.is_file() || path.is_file() || dangling {
+                files.push(path);
+            } else {
+                errors.push((path, io::Error::other("named like an event file but not a regular file; skipped")));
+            }
         }
     }
     if !files.is_empty() {

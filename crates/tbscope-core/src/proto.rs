@@ -217,6 +217,56 @@ impl<'a> Event<'a> {
     }
 }
 
+/// The commonest event of all: wall time, step and one `simple_value`, nothing else.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimpleScalar<'a> {
+    pub wall_time: f64,
+    pub step: i64,
+    pub tag: &'a [u8],
+    pub value: f32,
+}
+
+/// Recognises an event laid out exactly as `wall_time, step, summary{value{tag, simple_value}}`
+/// (what tensorboardX, PyTorch and TF1 write for a scalar) with straight-line code: the generic
+/// decoder's per-field dispatch costs more than the rest of reading such a record. Anything
+/// else, including extra fields or another order, returns None for the general path.
+#[inline]
+pub fn simple_scalar(b: &[u8]) -> Option<SimpleScalar<'_>> {
+    if b.len() < 9 || b[0] != 0x09 {
+        return None;
+    }
+    let wall_time = f64::from_le_bytes(b[1..9].try_into().ok()?);
+    let mut pos = 9;
+    let mut step = 0i64;
+    if b.get(pos) == Some(&0x10) {
+        pos += 1;
+        step = read_varint(b, &mut pos).ok()? as i64;
+    }
+    if b.get(pos) != Some(&0x2a) {
+        return None;
+    }
+    pos += 1;
+    let summary_len = read_varint(b, &mut pos).ok()? as usize;
+    if pos + summary_len != b.len() || b.get(pos) != Some(&0x0a) {
+        return None;
+    }
+    pos += 1;
+    let value_len = read_varint(b, &mut pos).ok()? as usize;
+    if pos + value_len != b.len() || b.get(pos) != Some(&0x0a) {
+        return None;
+    }
+    pos += 1;
+    let tag_len = read_varint(b, &mut pos).ok()? as usize;
+    let tag = b.get(pos..pos.checked_add(tag_len)?)?;
+    pos += tag_len;
+    // Exactly the float field must remain.
+    if b.len() != pos + 5 || b[pos] != 0x15 {
+        return None;
+    }
+    let value = f32::from_le_bytes(b[pos + 1..pos + 5].try_into().ok()?);
+    Some(SimpleScalar { wall_time, step, tag, value })
+}
+
 /// Iterates `Summary.value` entries without decoding them.
 pub fn summary_values(summary: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
     Fields::new(summary).filter_map(|f| match f {
@@ -507,6 +557,26 @@ mod tests {
                 _ => 0,
             });
         }
+    }
+
+    #[test]
+    fn simple_scalar_agrees_with_the_general_decoder() {
+        let mut ev = vec![0x09];
+        ev.extend_from_slice(&7.25f64.to_le_bytes());
+        ev.extend_from_slice(&[0x10, 0x96, 0x01, 0x2a, 0x0b, 0x0a, 0x09, 0x0a, 0x02, b'l', b'r', 0x15]);
+        ev.extend_from_slice(&0.5f32.to_le_bytes());
+        let s = simple_scalar(&ev).unwrap();
+        assert_eq!((s.wall_time, s.step, s.tag, s.value), (7.25, 150, &b"lr"[..], 0.5));
+        let general = Event::decode(&ev).unwrap();
+        assert_eq!((general.wall_time, general.step), (7.25, 150));
+        // Any extra byte, a second value, or a truncation falls back to the general path.
+        let mut longer = ev.clone();
+        longer.push(0);
+        assert!(simple_scalar(&longer).is_none());
+        for cut in 0..ev.len() {
+            assert!(simple_scalar(&ev[..cut]).is_none());
+        }
+        assert!(simple_scalar(&tf2_scalar_event()).is_none());
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{BooleanArray, RecordBatch};
+use arrow_array::{Array, BooleanArray, RecordBatch};
 
 use crate::error::{Error, Result};
 
@@ -16,17 +16,31 @@ use crate::error::{Error, Result};
 pub fn apply(batches: &[RecordBatch], preempt: bool, step_lo: Option<i64>) -> Result<Vec<RecordBatch>> {
     let mut keep: Vec<Vec<bool>> = batches.iter().map(|b| vec![true; b.num_rows()]).collect();
     if preempt {
-        let mut stacks: HashMap<(i32, i32), Vec<(usize, usize, i64)>> = HashMap::new();
+        // Each batch has its own (compacted) dictionaries: series are keyed by name ids shared
+        // across batches.
+        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut ids = |col: &dyn Array| -> Vec<usize> {
+            let dict = col.as_dictionary::<Int32Type>();
+            let values = dict.values().as_string::<i32>();
+            let local: Vec<usize> = (0..values.len())
+                .map(|i| {
+                    let n = names.len();
+                    *names.entry(values.value(i).to_string()).or_insert(n)
+                })
+                .collect();
+            dict.keys().values().iter().map(|&k| local[k as usize]).collect()
+        };
+        let mut stacks: HashMap<(usize, usize), Vec<(usize, usize, i64)>> = HashMap::new();
         for (bi, b) in batches.iter().enumerate() {
-            let runs = b.column(0).as_dictionary::<Int32Type>().keys();
-            let tags = b.column(1).as_dictionary::<Int32Type>().keys();
+            let runs = ids(b.column(0).as_ref());
+            let tags = ids(b.column(1).as_ref());
             let steps = b.column(2).as_primitive::<Int64Type>();
             // Rows with index > 0 are further elements of the same record (images of one
             // summary, text elements): they do not preempt their own siblings.
             let index = b.schema().index_of("index").ok().map(|i| b.column(i).as_primitive::<Int32Type>().clone());
             for i in 0..b.num_rows() {
                 let s = steps.value(i);
-                let stack = stacks.entry((runs.value(i), tags.value(i))).or_default();
+                let stack = stacks.entry((runs[i], tags[i])).or_default();
                 let continuation = index.as_ref().is_some_and(|ix| ix.value(i) > 0);
                 while let Some(&(pb, pi, ps)) = stack.last() {
                     if continuation {

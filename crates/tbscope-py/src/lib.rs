@@ -47,8 +47,11 @@ fn regex(pattern: Option<String>, what: &str) -> PyResult<Option<regex::Regex>> 
     pattern
         .map(|p| {
             regex::Regex::new(&p).map_err(|e| {
+                // The regex crate's message spans lines with a caret diagram; one line is enough.
+                let why = e.to_string().lines().filter(|l| l.trim_start().starts_with("error:")).collect::<Vec<_>>().join(" ");
+                let why = if why.is_empty() { "invalid pattern".to_string() } else { why.trim().to_string() };
                 PyValueError::new_err(format!(
-                    "{what}= pattern {p:?} is not supported by the native matcher ({e}); \
+                    "{what}= pattern {p:?} is not supported by the native matcher ({why}); \
                      use a glob or a regex without look-around or backreferences"
                 ))
             })
@@ -147,7 +150,9 @@ impl NativeReader {
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if let Err(e) = py.check_signals() {
                         cancel.store(true, Ordering::Relaxed);
-                        let _ = py.detach(|| rx.lock().unwrap().recv());
+                        // Workers notice the flag within a few thousand records; don't wait
+                        // forever on one stuck in a system call.
+                        let _ = py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_secs(5)));
                         return Err(e);
                     }
                 }
