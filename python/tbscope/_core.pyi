@@ -3,7 +3,7 @@
 from os import PathLike
 from typing import final
 
-__all__ = ["CorruptRecordError", "NativeReader", "Table", "__version__"]
+__all__ = ["CorruptRecordError", "NativeReader", "Stream", "Table", "__version__"]
 
 __version__: str
 
@@ -19,6 +19,13 @@ class Table:
     def num_rows(self) -> int: ...
     @property
     def num_batches(self) -> int: ...
+
+@final
+class Stream:
+    """Pieces of one table, read a group of files at a time; nothing is kept."""
+
+    def __iter__(self) -> Stream: ...
+    def __next__(self) -> Table: ...
 
 @final
 class NativeReader:
@@ -40,6 +47,7 @@ class NativeReader:
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""
     def table(self, kind_name: str) -> Table: ...
+    def stream(self, kind_name: str, max_bytes: int) -> Stream: ...
     def series(self) -> Table: ...
     def hparams(self) -> Table: ...
     def runs_table(self) -> Table: ...

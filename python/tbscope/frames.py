@@ -76,9 +76,9 @@ class Frame:
         return arr
 
     def iter_batches(self, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
-        """The rows in Arrow record batches of at most ``max_rows`` rows."""
-        for b in self.to_arrow().to_batches(max_chunksize=max_rows):
-            yield b
+        """The rows in Arrow record batches of at most ``max_rows`` rows. To stream a logdir
+        bigger than memory without reading it whole, use :meth:`Logdir.iter_batches`."""
+        yield from self.to_arrow().to_batches(max_chunksize=max_rows)
 
     # Blob access for images, audio and blobs: bytes stay on disk until asked for.
     def blob(self, i: int) -> bytes:

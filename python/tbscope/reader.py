@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tbscope import _core
 from tbscope._filters import Filter, compile_filter, kinds_list, parse_steps
@@ -14,6 +14,7 @@ from tbscope.frames import BlobFrame, Frame, TensorFrame
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 Restarts = Literal["all", "preempt"]
@@ -80,12 +81,13 @@ class Logdir:
     :meth:`reload` to pick up what writers appended since; only new bytes are read.
     """
 
-    def __init__(self, path: str | os.PathLike[str], native: _core.NativeReader, strict: bool, options: dict[str, object] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], native_args: dict[str, Any], strict: bool) -> None:
         self.path = os.fspath(path)
-        self._native = native
+        # Kept to open more readers: iter_batches() streams with a reader of its own, and
+        # summary() reads hparams records that this scan's filters may leave out.
+        self._native_args = native_args
+        self._native = _core.NativeReader(self.path, **native_args)
         self._strict = strict
-        # Kept so summary() can read hparams records that this scan's filters leave out.
-        self._options = options or {}
         self._loaded = False
         self._seen_problems = 0
 
@@ -125,9 +127,31 @@ class Logdir:
         return Report(tuple(Problem(*p) for p in self._native.report()))
 
     def _frame(self, kind: str) -> Frame:
-        self._ensure()
         cls = {"tensors": TensorFrame, "images": BlobFrame, "audio": BlobFrame, "blobs": BlobFrame}.get(kind, Frame)
+        self._ensure()
         return cls(self._native.table(kind), kind, self._blob_path)
+
+    def iter_batches(self, kind: str = "scalars", max_rows: int = 1 << 20, max_bytes: int = 256 << 20) -> Iterator[pa.RecordBatch]:
+        """Stream one table in Arrow record batches, for logdirs bigger than memory.
+
+        About ``max_bytes`` of event files are read at a time and nothing is kept, so memory
+        stays bounded; rows come in the same order as from ``scalars()`` and siblings. This
+        Logdir itself is left unread (streaming uses a reader of its own).
+
+        >>> for batch in tbscope.scan("runs/").iter_batches("scalars"):  # doctest: +SKIP
+        ...     process(batch.to_pandas())
+        """
+        import pyarrow as pa
+
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
+        native = _core.NativeReader(self.path, **self._native_args)
+        for table in native.stream(kind, max_bytes):
+            yield from pa.table(table).to_batches(max_chunksize=max_rows)
+        if self._strict:
+            fresh = [Problem(*p) for p in native.report() if p[2] not in ("truncated", "info")]
+            if fresh:
+                raise CorruptRecordError(str(fresh[0]))
 
     def _blob_path(self, rel: str) -> str | None:
         p = self._native.file_path(rel)
@@ -192,7 +216,8 @@ class Logdir:
             wide = pd.DataFrame({"run": pd.Series([], dtype=str)})
         # hparams records are run-level facts: tag and step filters (and a runs filter that
         # leaves out the enclosing session run) must not hide them.
-        hp_scan = scan(self.path, kinds=["hparams"], **{k: v for k, v in self._options.items() if k in ("verify", "threads", "max_record_bytes")})  # type: ignore[arg-type]
+        a = self._native_args
+        hp_scan = scan(self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"])
         hp = hp_scan.hparams().to_pandas()
         hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
         by_run = {r: row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
@@ -274,8 +299,7 @@ def scan(
         if bad:
             raise ValueError(f"unknown kind(s) {bad}; choose from {', '.join(KINDS)}")
     lo, hi = parse_steps(steps)
-    native = _core.NativeReader(
-        os.fspath(path),
+    native_args: dict[str, Any] = dict(
         runs=compile_filter(runs, "runs"),
         tags=compile_filter(tags, "tags"),
         kinds=kl,
@@ -287,7 +311,7 @@ def scan(
         provenance=provenance,
         threads=threads or 0,
     )
-    return Logdir(path, native, strict, {"verify": verify, "threads": threads, "max_record_bytes": max_record_bytes})
+    return Logdir(path, native_args, strict)
 
 
 def _read(kind: str, path: str | os.PathLike[str], **filters: object) -> Frame:

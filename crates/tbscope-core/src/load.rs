@@ -185,8 +185,19 @@ impl Reader {
         )
     }
 
-    /// Reads everything new since the last call (everything, the first time).
+    /// Reads everything new since the last call (everything, the first time) and keeps it.
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
+        let work = self.plan()?;
+        let (stats, batches) = self.read(work, cancel)?;
+        for (kind, b) in batches {
+            self.batches[kind as usize].push(b);
+        }
+        Ok(stats)
+    }
+
+    /// The files with bytes to read, each with where to start: discovery plus change checks.
+    /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
+    pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
         let (found, errors) = discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
         for (path, e) in errors {
             let rel = self.rel(&path);
@@ -256,6 +267,12 @@ impl Reader {
                 f.mtime = mtime;
             }
         }
+        Ok(work)
+    }
+
+    /// Reads `work` (from [`Reader::plan`]) and returns its rows as one batch per kind, without
+    /// keeping them. File offsets and series state advance as in a load.
+    pub fn read(&mut self, work: Vec<(String, PathBuf, Cursor)>, cancel: &AtomicBool) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
         // What each run already knows about its tags, so later files resolve at once.
         let known: HashMap<String, HashMap<String, Known>> = work
             .iter()
@@ -324,11 +341,12 @@ impl Reader {
             return Err(Error::Interrupted);
         }
         let parsed = t0.elapsed();
-        let stats = self.merge(work, chunks, pool.as_ref());
+        let (stats, merged) = self.merge(work, chunks, pool.as_ref());
+        let batches = self.to_batches(merged);
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!("tbscope: parse {parsed:?}, merge+arrow {:?}", t0.elapsed() - parsed);
         }
-        Ok(stats)
+        Ok((stats, batches))
     }
 
     /// Splits files with much left to read into segments for parallel parsing.
@@ -358,7 +376,7 @@ impl Reader {
         }
     }
 
-    fn merge(&mut self, work: Vec<Segment>, mut chunks: Vec<FileChunk>, pool: Option<&rayon::ThreadPool>) -> LoadStats {
+    fn merge(&mut self, work: Vec<Segment>, mut chunks: Vec<FileChunk>, pool: Option<&rayon::ThreadPool>) -> (LoadStats, Tables) {
         let mut stats = LoadStats { files_read: chunks.len(), ..Default::default() };
         let mut merged = Tables::default();
         // Scalars, the bulk of most logs, are copied in parallel after the bookkeeping below.
@@ -459,8 +477,7 @@ impl Reader {
         }
         merge_scalars(&mut merged.scalars, scalar_parts, self.opts.file.provenance, pool);
         stats.rows = merged.rows().iter().sum();
-        self.append_batches(merged);
-        stats
+        (stats, merged)
     }
 
     fn plugin_id(&mut self, run: i32, tag: i32) -> i32 {
@@ -474,7 +491,7 @@ impl Reader {
         intern(&mut self.plugin_names, &mut self.plugin_index, &plugin)
     }
 
-    fn append_batches(&mut self, mut merged: Tables) {
+    fn to_batches(&mut self, mut merged: Tables) -> Vec<(Kind, RecordBatch)> {
         let rows = merged.rows();
         // Plugin ids for every (run, tag) that the plugin-carrying tables use.
         let mut plugin_ids: HashMap<(i32, i32), i32> = HashMap::new();
@@ -498,13 +515,11 @@ impl Reader {
             plugin_of: &plugin_of,
             plugins: &self.plugin_names,
         };
-        for kind in Kind::ALL {
-            let n = rows[kind as usize];
-            if n > 0 {
-                let b = to_batch(&mut merged, kind, &dicts, self.opts.file.provenance);
-                self.batches[kind as usize].push(b);
-            }
-        }
+        Kind::ALL
+            .into_iter()
+            .filter(|&k| rows[k as usize] > 0)
+            .map(|k| (k, to_batch(&mut merged, k, &dicts, self.opts.file.provenance)))
+            .collect()
     }
 
     /// Everything read so far for `kind`, with restart handling and the step bound applied.

@@ -3,6 +3,7 @@
 //! Every long call releases the GIL and stays interruptible (Ctrl-C cancels the read); every
 //! core error becomes a Python exception in [`to_py_err`] and nowhere else.
 
+use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -128,39 +129,30 @@ impl NativeReader {
 
     /// Reads what is new; returns (files read, bytes read, records, rows).
     fn load(&self, py: Python<'_>) -> PyResult<(usize, u64, u64, usize)> {
-        let cancel = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel();
-        let reader = self.inner.clone();
-        let flag = cancel.clone();
-        std::thread::Builder::new()
-            .name("tbscope-load".into())
-            .spawn(move || {
-                let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-                let _ = tx.send(r.load(&flag));
-            })
-            .map_err(|e| PyOSError::new_err(format!("cannot start a reader thread: {e}")))?;
-        // Receivers are not Sync; the lock only lets the wait run without the GIL.
-        let rx = Mutex::new(rx);
-        loop {
-            match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
-                Ok(res) => {
-                    let s = res.map_err(to_py_err)?;
-                    return Ok((s.files_read, s.bytes_read, s.records, s.rows));
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if let Err(e) = py.check_signals() {
-                        cancel.store(true, Ordering::Relaxed);
-                        // Workers notice the flag within a few thousand records; don't wait
-                        // forever on one stuck in a system call.
-                        let _ = py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_secs(5)));
-                        return Err(e);
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(PyOSError::new_err("the reader thread stopped unexpectedly"))
-                }
+        let s = interruptible(py, &self.inner, |r, cancel| r.load(cancel))?;
+        Ok((s.files_read, s.bytes_read, s.records, s.rows))
+    }
+
+    /// Streams one kind in pieces of about `max_bytes` of event files, keeping nothing.
+    fn stream(&self, kind_name: &str, max_bytes: u64) -> PyResult<Stream> {
+        let k = kind(kind_name)?;
+        let plan = self.inner.lock().unwrap_or_else(|p| p.into_inner()).plan().map_err(to_py_err)?;
+        let mut groups = VecDeque::new();
+        let mut group = Vec::new();
+        let mut bytes = 0u64;
+        for item in plan {
+            let left = std::fs::metadata(&item.1).map_or(0, |m| m.len()).saturating_sub(item.2.offset);
+            if !group.is_empty() && bytes + left > max_bytes {
+                groups.push_back(std::mem::take(&mut group));
+                bytes = 0;
             }
+            bytes += left;
+            group.push(item);
         }
+        if !group.is_empty() {
+            groups.push_back(group);
+        }
+        Ok(Stream { reader: self.inner.clone(), groups: Mutex::new(groups), kind: k })
     }
 
     /// All rows read so far of one kind.
@@ -210,6 +202,75 @@ impl NativeReader {
     }
 }
 
+type Work = Vec<(String, PathBuf, tbscope_core::event_file::Cursor)>;
+
+/// Runs `f` on the reader in a helper thread while this thread waits without the GIL, checking
+/// for signals every 50 ms: Ctrl-C sets the cancel flag and raises KeyboardInterrupt.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    reader: &Arc<Mutex<Reader>>,
+    f: impl FnOnce(&mut Reader, &AtomicBool) -> tbscope_core::Result<T> + Send + 'static,
+) -> PyResult<T> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let reader = reader.clone();
+    let flag = cancel.clone();
+    std::thread::Builder::new()
+        .name("tbscope-load".into())
+        .spawn(move || {
+            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = tx.send(f(&mut r, &flag));
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start a reader thread: {e}")))?;
+    // Receivers are not Sync; the lock only lets the wait run without the GIL.
+    let rx = Mutex::new(rx);
+    loop {
+        match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
+            Ok(res) => return res.map_err(to_py_err),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    cancel.store(true, Ordering::Relaxed);
+                    // Workers notice the flag within a few thousand records; don't wait
+                    // forever on one stuck in a system call.
+                    let _ = py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_secs(5)));
+                    return Err(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PyOSError::new_err("the reader thread stopped unexpectedly"))
+            }
+        }
+    }
+}
+
+/// Pieces of a logdir read one at a time: each `next()` reads a group of files.
+#[pyclass(module = "tbscope._core", frozen)]
+struct Stream {
+    reader: Arc<Mutex<Reader>>,
+    groups: Mutex<VecDeque<Work>>,
+    kind: Kind,
+}
+
+#[pymethods]
+impl Stream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Table>> {
+        loop {
+            let Some(group) = self.groups.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
+                return Ok(None);
+            };
+            let kind = self.kind;
+            let batches = interruptible(py, &self.reader, move |r, cancel| r.read(group, cancel))?.1;
+            if let Some((_, b)) = batches.into_iter().find(|(k, _)| *k == kind) {
+                return Ok(Some(Table::one(b)));
+            }
+        }
+    }
+}
+
 /// Record batches that leave through the Arrow PyCapsule interface.
 #[pyclass(module = "tbscope._core", frozen)]
 struct Table {
@@ -256,6 +317,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<NativeReader>()?;
     m.add_class::<Table>()?;
+    m.add_class::<Stream>()?;
     m.add("CorruptRecordError", m.py().get_type::<CorruptRecordError>())?;
     Ok(())
 }
