@@ -163,6 +163,8 @@ pub struct FileChunk {
     pub end: Cursor,
     /// Bytes of an incomplete record at the end (0 when the file ends on a record boundary).
     pub tail: u64,
+    /// The read stopped exactly at its end on a record boundary, not inside damage.
+    pub clean_end: bool,
     pub size: u64,
     pub records: u64,
     pub bytes_read: u64,
@@ -279,7 +281,7 @@ pub fn read_file(
     }
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
-        p.scan(&file, from, stop, &mut buf, cancel);
+        p.scan(&file, from, stop, end.is_some_and(|e| e < size), &mut buf, cancel);
         if buf.capacity() > 4 * CHUNK {
             // Don't keep a one-off giant record's buffer alive in every worker thread.
             *buf = Vec::new();
@@ -321,15 +323,16 @@ pub fn split_points(path: &Path, from: u64, piece: u64, max_len: u64) -> Vec<u64
         if len > max_len || crate::masked_crc::masked_crc32c(&h[..8]) != u32::from_le_bytes(h[8..12].try_into().unwrap()) {
             break;
         }
+        // A cut goes only where a header has just checked out.
+        if pos >= next_cut && pos > from {
+            cuts.push(pos);
+            next_cut = pos.saturating_add(piece);
+        }
         let next = pos + crate::tf_record::OVERHEAD as u64 + len;
         if next >= size {
             break;
         }
         pos = next;
-        if pos >= next_cut {
-            cuts.push(pos);
-            next_cut = pos.saturating_add(piece);
-        }
     }
     cuts
 }
@@ -344,7 +347,10 @@ impl<'o> Parser<'o> {
     }
 
     /// The framing loop: records, truncated tails, corruption and resynchronisation.
-    fn scan(&mut self, file: &File, from: u64, mut size: u64, buf: &mut Vec<u8>, cancel: &AtomicBool) {
+    ///
+    /// `segment` says `size` is a cut at a record boundary found by [`split_points`], not the
+    /// end of the file: bytes that do not reach it cleanly are corruption, not a tail.
+    fn scan(&mut self, file: &File, from: u64, mut size: u64, segment: bool, buf: &mut Vec<u8>, cancel: &AtomicBool) {
         let max_len = self.opts.max_len;
         let mut pos = from; // file offset of buf[0]
         let mut len = 0usize; // valid bytes in buf
@@ -361,6 +367,9 @@ impl<'o> Parser<'o> {
             }
             let at_eof = pos + len as u64 >= size;
             let abs = |i: usize| pos + i as u64;
+            // A record that claims more bytes than the file has is a tail: no use reading (or
+            // allocating) for it.
+            let beyond = |at: usize, need: usize| abs(at).saturating_add(need as u64) > size;
             if let Some((start, why)) = corrupt {
                 match resync(&buf[cur..len], 0, max_len) {
                     Resync::Found(p) => {
@@ -369,7 +378,7 @@ impl<'o> Parser<'o> {
                         corrupt = None;
                         continue;
                     }
-                    Resync::Candidate { pos: p, need } if !at_eof => {
+                    Resync::Candidate { pos: p, need } if !at_eof && !beyond(cur + p, need) => {
                         cur += p;
                         self.refill(file, &mut pos, &mut len, &mut cur, need, &mut size, buf);
                         continue;
@@ -380,11 +389,18 @@ impl<'o> Parser<'o> {
                         continue;
                     }
                     Resync::Candidate { pos: p, .. } | Resync::Exhausted(p) => {
+                        if segment {
+                            // The next segment starts at a known boundary: all of it is bad.
+                            self.report_corrupt(start, size, why);
+                            cur = (size - pos) as usize;
+                            self.out.clean_end = false;
+                            break;
+                        }
                         // End of the file: what follows the garbage is a record still being
                         // written, or too short to tell; either way the next read resumes there.
                         self.report_corrupt(start, abs(cur + p), why);
                         cur += p;
-                        self.out.tail = (len - cur) as u64;
+                        self.out.tail = size - abs(cur);
                         break;
                     }
                 }
@@ -410,8 +426,16 @@ impl<'o> Parser<'o> {
                     cur += span;
                 }
                 Frame::NeedMore { need } => {
-                    if at_eof {
-                        self.out.tail = (len - cur) as u64;
+                    if at_eof || beyond(cur, need) {
+                        if cur == len && at_eof {
+                            self.out.clean_end = true;
+                        } else if segment {
+                            self.problem(Severity::Corrupt, abs(cur), size - abs(cur), "record runs past a segment cut".into());
+                            cur = (size - pos) as usize;
+                            self.out.clean_end = false;
+                            break;
+                        }
+                        self.out.tail = size - abs(cur);
                         break;
                     }
                     self.refill(file, &mut pos, &mut len, &mut cur, need, &mut size, buf);
@@ -496,6 +520,21 @@ impl<'o> Parser<'o> {
             }
         }
         let ev = Event::decode(data)?;
+        // Check every value decodes before filing any: a record is kept whole or not at all.
+        match ev.what {
+            What::Summary(s) => {
+                for v in summary_values(s) {
+                    SummaryValue::decode(v?)?;
+                }
+            }
+            What::TaggedRunMetadata(t) => {
+                TaggedRunMetadata::decode(t)?;
+            }
+            What::SessionLog(b) => {
+                SessionLog::decode(b)?;
+            }
+            _ => {}
+        }
         let wall = ev.wall_time;
         if !wall.is_finite() {
             self.problem(

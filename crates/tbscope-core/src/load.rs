@@ -312,7 +312,37 @@ impl Reader {
                 None => items.iter().map(one).collect(),
             }
         };
-        let mut chunks = run_all(&work, &known);
+        let chunks = run_all(&work, &known);
+        // Segments are speculative: a cut is trusted only if the segment before it ended there
+        // cleanly. A file where one did not (damage near a cut) is read again in one piece.
+        let dirty: std::collections::HashSet<PathBuf> = work
+            .iter()
+            .zip(&chunks)
+            .filter(|((_, _, _, end), c)| end.is_some() && !c.clean_end)
+            .map(|((_, p, _, _), _)| p.clone())
+            .collect();
+        let (work, mut chunks) = if dirty.is_empty() {
+            (work, chunks)
+        } else {
+            let mut w2: Vec<Segment> = Vec::new();
+            let mut c2: Vec<Option<FileChunk>> = Vec::new();
+            for (seg, chunk) in work.into_iter().zip(chunks) {
+                if !dirty.contains(&seg.1) {
+                    w2.push(seg);
+                    c2.push(Some(chunk));
+                } else if !w2.iter().any(|s| s.1 == seg.1) {
+                    // The first segment starts where the file's read starts.
+                    w2.push((seg.0, seg.1, seg.2, None));
+                    c2.push(None);
+                }
+            }
+            let redo: Vec<usize> = (0..w2.len()).filter(|&i| c2[i].is_none()).collect();
+            let items: Vec<Segment> = redo.iter().map(|&i| w2[i].clone()).collect();
+            for (i, c) in redo.into_iter().zip(run_all(&items, &known)) {
+                c2[i] = Some(c);
+            }
+            (w2, c2.into_iter().map(|c| c.expect("every segment was read")).collect())
+        };
         // Files with values of undecided kind (tensors before any metadata) are read again
         // once every file of their run has had its say; a tag no file decides is a tensor.
         let redo: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].deferred > 0).collect();
@@ -416,7 +446,7 @@ impl Reader {
                 state.corrupt += chunk.problems.iter().filter(|p| p.severity == Severity::Corrupt).count() as u64;
             }
             // Stale truncation notes for this file are replaced by what this read found.
-            self.report.retain(|e| !(e.file == rel && e.severity == Severity::Truncated));
+            self.report.retain(|e| !(e.file == rel && matches!(e.severity, Severity::Truncated | Severity::Info)));
             for p in &chunk.problems {
                 self.report.push(ReportEntry {
                     run: run.clone(),

@@ -74,8 +74,10 @@ pub fn parse_frame(buf: &[u8], max_len: u64, verify: bool) -> Frame<'_> {
     if len > max_len {
         return Frame::Corrupt(Corruption::TooLong(len));
     }
-    // `len <= max_len`, which the caller keeps far below usize::MAX.
-    let span = OVERHEAD + len as usize;
+    // A cap near u64::MAX must not make the span overflow.
+    let Some(span) = usize::try_from(len).ok().and_then(|l| l.checked_add(OVERHEAD)) else {
+        return Frame::Corrupt(Corruption::TooLong(len));
+    };
     if buf.len() < span {
         return Frame::NeedMore { need: span };
     }
@@ -113,8 +115,8 @@ pub fn resync(buf: &[u8], from: usize, max_len: u64) -> Resync {
     while pos + HEADER_LEN <= buf.len() {
         let w = &buf[pos..];
         let len = le_u64(w);
-        if len <= max_len && masked_crc32c(&w[..8]) == le_u32(&w[8..12]) {
-            let span = OVERHEAD + len as usize;
+        let span = usize::try_from(len).ok().and_then(|l| l.checked_add(OVERHEAD));
+        if let (true, Some(span)) = (len <= max_len && masked_crc32c(&w[..8]) == le_u32(&w[8..12]), span) {
             if w.len() < span {
                 return Resync::Candidate { pos, need: span };
             }

@@ -339,9 +339,12 @@ fn damaged_growing_file() {
 /// whatever the report said about it being empty must not outlive the emptiness, exactly as
 /// Truncated entries are replaced when a file is read again.
 ///
-/// FAILS at the time of writing: `read_file` adds a Warning "empty file (0 bytes): no events
-/// yet" for a 0-byte file, and `Reader::merge` only drops stale *Truncated* entries of a file it
-/// reads again, so the Warning stays in the report forever after the file has data.
+/// FAILS at the time of writing: `read_file` adds a note "empty file (0 bytes): no events yet"
+/// (severity Info) for a 0-byte file, and `Reader::merge` only drops stale *Truncated* entries
+/// of a file it reads again, so the note stays in the report forever after the file has data.
+/// Suggested fix: drop a re-read file's stale Info entries too (they describe the file's state,
+/// like Truncated ones), e.g. `retain(|e| !(e.file == rel && matches!(e.severity, Truncated |
+/// Info)))`.
 #[test]
 fn empty_file_note_goes_away_once_the_file_has_data() {
     let dir = TempDir::new("grow-empty");
@@ -350,7 +353,11 @@ fn empty_file_note_goes_away_once_the_file_has_data() {
     src[0].append(dir.path(), 0);
     let mut reader = Reader::new(dir.path(), opts(true, true)).unwrap();
     reader.load(&AtomicBool::new(false)).unwrap();
-    assert!(reader.report().iter().all(|e| e.severity == Severity::Warning && e.length == 0), "{:?}", reader.report());
+    assert!(
+        reader.report().iter().all(|e| !matches!(e.severity, Severity::Corrupt | Severity::Truncated | Severity::Error)),
+        "{:?}",
+        reader.report()
+    );
     src[0].append(dir.path(), usize::MAX);
     reader.load(&AtomicBool::new(false)).unwrap();
     check_clean(&reader, &src, "after the empty file got its records");
