@@ -49,9 +49,12 @@ smoke:
 bench: build
 	$(PY) bench/run.py
 
+# libFuzzer needs nightly Rust and cargo-fuzz; see crates/tbscope-core/fuzz/README.md for the
+# stable-Rust fallback (the same targets as plain binaries).
 fuzz:
-	cargo install cargo-fuzz --locked --quiet || true
+	cargo install cargo-fuzz --locked --quiet
 	cd crates/tbscope-core && cargo +nightly fuzz run tf_record -- -max_total_time=60
+	cd crates/tbscope-core && cargo +nightly fuzz run event_file -- -max_total_time=60
 
 clean:
 	rm -rf target $(WHEEL_DIR) build .venv demo-logdir
