@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -142,8 +141,9 @@ def _runs(root: Path) -> list[Path]:
     return sorted({p.parent for p in root.rglob("*tfevents*") if p.is_file()})
 
 
-@pytest.fixture(params=["tbx", "tb", "tf2"])
+@pytest.fixture(params=["tbx", "tb", "tf2", "wild"])
 def logdir(request) -> Path:
+    """Each logdir in turn; ``wild`` (real files from public repositories) skips when absent."""
     return request.getfixturevalue(f"{request.param}_logdir")
 
 
@@ -181,11 +181,11 @@ def _check(problems: list[str], ok: bool, what: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _compare_legacy(run: Path) -> list[str]:
+def _compare_legacy(run: Path, purge: bool = False) -> list[str]:
     theirs = ea.EventAccumulator(str(run), size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE,
-                                 purge_orphaned_data=False).Reload()
+                                 purge_orphaned_data=purge).Reload()
     ours = compat.EventAccumulator(str(run), size_guidance=compat.STORE_EVERYTHING_SIZE_GUIDANCE,
-                                   purge_orphaned_data=False).Reload()
+                                   purge_orphaned_data=purge).Reload()
     p: list[str] = []
     tags = theirs.Tags()
     _check(p, ours.Tags() == tags, f"Tags: {ours.Tags()} != {tags}")
@@ -235,6 +235,7 @@ def _compare_legacy(run: Path) -> list[str]:
         _check(p, ours.MetaGraph() == theirs.MetaGraph(), "MetaGraph()")
     for tag, md in theirs.summary_metadata.items():
         _check(p, ours.SummaryMetadata(tag) == md, f"SummaryMetadata({tag})")
+    _check(p, ours.summary_metadata == theirs.summary_metadata, "summary_metadata")
     for plugin in theirs._plugin_to_tag_to_content:
         _check(p, ours.PluginTagToContent(plugin) == theirs.PluginTagToContent(plugin), f"PluginTagToContent({plugin})")
     with pytest.raises(KeyError):
@@ -306,6 +307,7 @@ def _compare_plugin(run: Path) -> list[str]:
         a, b = ours.Tensors(tag), theirs.Tensors(tag)
         _check(p, [_proto_key(e) for e in a] == [_proto_key(e) for e in b], f"Tensors({tag})")
     _check(p, ours.AllSummaryMetadata() == theirs.AllSummaryMetadata(), "AllSummaryMetadata")
+    _check(p, ours.summary_metadata == theirs.summary_metadata, "summary_metadata")
     _check(p, ours.ActivePlugins() == theirs.ActivePlugins(), "ActivePlugins")
     for plugin in theirs.ActivePlugins():
         _check(p, ours.PluginTagToContent(plugin) == theirs.PluginTagToContent(plugin), f"PluginTagToContent({plugin})")
@@ -350,20 +352,31 @@ def test_size_guidance_keeps_everything(tbx_logdir):
         compat.EventAccumulator(str(tbx_logdir), size_guidance=[("scalars", 0)])  # type: ignore[arg-type]
 
 
-def test_purge_applies_tensorboards_current_restart_rule(tbx_logdir):
-    """purge_orphaned_data=True drops what a restart superseded, with RustBoard's rule (tbscope's
-    ``restarts="preempt"``), not the legacy SessionLog rule."""
+def test_purge_keeps_runs_tensorboard_would_not_purge(tf2_logdir, tbx_logdir):
+    """With the default purge_orphaned_data=True, a run without a SessionLog restart is read
+    whole, as TensorBoard reads it: overlapping steps across files and steps going back inside
+    a file (tensorboardX ``back``) are all kept."""
+    assert not _compare_legacy(tf2_logdir / "b", purge=True)
+    assert not _compare_legacy(tbx_logdir / "eval" / "deep" / "er", purge=True)
+    acc = compat.EventAccumulator(str(tbx_logdir)).Reload()
+    assert len(acc.Scalars("back")) == 8 and len(acc.Scalars("dup")) == 4
+
+
+def test_purge_after_a_restart_uses_the_preempt_rule(tb_logdir):
+    """``events`` logs SessionLog.START twice (a restart at step 2): TensorBoard's plugin
+    accumulator drops the pre-restart steps >= 2 of ``loss``, and so does tbscope's
+    ``restarts="preempt"`` rule, which the accumulators apply to such runs."""
     import tbscope
 
-    purged = compat.EventAccumulator(str(tbx_logdir)).Reload()
-    kept = compat.EventAccumulator(str(tbx_logdir), purge_orphaned_data=False).Reload()
-    expected = tbscope.scan(tbx_logdir, runs=".", restarts="preempt").scalars().to_pandas()
-    for tag in ("loss/train", "dup", "back"):
-        want = expected[expected["tag"] == tag]
-        got = purged.Scalars(tag)
-        assert [e.step for e in got] == want["step"].tolist()
-        assert [e.value for e in got] == want["value"].tolist()
-    assert len(purged.Scalars("loss/train")) < len(kept.Scalars("loss/train")) == 25
+    run = tb_logdir / "events"
+    theirs = pea.EventAccumulator(str(run), size_guidance={"tensors": 0}).Reload()
+    ours = compat.PluginEventAccumulator(str(run)).Reload()
+    assert [_proto_key(e) for e in ours.Tensors("loss")] == [_proto_key(e) for e in theirs.Tensors("loss")]
+    legacy = compat.EventAccumulator(str(run)).Reload()
+    expected = tbscope.scan(run, restarts="preempt").scalars().to_pandas()
+    assert [e.step for e in legacy.Tensors("loss")] == expected["step"].tolist() == [0, 1, 2, 3, 4]
+    kept = compat.EventAccumulator(str(run), purge_orphaned_data=False).Reload()
+    assert [e.step for e in kept.Tensors("loss")] == [0, 1, 2, 3, 2, 3, 4]
 
 
 def test_reload_reads_what_was_appended(tmp_path):
@@ -508,6 +521,19 @@ def test_summary_reader_matches_tbparse(request, which, sub, pivot):
     multi-element text and on bfloat16), so those runs are left to the accumulator tests."""
     path = request.getfixturevalue(f"{which}_logdir") / sub
     problems = {str(sorted(extra)): _compare_reader(path, pivot, extra) for extra in EXTRAS}
+    problems = {k: v for k, v in problems.items() if v}
+    assert not problems, problems
+
+
+def test_summary_reader_matches_tbparse_on_wild_files(wild_logdir):
+    """Real-world files (Keras, Lightning, TF1/TF2, tensorboardX) from several repositories:
+    long format over the whole tree at once; wide format per repository, skipping those over
+    1 MB because tbparse's own pivot takes about a minute per 4 MB (tbscope: a fraction of a
+    second)."""
+    problems = {f"long {sorted(extra)}": _compare_reader(wild_logdir, False, extra) for extra in EXTRAS[1:3]}
+    for repo in sorted(p for p in wild_logdir.iterdir() if p.is_dir()):
+        if sum(f.stat().st_size for f in repo.rglob("*tfevents*") if f.is_file()) < 1 << 20:
+            problems[f"pivot {repo.name}"] = _compare_reader(repo, True, {"wall_time"})
     problems = {k: v for k, v in problems.items() if v}
     assert not problems, problems
 

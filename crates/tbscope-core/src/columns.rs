@@ -16,31 +16,6 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::data_compat::Kind;
 
-/// Reserves room for `additional` more elements and asks the kernel for huge pages there.
-///
-/// Columns are written once, front to back, right after they are reserved. With 4 KiB pages
-/// every first touch is a page fault, and under virtualisation a fault costs microseconds:
-/// for ten million rows that was most of the merge time. Transparent huge pages (in `madvise`
-/// mode on most distributions) cut the faults 512-fold. Small reservations are left alone.
-pub fn reserve_huge<T>(v: &mut Vec<T>, additional: usize) {
-    v.reserve(additional);
-    let bytes = v.capacity() * std::mem::size_of::<T>();
-    const HUGE: usize = 2 << 20;
-    if bytes < 4 * HUGE || std::env::var_os("TBSCOPE_NO_HUGE").is_some() {
-        return;
-    }
-    let start = v.as_ptr() as usize;
-    let lo = (start + HUGE - 1) & !(HUGE - 1);
-    let hi = (start + bytes) & !(HUGE - 1);
-    if hi > lo {
-        // SAFETY: [lo, hi) lies inside the vector's own allocation; MADV_HUGEPAGE is advice
-        // and changes no contents. Failure (e.g. THP disabled) is harmless and ignored.
-        unsafe {
-            libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
 /// A growable list of variable-length values: `offsets[i]..offsets[i+1]` is row i.
 #[derive(Debug, Clone)]
 pub struct VarList<T> {
@@ -128,18 +103,18 @@ impl Common {
     }
     /// Reserves a per-file chunk's columns (no run or file columns there).
     pub fn reserve_chunk(&mut self, n: usize, provenance: bool) {
-        reserve_huge(&mut self.tag, n);
-        reserve_huge(&mut self.step, n);
-        reserve_huge(&mut self.wall, n);
+        self.tag.reserve(n);
+        self.step.reserve(n);
+        self.wall.reserve(n);
         if provenance {
-            reserve_huge(&mut self.offset, n);
+            self.offset.reserve(n);
         }
     }
     fn reserve(&mut self, n: usize, provenance: bool) {
-        reserve_huge(&mut self.run, n);
+        self.run.reserve(n);
         self.reserve_chunk(n, provenance);
         if provenance {
-            reserve_huge(&mut self.file, n);
+            self.file.reserve(n);
         }
     }
 }
@@ -409,7 +384,7 @@ pub fn merge_scalars(dst: &mut Scalars, parts: Vec<ScalarPart>, provenance: bool
     }
     let prov_sizes: Vec<usize> = if provenance { sizes.clone() } else { vec![0; sizes.len()] };
     dst.c.reserve(total, provenance);
-    reserve_huge(&mut dst.value, total);
+    dst.value.reserve(total);
     let new_len = dst.value.len() + total;
     let prov_len = dst.c.offset.len() + if provenance { total } else { 0 };
     {
@@ -527,7 +502,7 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
         validity(&c.wall.iter().map(|w| w.is_finite()).collect::<Vec<_>>())
     };
     let mut ts: Vec<i64> = Vec::new();
-    reserve_huge(&mut ts, c.wall.len());
+    ts.reserve(c.wall.len());
     // Nanoseconds, rounded half away from zero without a libm call per row.
     ts.extend(c.wall.iter().map(|&w| {
         if w.is_finite() {

@@ -264,7 +264,7 @@ pub fn read_file(
         // columns never reallocate. Untouched capacity costs address space, not memory.
         let rows = ((stop - start.offset) / 40) as usize;
         p.out.tables.scalars.c.reserve_chunk(rows, opts.provenance);
-        crate::columns::reserve_huge(&mut p.out.tables.scalars.value, rows);
+        p.out.tables.scalars.value.reserve(rows);
     }
     if size == 0 {
         p.problem(Severity::Info, 0, 0, "empty file (0 bytes): no events yet".into());
