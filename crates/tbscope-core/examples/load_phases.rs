@@ -20,8 +20,18 @@ fn files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// wall time says more about the neighbours than about the code.
 fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -54,12 +64,20 @@ fn main() {
         let framed = t.elapsed();
         let t = Instant::now();
         let c0 = cpu_seconds();
-        let opts = ReaderOptions { threads, ..Default::default() };
+        let opts = ReaderOptions {
+            threads,
+            ..Default::default()
+        };
         let mut r = Reader::new(&root, opts).unwrap();
         let stats = r.load(&AtomicBool::new(false)).unwrap();
         let loaded = t.elapsed();
         let cpu = cpu_seconds() - c0;
-        let rows: usize = r.table(Kind::Scalars).unwrap().iter().map(|b| b.num_rows()).sum();
+        let rows: usize = r
+            .table(Kind::Scalars)
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum();
         println!(
             "{bytes} bytes, {records} records: read {read:?}, read+frame+crc {framed:?}, load {loaded:?} (cpu {cpu:.2}s; {} rows, {rows} scalars)",
             stats.rows

@@ -25,7 +25,10 @@ pub struct VarList<T> {
 
 impl<T> Default for VarList<T> {
     fn default() -> Self {
-        VarList { offsets: vec![0], values: Vec::new() }
+        VarList {
+            offsets: vec![0],
+            values: Vec::new(),
+        }
     }
 }
 
@@ -52,7 +55,8 @@ impl<T: Copy> VarList<T> {
     pub fn extend(&mut self, other: &VarList<T>) {
         let base = self.values.len() as i64;
         self.values.extend_from_slice(&other.values);
-        self.offsets.extend(other.offsets[1..].iter().map(|o| o + base));
+        self.offsets
+            .extend(other.offsets[1..].iter().map(|o| o + base));
     }
     pub fn reserve(&mut self, rows: usize, values: usize) {
         self.offsets.reserve(rows);
@@ -89,18 +93,6 @@ impl Common {
     pub fn is_empty(&self) -> bool {
         self.tag.is_empty()
     }
-    /// Appends a chunk's rows with tags mapped through `tag_map`.
-    fn extend(&mut self, o: &Common, run: i32, file: i32, tag_map: &[i32]) {
-        self.run.extend(std::iter::repeat_n(run, o.len()));
-        self.tag.extend(o.tag.iter().map(|&t| tag_map[t as usize]));
-        self.step.extend_from_slice(&o.step);
-        self.wall.extend_from_slice(&o.wall);
-        // Files are a provenance column; without provenance no one reads them.
-        if !o.offset.is_empty() {
-            self.file.extend(std::iter::repeat_n(file, o.len()));
-            self.offset.extend_from_slice(&o.offset);
-        }
-    }
     /// Reserves a per-file chunk's columns (no run or file columns there).
     pub fn reserve_chunk(&mut self, n: usize, provenance: bool) {
         self.tag.reserve(n);
@@ -108,13 +100,6 @@ impl Common {
         self.wall.reserve(n);
         if provenance {
             self.offset.reserve(n);
-        }
-    }
-    fn reserve(&mut self, n: usize, provenance: bool) {
-        self.run.reserve(n);
-        self.reserve_chunk(n, provenance);
-        if provenance {
-            self.file.reserve(n);
         }
     }
 }
@@ -141,7 +126,10 @@ pub struct Tensors {
 
 impl Tensors {
     pub fn new() -> Self {
-        Tensors { string_rows: vec![0], ..Default::default() }
+        Tensors {
+            string_rows: vec![0],
+            ..Default::default()
+        }
     }
 }
 
@@ -167,13 +155,6 @@ pub struct Blobs {
 }
 
 impl Blobs {
-    fn extend(&mut self, o: &Blobs, run: i32, file: i32, tag_map: &[i32]) {
-        self.c.extend(&o.c, run, file, tag_map);
-        self.index.extend_from_slice(&o.index);
-        self.blob_file.extend(std::iter::repeat(file).take(o.index.len()));
-        self.blob_offset.extend_from_slice(&o.blob_offset);
-        self.blob_length.extend_from_slice(&o.blob_length);
-    }
     #[inline]
     pub fn push_blob(&mut self, index: i32, offset: i64, len: usize) {
         self.index.push(index);
@@ -251,8 +232,14 @@ impl Default for Tables {
 }
 
 /// Content types sniffed from image bytes, by code.
-pub const IMAGE_TYPES: [&str; 6] =
-    ["application/octet-stream", "image/png", "image/jpeg", "image/gif", "image/bmp", "image/webp"];
+pub const IMAGE_TYPES: [&str; 6] = [
+    "application/octet-stream",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/bmp",
+    "image/webp",
+];
 
 /// Guesses an image's MIME type from its first bytes.
 pub fn sniff_image(b: &[u8]) -> u8 {
@@ -285,157 +272,133 @@ impl Tables {
         ]
     }
 
-    /// Appends a per-file chunk's tables, renumbering tags and filling in run and file.
-    pub fn extend(&mut self, o: &Tables, run: i32, file: i32, tag_map: &[i32]) {
-        let s = &mut self.scalars;
-        s.c.extend(&o.scalars.c, run, file, tag_map);
-        s.value.extend_from_slice(&o.scalars.value);
+    /// Appends another worker's finished rows, consuming them column by column so that at
+    /// most one column exists twice at any moment.
+    pub fn append(&mut self, mut o: Tables) {
+        fn cat<T: Copy>(a: &mut Vec<T>, b: &mut Vec<T>) {
+            a.extend_from_slice(b);
+            *b = Vec::new();
+        }
+        fn common(a: &mut Common, b: &mut Common) {
+            cat(&mut a.run, &mut b.run);
+            cat(&mut a.tag, &mut b.tag);
+            cat(&mut a.step, &mut b.step);
+            cat(&mut a.wall, &mut b.wall);
+            cat(&mut a.file, &mut b.file);
+            cat(&mut a.offset, &mut b.offset);
+        }
+        fn blobs(a: &mut Blobs, b: &mut Blobs) {
+            common(&mut a.c, &mut b.c);
+            cat(&mut a.index, &mut b.index);
+            cat(&mut a.blob_file, &mut b.blob_file);
+            cat(&mut a.blob_offset, &mut b.blob_offset);
+            cat(&mut a.blob_length, &mut b.blob_length);
+        }
+        common(&mut self.scalars.c, &mut o.scalars.c);
+        cat(&mut self.scalars.value, &mut o.scalars.value);
 
-        let t = &mut self.tensors;
-        let ot = &o.tensors;
-        t.c.extend(&ot.c, run, file, tag_map);
-        t.dtype.extend_from_slice(&ot.dtype);
+        let (t, ot) = (&mut self.tensors, &mut o.tensors);
+        common(&mut t.c, &mut ot.c);
+        cat(&mut t.dtype, &mut ot.dtype);
         t.shape.extend(&ot.shape);
         t.content.extend(&ot.content);
-        t.content_valid.extend_from_slice(&ot.content_valid);
+        cat(&mut t.content_valid, &mut ot.content_valid);
         let base = t.strings.len() as i64;
         t.strings.extend(&ot.strings);
         t.string_rows.extend(ot.string_rows[1..].iter().map(|r| r + base));
-        t.strings_valid.extend_from_slice(&ot.strings_valid);
+        cat(&mut t.strings_valid, &mut ot.strings_valid);
 
-        let h = &mut self.histograms;
-        let oh = &o.histograms;
-        h.c.extend(&oh.c, run, file, tag_map);
+        let (h, oh) = (&mut self.histograms, &mut o.histograms);
+        common(&mut h.c, &mut oh.c);
         h.buckets.extend(&oh.buckets);
-        h.right.extend_from_slice(&oh.right);
-        h.count.extend_from_slice(&oh.count);
-        for (a, b) in h.stats.iter_mut().zip(&oh.stats) {
-            a.extend_from_slice(b);
+        cat(&mut h.right, &mut oh.right);
+        cat(&mut h.count, &mut oh.count);
+        for (a, b) in h.stats.iter_mut().zip(oh.stats.iter_mut()) {
+            cat(a, b);
         }
-        h.legacy.extend_from_slice(&oh.legacy);
+        cat(&mut h.legacy, &mut oh.legacy);
 
-        let im = &mut self.images;
-        im.b.extend(&o.images.b, run, file, tag_map);
-        im.width.extend_from_slice(&o.images.width);
-        im.height.extend_from_slice(&o.images.height);
-        im.colorspace.extend_from_slice(&o.images.colorspace);
-        im.content_type.extend_from_slice(&o.images.content_type);
+        let (im, oi) = (&mut self.images, &mut o.images);
+        blobs(&mut im.b, &mut oi.b);
+        cat(&mut im.width, &mut oi.width);
+        cat(&mut im.height, &mut oi.height);
+        cat(&mut im.colorspace, &mut oi.colorspace);
+        cat(&mut im.content_type, &mut oi.content_type);
 
-        let a = &mut self.audio;
-        a.b.extend(&o.audio.b, run, file, tag_map);
-        a.sample_rate.extend_from_slice(&o.audio.sample_rate);
-        a.num_channels.extend_from_slice(&o.audio.num_channels);
-        a.length_frames.extend_from_slice(&o.audio.length_frames);
-        a.content_type.extend(&o.audio.content_type);
-        a.label.extend(&o.audio.label);
+        let (a, oa) = (&mut self.audio, &mut o.audio);
+        blobs(&mut a.b, &mut oa.b);
+        cat(&mut a.sample_rate, &mut oa.sample_rate);
+        cat(&mut a.num_channels, &mut oa.num_channels);
+        cat(&mut a.length_frames, &mut oa.length_frames);
+        a.content_type.extend(&oa.content_type);
+        a.label.extend(&oa.label);
 
-        let tx = &mut self.text;
-        tx.c.extend(&o.text.c, run, file, tag_map);
-        tx.index.extend_from_slice(&o.text.index);
-        tx.text.extend(&o.text.text);
+        common(&mut self.text.c, &mut o.text.c);
+        cat(&mut self.text.index, &mut o.text.index);
+        self.text.text.extend(&o.text.text);
 
-        let hp = &mut self.hparams;
-        hp.c.extend(&o.hparams.c, run, file, tag_map);
-        hp.content.extend(&o.hparams.content);
+        common(&mut self.hparams.c, &mut o.hparams.c);
+        self.hparams.content.extend(&o.hparams.content);
 
-        self.blobs.b.extend(&o.blobs.b, run, file, tag_map);
+        blobs(&mut self.blobs.b, &mut o.blobs.b);
     }
-}
 
-/// One file's scalars with what merging needs to place them: run id, file id, tag map.
-pub struct ScalarPart {
-    pub rows: Scalars,
-    pub run: i32,
-    pub file: i32,
-    pub tag_map: Vec<i32>,
-}
-
-/// Splits the first `sizes.iter().sum()` spare slots of `v` into consecutive pieces.
-fn split_spare<'a, T>(v: &'a mut Vec<T>, sizes: &[usize]) -> Vec<&'a mut [std::mem::MaybeUninit<T>]> {
-    let total: usize = sizes.iter().sum();
-    let mut rest = &mut v.spare_capacity_mut()[..total];
-    let mut out = Vec::with_capacity(sizes.len());
-    for &n in sizes {
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
-        out.push(head);
-        rest = tail;
-    }
-    out
-}
-
-fn write_all<T: Copy>(dst: &mut [std::mem::MaybeUninit<T>], src: impl Iterator<Item = T>) {
-    let mut n = 0;
-    for (d, s) in dst.iter_mut().zip(src) {
-        d.write(s);
-        n += 1;
-    }
-    assert_eq!(n, dst.len(), "a column piece was not filled");
-}
-
-/// Appends every file's scalars to `dst` in file order, copying files in parallel into
-/// disjoint ranges. Each file's columns are freed as soon as they are copied, so resident
-/// memory stays near one copy of the data, not two.
-pub fn merge_scalars(dst: &mut Scalars, parts: Vec<ScalarPart>, provenance: bool, pool: Option<&rayon::ThreadPool>) {
-    use rayon::prelude::*;
-    let sizes: Vec<usize> = parts.iter().map(|p| p.rows.value.len()).collect();
-    let total: usize = sizes.iter().sum();
-    if total == 0 {
-        return;
-    }
-    let prov_sizes: Vec<usize> = if provenance { sizes.clone() } else { vec![0; sizes.len()] };
-    dst.c.reserve(total, provenance);
-    dst.value.reserve(total);
-    let new_len = dst.value.len() + total;
-    let prov_len = dst.c.offset.len() + if provenance { total } else { 0 };
-    {
-        let mut run = split_spare(&mut dst.c.run, &sizes).into_iter();
-        let mut tag = split_spare(&mut dst.c.tag, &sizes).into_iter();
-        let mut step = split_spare(&mut dst.c.step, &sizes).into_iter();
-        let mut wall = split_spare(&mut dst.c.wall, &sizes).into_iter();
-        let mut value = split_spare(&mut dst.value, &sizes).into_iter();
-        let mut file = split_spare(&mut dst.c.file, &prov_sizes).into_iter();
-        let mut offset = split_spare(&mut dst.c.offset, &prov_sizes).into_iter();
-        let jobs: Vec<_> = parts
-            .into_iter()
-            .map(|p| {
-                let slots = (
-                    run.next().unwrap(),
-                    tag.next().unwrap(),
-                    step.next().unwrap(),
-                    wall.next().unwrap(),
-                    value.next().unwrap(),
-                    file.next().unwrap(),
-                    offset.next().unwrap(),
-                );
-                (p, slots)
-            })
-            .collect();
-        let copy = |(p, (run, tag, step, wall, value, file, offset)): (ScalarPart, _)| {
-            let r = &p.rows;
-            write_all(run, std::iter::repeat_n(p.run, r.value.len()));
-            write_all(tag, r.c.tag.iter().map(|&t| p.tag_map[t as usize]));
-            write_all(step, r.c.step.iter().copied());
-            write_all(wall, r.c.wall.iter().copied());
-            write_all(value, r.value.iter().copied());
-            write_all(file, std::iter::repeat_n(p.file, r.c.offset.len()));
-            write_all(offset, r.c.offset.iter().copied());
-            // `p` is dropped here: this file's columns go back before the next is copied.
+    /// Turns one file's rows (per kind, the range it added), read with file-local tag ids,
+    /// into logdir rows: tags renumbered in place, run and file columns filled in. Files must
+    /// be finished in the order they were read, so these columns line up with the rows.
+    pub fn finish_rows(
+        &mut self,
+        rows: &[(usize, usize); 8],
+        tag_map: &[i32],
+        run: i32,
+        file: i32,
+        provenance: bool,
+    ) {
+        fn fix(
+            c: &mut Common,
+            (a, b): (usize, usize),
+            tag_map: &[i32],
+            run: i32,
+            file: i32,
+            provenance: bool,
+        ) {
+            for t in &mut c.tag[a..b] {
+                *t = tag_map[*t as usize];
+            }
+            debug_assert_eq!(c.run.len(), a, "files finished out of order");
+            c.run.extend(std::iter::repeat_n(run, b - a));
+            if provenance {
+                c.file.extend(std::iter::repeat_n(file, b - a));
+            }
+        }
+        let blob_files = |b: &mut Blobs, (a, e): (usize, usize)| {
+            b.blob_file.extend(std::iter::repeat_n(file, e - a))
         };
-        match pool {
-            Some(pool) => pool.install(|| jobs.into_par_iter().for_each(copy)),
-            None => jobs.into_iter().for_each(copy),
-        }
-    }
-    // SAFETY: `write_all` filled every slot of each piece, and the pieces cover exactly the
-    // `total` (or, for provenance columns, `prov` total) slots after each column's length.
-    unsafe {
-        dst.c.run.set_len(new_len);
-        dst.c.tag.set_len(new_len);
-        dst.c.step.set_len(new_len);
-        dst.c.wall.set_len(new_len);
-        dst.value.set_len(new_len);
-        dst.c.file.set_len(prov_len);
-        dst.c.offset.set_len(prov_len);
+        fix(&mut self.scalars.c, rows[0], tag_map, run, file, provenance);
+        fix(
+            &mut self.histograms.c,
+            rows[1],
+            tag_map,
+            run,
+            file,
+            provenance,
+        );
+        fix(
+            &mut self.images.b.c,
+            rows[2],
+            tag_map,
+            run,
+            file,
+            provenance,
+        );
+        blob_files(&mut self.images.b, rows[2]);
+        fix(&mut self.audio.b.c, rows[3], tag_map, run, file, provenance);
+        blob_files(&mut self.audio.b, rows[3]);
+        fix(&mut self.text.c, rows[4], tag_map, run, file, provenance);
+        fix(&mut self.hparams.c, rows[5], tag_map, run, file, provenance);
+        fix(&mut self.blobs.b.c, rows[6], tag_map, run, file, provenance);
+        blob_files(&mut self.blobs.b, rows[6]);
+        fix(&mut self.tensors.c, rows[7], tag_map, run, file, provenance);
     }
 }
 
@@ -450,7 +413,11 @@ pub struct Dicts<'a> {
 }
 
 fn dict_field(name: &str) -> Field {
-    Field::new(name, DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), false)
+    Field::new(
+        name,
+        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+        false,
+    )
 }
 
 /// A dictionary column holding only the values its rows use, so a scalars table's `tag`
@@ -474,7 +441,9 @@ fn dict_array(mut keys: Vec<i32>, values: &[String]) -> ArrayRef {
     }
     let keys = Int32Array::new(ScalarBuffer::from(keys), None);
     let values = Arc::new(StringArray::from_iter_values(used));
-    Arc::new(DictionaryArray::<Int32Type>::try_new(keys, values).expect("keys index the dictionary"))
+    Arc::new(
+        DictionaryArray::<Int32Type>::try_new(keys, values).expect("keys index the dictionary"),
+    )
 }
 
 fn validity(bits: &[bool]) -> Option<NullBuffer> {
@@ -486,12 +455,20 @@ fn validity(bits: &[bool]) -> Option<NullBuffer> {
 }
 
 fn large_binary(v: VarList<u8>, valid: Option<NullBuffer>) -> LargeBinaryArray {
-    LargeBinaryArray::new(OffsetBuffer::new(ScalarBuffer::from(v.offsets)), v.values.into(), valid)
+    LargeBinaryArray::new(
+        OffsetBuffer::new(ScalarBuffer::from(v.offsets)),
+        v.values.into(),
+        valid,
+    )
 }
 
 fn large_utf8(v: VarList<u8>) -> LargeStringArray {
     // Invalid UTF-8 was replaced before it got here.
-    LargeStringArray::new(OffsetBuffer::new(ScalarBuffer::from(v.offsets)), v.values.into(), None)
+    LargeStringArray::new(
+        OffsetBuffer::new(ScalarBuffer::from(v.offsets)),
+        v.values.into(),
+        None,
+    )
 }
 
 /// Common columns: run, tag, step, wall_time, timestamp, and optionally file/offset.
@@ -517,7 +494,11 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
         dict_field("tag"),
         Field::new("step", DataType::Int64, false),
         Field::new("wall_time", DataType::Float64, true),
-        Field::new("timestamp", DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), true),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            true,
+        ),
     ];
     let mut cols: Vec<ArrayRef> = vec![
         dict_array(c.run, d.runs),
@@ -530,7 +511,10 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
         fields.push(dict_field("file"));
         fields.push(Field::new("offset", DataType::Int64, false));
         cols.push(dict_array(c.file, d.files));
-        cols.push(Arc::new(Int64Array::new(ScalarBuffer::from(c.offset), None)));
+        cols.push(Arc::new(Int64Array::new(
+            ScalarBuffer::from(c.offset),
+            None,
+        )));
     }
     (fields, cols)
 }
@@ -557,7 +541,12 @@ fn blob_columns(b: Blobs, d: &Dicts<'_>, f: &mut Vec<Field>, c: &mut Vec<ArrayRe
 }
 
 fn plugin_column(c: &Common, d: &Dicts<'_>) -> ArrayRef {
-    let keys: Vec<i32> = c.run.iter().zip(&c.tag).map(|(&r, &t)| (d.plugin_of)(r, t)).collect();
+    let keys: Vec<i32> = c
+        .run
+        .iter()
+        .zip(&c.tag)
+        .map(|(&r, &t)| (d.plugin_of)(r, t))
+        .collect();
     dict_array(keys, d.plugins)
 }
 
@@ -588,10 +577,16 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
             f.push(dict_field("plugin"));
             c.push(plugin);
             // Dictionary values must be unique: codes 0..=33 have distinct names, others are 0.
-            let names: Vec<String> = (0..=crate::tensor::MAX_DTYPE).map(|i| crate::tensor::dtype_name(i).to_string()).collect();
+            let names: Vec<String> = (0..=crate::tensor::MAX_DTYPE)
+                .map(|i| crate::tensor::dtype_name(i).to_string())
+                .collect();
             let codes = t.dtype.iter().map(|&d| {
                 let b = crate::tensor::base_dtype(d);
-                if (0..=crate::tensor::MAX_DTYPE).contains(&b) { b } else { 0 }
+                if (0..=crate::tensor::MAX_DTYPE).contains(&b) {
+                    b
+                } else {
+                    0
+                }
             });
             f.push(dict_field("dtype"));
             c.push(dict_array(codes.collect(), &names));
@@ -607,7 +602,11 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
             let cv = validity(&t.content_valid);
             c.push(Arc::new(large_binary(t.content, cv)));
             let item = Arc::new(Field::new("item", DataType::LargeBinary, false));
-            f.push(Field::new("strings", DataType::LargeList(item.clone()), true));
+            f.push(Field::new(
+                "strings",
+                DataType::LargeList(item.clone()),
+                true,
+            ));
             let sv = validity(&t.strings_valid);
             c.push(Arc::new(LargeListArray::new(
                 item,
@@ -620,13 +619,20 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
             let h = std::mem::take(&mut tables.histograms);
             (f, c) = common_columns(h.c, d, provenance);
             let offsets = h.buckets.offsets;
-            for (name, vals) in [("left", h.buckets.values), ("right", h.right), ("count", h.count)] {
+            for (name, vals) in [
+                ("left", h.buckets.values),
+                ("right", h.right),
+                ("count", h.count),
+            ] {
                 let item = Field::new("item", DataType::Float64, false);
                 f.push(Field::new(name, DataType::LargeList(Arc::new(item)), false));
                 c.push(list_f64(&offsets, vals));
             }
             let nulls = validity(&h.legacy);
-            for (name, vals) in ["min", "max", "num", "sum", "sum_squares"].into_iter().zip(h.stats) {
+            for (name, vals) in ["min", "max", "num", "sum", "sum_squares"]
+                .into_iter()
+                .zip(h.stats)
+            {
                 f.push(Field::new(name, DataType::Float64, true));
                 c.push(f64_col(vals, nulls.clone()));
             }
@@ -642,10 +648,16 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
             c.push(i32_col(im.height));
             let cs_valid: Vec<bool> = im.colorspace.iter().map(|&x| x != 0).collect();
             f.push(Field::new("colorspace", DataType::Int32, true));
-            c.push(Arc::new(Int32Array::new(ScalarBuffer::from(im.colorspace), validity(&cs_valid))));
+            c.push(Arc::new(Int32Array::new(
+                ScalarBuffer::from(im.colorspace),
+                validity(&cs_valid),
+            )));
             let names: Vec<String> = IMAGE_TYPES.iter().map(|s| s.to_string()).collect();
             f.push(dict_field("content_type"));
-            c.push(dict_array(im.content_type.iter().map(|&x| x as i32).collect(), &names));
+            c.push(dict_array(
+                im.content_type.iter().map(|&x| x as i32).collect(),
+                &names,
+            ));
             blob_columns(im.b, d, &mut f, &mut c);
         }
         Kind::Audio => {

@@ -74,7 +74,10 @@ impl Kind {
             AUDIO => Kind::Audio,
             TEXT => Kind::Text,
             HPARAMS => Kind::Hparams,
-            GRAPHS | GRAPH_RUN_METADATA | GRAPH_RUN_METADATA_GRAPH | GRAPH_KERAS_MODEL
+            GRAPHS
+            | GRAPH_RUN_METADATA
+            | GRAPH_RUN_METADATA_GRAPH
+            | GRAPH_KERAS_MODEL
             | GRAPH_TAGGED_RUN_METADATA => Kind::Blobs,
             _ => Kind::Tensors,
         }
@@ -129,8 +132,14 @@ mod tests {
 
     #[test]
     fn legacy_fields_win_over_metadata() {
-        let md = Metadata { plugin_name: b"text", ..Default::default() };
-        assert_eq!(decide(&ValueKind::Simple(1.0), Some(&md)), Some(Kind::Scalars));
+        let md = Metadata {
+            plugin_name: b"text",
+            ..Default::default()
+        };
+        assert_eq!(
+            decide(&ValueKind::Simple(1.0), Some(&md)),
+            Some(Kind::Scalars)
+        );
         assert_eq!(decide(&ValueKind::Tensor(b""), Some(&md)), Some(Kind::Text));
         assert_eq!(decide(&ValueKind::Tensor(b""), None), None);
     }

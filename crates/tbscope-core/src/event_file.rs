@@ -15,8 +15,8 @@ use regex::Regex;
 use crate::columns::{sniff_image, Tables};
 use crate::data_compat::{decide, legacy_plugin, plugin_names, Kind, KindSet};
 use crate::proto::{
-    summary_values, Audio, DecodeError, Event, Histogram, Image, Metadata, SessionLog, SummaryValue,
-    TaggedRunMetadata, ValueKind, What,
+    summary_values, Audio, DecodeError, Event, Histogram, Image, Metadata, SessionLog,
+    SummaryValue, TaggedRunMetadata, ValueKind, What,
 };
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
 use crate::tf_record::{data_crc_ok, parse_frame, resync, Corruption, Frame, Resync, HEADER_LEN};
@@ -111,7 +111,10 @@ impl SeriesMeta {
         }
     }
     fn plugin(name: &str) -> Self {
-        SeriesMeta { plugin_name: name.to_string(), ..Default::default() }
+        SeriesMeta {
+            plugin_name: name.to_string(),
+            ..Default::default()
+        }
     }
 }
 
@@ -154,7 +157,10 @@ pub struct Cursor {
 #[derive(Debug, Default)]
 pub struct FileChunk {
     pub tags: Vec<LocalTag>,
+    /// The rows, when the file was read into tables of its own ([`read_file`]).
     pub tables: Tables,
+    /// Per kind, the range of rows this file added to the tables it was read into.
+    pub rows: [(usize, usize); 8],
     /// Values skipped because their series' kind was not known yet (a tensor before any
     /// metadata). The loader reads such a file again once the run has decided the kind.
     pub deferred: u64,
@@ -216,11 +222,12 @@ struct Parser<'o> {
     next: Vec<i32>,
     last: i32,
     out: FileChunk,
+    /// Where rows go: this file's own tables, or a worker's shared ones.
+    tables: &'o mut Tables,
 }
 
-/// Reads `path` from `start` to the size it has now.
 /// Reads `path` from `start` up to `end` (a record boundary from [`split_points`]) or, when
-/// `end` is None, to the size the file has now.
+/// `end` is None, to the size the file has now, into tables of its own (`FileChunk::tables`).
 pub fn read_file(
     path: &Path,
     start: Cursor,
@@ -228,6 +235,40 @@ pub fn read_file(
     opts: &Options,
     known: &HashMap<String, Known>,
     cancel: &AtomicBool,
+) -> FileChunk {
+    let mut tables = Tables::default();
+    let mut chunk = read_file_into(path, start, end, opts, known, cancel, &mut tables);
+    chunk.tables = tables;
+    chunk
+}
+
+/// As [`read_file`], but appends rows to `tables` (tag ids local to this file; run and file
+/// columns left for the caller) and records in `FileChunk::rows` which rows are this file's.
+/// A worker reading many files into one set of tables saves copying them all once more.
+pub fn read_file_into(
+    path: &Path,
+    start: Cursor,
+    end: Option<u64>,
+    opts: &Options,
+    known: &HashMap<String, Known>,
+    cancel: &AtomicBool,
+    tables: &mut Tables,
+) -> FileChunk {
+    let before = tables.rows();
+    let mut chunk = read_into(path, start, end, opts, known, cancel, tables);
+    let after = tables.rows();
+    chunk.rows = std::array::from_fn(|k| (before[k], after[k]));
+    chunk
+}
+
+fn read_into(
+    path: &Path,
+    start: Cursor,
+    end: Option<u64>,
+    opts: &Options,
+    known: &HashMap<String, Known>,
+    cancel: &AtomicBool,
+    tables: &mut Tables,
 ) -> FileChunk {
     let mut p = Parser {
         opts,
@@ -237,12 +278,18 @@ pub fn read_file(
         next: Vec::new(),
         last: -1,
         out: FileChunk::default(),
+        tables,
     };
     p.out.end = start;
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) => {
-            p.problem(Severity::Error, start.offset, 0, format!("cannot open: {e}"));
+            p.problem(
+                Severity::Error,
+                start.offset,
+                0,
+                format!("cannot open: {e}"),
+            );
             return p.out;
         }
     };
@@ -263,11 +310,16 @@ pub fn read_file(
         // The smallest scalar record is about 40 bytes; reserving for that many rows means the
         // columns never reallocate. Untouched capacity costs address space, not memory.
         let rows = ((stop - start.offset) / 40) as usize;
-        p.out.tables.scalars.c.reserve_chunk(rows, opts.provenance);
-        p.out.tables.scalars.value.reserve(rows);
+        p.tables.scalars.c.reserve_chunk(rows, opts.provenance);
+        p.tables.scalars.value.reserve(rows);
     }
     if size == 0 {
-        p.problem(Severity::Info, 0, 0, "empty file (0 bytes): no events yet".into());
+        p.problem(
+            Severity::Info,
+            0,
+            0,
+            "empty file (0 bytes): no events yet".into(),
+        );
     }
     let mut from = start.offset;
     if size < from {
@@ -281,7 +333,14 @@ pub fn read_file(
     }
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
-        p.scan(&file, from, stop, end.is_some_and(|e| e < size), &mut buf, cancel);
+        p.scan(
+            &file,
+            from,
+            stop,
+            end.is_some_and(|e| e < size),
+            &mut buf,
+            cancel,
+        );
         if buf.capacity() > 4 * CHUNK {
             // Don't keep a one-off giant record's buffer alive in every worker thread.
             *buf = Vec::new();
@@ -296,8 +355,12 @@ pub fn read_file(
 /// single reader that takes the last piece handles corruption as usual.
 pub fn split_points(path: &Path, from: u64, piece: u64, max_len: u64) -> Vec<u64> {
     let mut cuts = Vec::new();
-    let Ok(file) = File::open(path) else { return cuts };
-    let Ok(size) = file.metadata().map(|m| m.len()) else { return cuts };
+    let Ok(file) = File::open(path) else {
+        return cuts;
+    };
+    let Ok(size) = file.metadata().map(|m| m.len()) else {
+        return cuts;
+    };
     let mut buf = vec![0u8; CHUNK];
     let (mut win_start, mut win_len) = (0u64, 0usize);
     let mut pos = from;
@@ -320,7 +383,10 @@ pub fn split_points(path: &Path, from: u64, piece: u64, max_len: u64) -> Vec<u64
         }
         let h = &buf[(pos - win_start) as usize..][..HEADER_LEN];
         let len = u64::from_le_bytes(h[..8].try_into().unwrap());
-        if len > max_len || crate::masked_crc::masked_crc32c(&h[..8]) != u32::from_le_bytes(h[8..12].try_into().unwrap()) {
+        if len > max_len
+            || crate::masked_crc::masked_crc32c(&h[..8])
+                != u32::from_le_bytes(h[8..12].try_into().unwrap())
+        {
             break;
         }
         // A cut goes only where a header has just checked out.
@@ -343,14 +409,27 @@ thread_local! {
 
 impl<'o> Parser<'o> {
     fn problem(&mut self, severity: Severity, offset: u64, length: u64, reason: String) {
-        self.out.problems.push(Problem { severity, offset, length, reason });
+        self.out.problems.push(Problem {
+            severity,
+            offset,
+            length,
+            reason,
+        });
     }
 
     /// The framing loop: records, truncated tails, corruption and resynchronisation.
     ///
     /// `segment` says `size` is a cut at a record boundary found by [`split_points`], not the
     /// end of the file: bytes that do not reach it cleanly are corruption, not a tail.
-    fn scan(&mut self, file: &File, from: u64, mut size: u64, segment: bool, buf: &mut Vec<u8>, cancel: &AtomicBool) {
+    fn scan(
+        &mut self,
+        file: &File,
+        from: u64,
+        mut size: u64,
+        segment: bool,
+        buf: &mut Vec<u8>,
+        cancel: &AtomicBool,
+    ) {
         let max_len = self.opts.max_len;
         let mut pos = from; // file offset of buf[0]
         let mut len = 0usize; // valid bytes in buf
@@ -385,7 +464,9 @@ impl<'o> Parser<'o> {
                     }
                     Resync::Exhausted(p) if !at_eof => {
                         cur += p;
-                        self.refill(file, &mut pos, &mut len, &mut cur, HEADER_LEN, &mut size, buf);
+                        self.refill(
+                            file, &mut pos, &mut len, &mut cur, HEADER_LEN, &mut size, buf,
+                        );
                         continue;
                     }
                     Resync::Candidate { pos: p, .. } | Resync::Exhausted(p) => {
@@ -430,7 +511,12 @@ impl<'o> Parser<'o> {
                         if cur == len && at_eof {
                             self.out.clean_end = true;
                         } else if segment {
-                            self.problem(Severity::Corrupt, abs(cur), size - abs(cur), "record runs past a segment cut".into());
+                            self.problem(
+                                Severity::Corrupt,
+                                abs(cur),
+                                size - abs(cur),
+                                "record runs past a segment cut".into(),
+                            );
                             cur = (size - pos) as usize;
                             self.out.clean_end = false;
                             break;
@@ -446,12 +532,19 @@ impl<'o> Parser<'o> {
                 }
             }
         }
-        self.out.end = Cursor { offset: pos + cur as u64 };
+        self.out.end = Cursor {
+            offset: pos + cur as u64,
+        };
         self.out.bytes_read = pos + len as u64 - from;
         if self.out.tail > 0 {
             let at = self.out.end.offset;
             let tail = self.out.tail;
-            self.problem(Severity::Truncated, at, tail, "file ends inside a record (still being written?)".into());
+            self.problem(
+                Severity::Truncated,
+                at,
+                tail,
+                "file ends inside a record (still being written?)".into(),
+            );
         }
     }
 
@@ -513,7 +606,12 @@ impl<'o> Parser<'o> {
     }
 
     /// Decodes one record's Event and files its values.
-    fn record(&mut self, data: &[u8], record_offset: u64, data_offset: u64) -> Result<(), DecodeError> {
+    fn record(
+        &mut self,
+        data: &[u8],
+        record_offset: u64,
+        data_offset: u64,
+    ) -> Result<(), DecodeError> {
         if let Some(s) = crate::proto::simple_scalar(data) {
             if self.fast_scalar(&s, record_offset) {
                 return Ok(());
@@ -557,7 +655,8 @@ impl<'o> Parser<'o> {
             });
             self.out.writer = Some(lossy(writer.unwrap_or_default()));
         }
-        let in_range = self.opts.step_lo.is_none_or(|lo| step >= lo) && self.opts.step_hi.is_none_or(|hi| step < hi);
+        let in_range = self.opts.step_lo.is_none_or(|lo| step >= lo)
+            && self.opts.step_hi.is_none_or(|hi| step < hi);
         let prov = self.opts.provenance.then_some(record_offset as i64);
         match ev.what {
             What::Summary(s) => {
@@ -573,19 +672,51 @@ impl<'o> Parser<'o> {
             }
             What::FileVersion(v) => self.out.file_version = Some(lossy(v)),
             What::GraphDef(g) if in_range => {
-                self.blob_event("__run_graph__", plugin_names::GRAPHS, g, step, wall, prov, data, data_offset);
+                self.blob_event(
+                    "__run_graph__",
+                    plugin_names::GRAPHS,
+                    g,
+                    step,
+                    wall,
+                    prov,
+                    data,
+                    data_offset,
+                );
             }
             What::MetaGraphDef(g) if in_range => {
-                self.blob_event("__meta_graph__", "meta_graph", g, step, wall, prov, data, data_offset);
+                self.blob_event(
+                    "__meta_graph__",
+                    "meta_graph",
+                    g,
+                    step,
+                    wall,
+                    prov,
+                    data,
+                    data_offset,
+                );
             }
             What::TaggedRunMetadata(t) if in_range => {
                 let t = TaggedRunMetadata::decode(t)?;
                 let tag = lossy(t.tag);
-                self.blob_event(&tag, plugin_names::GRAPH_TAGGED_RUN_METADATA, t.run_metadata, step, wall, prov, data, data_offset);
+                self.blob_event(
+                    &tag,
+                    plugin_names::GRAPH_TAGGED_RUN_METADATA,
+                    t.run_metadata,
+                    step,
+                    wall,
+                    prov,
+                    data,
+                    data_offset,
+                );
             }
             What::SessionLog(b) => {
                 let s = SessionLog::decode(b)?;
-                self.out.sessions.push(SessionEvent { step, wall, status: s.status, offset: record_offset });
+                self.out.sessions.push(SessionEvent {
+                    step,
+                    wall,
+                    status: s.status,
+                    offset: record_offset,
+                });
             }
             _ => {}
         }
@@ -605,7 +736,11 @@ impl<'o> Parser<'o> {
         }
         let id = self.tag_id(s.tag);
         let t = &mut self.out.tags[id as usize];
-        if !t.wanted || t.kind != Some(Kind::Scalars) || t.meta.is_none() || !self.opts.kinds.contains(Kind::Scalars) {
+        if !t.wanted
+            || t.kind != Some(Kind::Scalars)
+            || t.meta.is_none()
+            || !self.opts.kinds.contains(Kind::Scalars)
+        {
             return false;
         }
         t.points += 1;
@@ -613,10 +748,13 @@ impl<'o> Parser<'o> {
         t.last_step = t.last_step.max(s.step);
         t.last_wall = s.wall_time;
         let out = &mut self.out;
-        out.last_wall = Some(out.last_wall.map_or(s.wall_time, |w: f64| w.max(s.wall_time)));
+        out.last_wall = Some(
+            out.last_wall
+                .map_or(s.wall_time, |w: f64| w.max(s.wall_time)),
+        );
         out.max_step = Some(out.max_step.map_or(s.step, |m| m.max(s.step)));
         let prov = self.opts.provenance.then_some(record_offset as i64);
-        let sc = &mut out.tables.scalars;
+        let sc = &mut self.tables.scalars;
         sc.c.push(id, s.step, s.wall_time, prov);
         sc.value.push(f64::from(s.value));
         true
@@ -665,7 +803,17 @@ impl<'o> Parser<'o> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn blob_event(&mut self, tag: &str, plugin: &str, blob: &[u8], step: i64, wall: f64, prov: Option<i64>, data: &[u8], data_offset: u64) {
+    fn blob_event(
+        &mut self,
+        tag: &str,
+        plugin: &str,
+        blob: &[u8],
+        step: i64,
+        wall: f64,
+        prov: Option<i64>,
+        data: &[u8],
+        data_offset: u64,
+    ) {
         let id = self.tag_id(tag.as_bytes());
         let t = &mut self.out.tags[id as usize];
         if !t.wanted {
@@ -679,7 +827,7 @@ impl<'o> Parser<'o> {
             return;
         }
         self.count(id, step, wall);
-        let b = &mut self.out.tables.blobs.b;
+        let b = &mut self.tables.blobs.b;
         b.c.push(id, step, wall, prov);
         b.push_blob(0, abs_offset(data, blob, data_offset), blob.len());
     }
@@ -692,7 +840,15 @@ impl<'o> Parser<'o> {
         t.last_wall = wall;
     }
 
-    fn value(&mut self, sv: &SummaryValue<'_>, step: i64, wall: f64, prov: Option<i64>, data: &[u8], data_offset: u64) {
+    fn value(
+        &mut self,
+        sv: &SummaryValue<'_>,
+        step: i64,
+        wall: f64,
+        prov: Option<i64>,
+        data: &[u8],
+        data_offset: u64,
+    ) {
         let id = self.tag_id(sv.effective_tag());
         let t = &mut self.out.tags[id as usize];
         if !t.wanted {
@@ -715,7 +871,12 @@ impl<'o> Parser<'o> {
                     Ok(md) => t.meta = Some(SeriesMeta::from_proto(&md)),
                     Err(e) => {
                         let off = abs_offset(data, m, data_offset);
-                        self.problem(Severity::Warning, off as u64, m.len() as u64, format!("summary metadata is not valid: {e}"));
+                        self.problem(
+                            Severity::Warning,
+                            off as u64,
+                            m.len() as u64,
+                            format!("summary metadata is not valid: {e}"),
+                        );
                     }
                 }
             }
@@ -734,7 +895,18 @@ impl<'o> Parser<'o> {
         }
         let record_offset = data_offset - HEADER_LEN as u64;
         let meta = self.out.tags[id as usize].meta.as_ref();
-        match append(&mut self.out.tables, kind, id, step, wall, prov, sv, data, data_offset, meta) {
+        match append(
+            self.tables,
+            kind,
+            id,
+            step,
+            wall,
+            prov,
+            sv,
+            data,
+            data_offset,
+            meta,
+        ) {
             Ok(()) => self.count(id, step, wall),
             Err(why) => {
                 let name = self.out.tags[id as usize].name.clone();
@@ -743,7 +915,10 @@ impl<'o> Parser<'o> {
                     Severity::Corrupt,
                     record_offset,
                     0,
-                    format!("value of tag {name:?} at step {step} skipped: not usable as {}: {why}", kind.name()),
+                    format!(
+                        "value of tag {name:?} at step {step} skipped: not usable as {}: {why}",
+                        kind.name()
+                    ),
                 );
             }
         }
@@ -790,10 +965,15 @@ pub fn append(
                 }
             });
             for i in 0..k {
-                hs.right.push(if i + 1 == k { h.max } else { h.bucket_limit[i] });
+                hs.right
+                    .push(if i + 1 == k { h.max } else { h.bucket_limit[i] });
             }
             hs.count.extend_from_slice(&h.bucket);
-            for (col, x) in hs.stats.iter_mut().zip([h.min, h.max, h.num, h.sum, h.sum_squares]) {
+            for (col, x) in hs
+                .stats
+                .iter_mut()
+                .zip([h.min, h.max, h.num, h.sum, h.sum_squares])
+            {
                 col.push(x);
             }
             hs.legacy.push(true);
@@ -802,7 +982,11 @@ pub fn append(
             let im = Image::decode(b).map_err(|e| e.0)?;
             let t = &mut tables.images;
             t.b.c.push(tag, step, wall, prov);
-            t.b.push_blob(0, abs_offset(data, im.encoded, data_offset), im.encoded.len());
+            t.b.push_blob(
+                0,
+                abs_offset(data, im.encoded, data_offset),
+                im.encoded.len(),
+            );
             t.width.push(im.width);
             t.height.push(im.height);
             t.colorspace.push(im.colorspace);
@@ -816,7 +1000,11 @@ pub fn append(
             t.sample_rate.push(f64::from(a.sample_rate));
             t.num_channels.push(a.num_channels);
             t.length_frames.push(a.length_frames);
-            let ct = if a.content_type.is_empty() { b"audio/wav".as_slice() } else { a.content_type };
+            let ct = if a.content_type.is_empty() {
+                b"audio/wav".as_slice()
+            } else {
+                a.content_type
+            };
             t.content_type.push(lossy(ct).as_bytes());
             t.label.push(b"");
         }
@@ -831,12 +1019,38 @@ pub fn append(
         }
         (_, ValueKind::Tensor(tb)) => {
             let t = Tensor::decode(tb).map_err(|e| e.0)?;
-            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset, meta)?;
+            append_tensor(
+                tables,
+                kind,
+                tag,
+                step,
+                wall,
+                prov,
+                &t,
+                data,
+                data_offset,
+                meta,
+            )?;
         }
         (Kind::Tensors, ValueKind::Nothing) => {
             // TensorBoard gives a value with no payload a null tensor: float32, shape [0].
-            let t = Tensor { dtype: DT_FLOAT, shape: vec![0], ..Default::default() };
-            append_tensor(tables, kind, tag, step, wall, prov, &t, data, data_offset, meta)?;
+            let t = Tensor {
+                dtype: DT_FLOAT,
+                shape: vec![0],
+                ..Default::default()
+            };
+            append_tensor(
+                tables,
+                kind,
+                tag,
+                step,
+                wall,
+                prov,
+                &t,
+                data,
+                data_offset,
+                meta,
+            )?;
         }
         (_, ValueKind::Nothing) => return Err("the value is empty"),
         _ => return Err("the value's type does not match the series' kind"),
@@ -878,7 +1092,8 @@ pub fn append_tensor(
             let val = |i: usize| element_f64(dtype, &b[i * size..]).unwrap_or(f64::NAN);
             let hs = &mut tables.histograms;
             hs.c.push(tag, step, wall, prov);
-            hs.buckets.push_with(|v| v.extend((0..rows).map(|r| val(r * 3))));
+            hs.buckets
+                .push_with(|v| v.extend((0..rows).map(|r| val(r * 3))));
             hs.right.extend((0..rows).map(|r| val(r * 3 + 1)));
             hs.count.extend((0..rows).map(|r| val(r * 3 + 2)));
             for col in hs.stats.iter_mut() {
@@ -891,7 +1106,12 @@ pub fn append_tensor(
             if s.len() < 2 {
                 return Err("image tensor has fewer than 2 elements");
             }
-            let dim = |b: &[u8]| std::str::from_utf8(b).ok().and_then(|x| x.trim().parse::<i32>().ok()).unwrap_or(0);
+            let dim = |b: &[u8]| {
+                std::str::from_utf8(b)
+                    .ok()
+                    .and_then(|x| x.trim().parse::<i32>().ok())
+                    .unwrap_or(0)
+            };
             let (w, h) = (dim(s[0]), dim(s[1]));
             let tb = &mut tables.images;
             for (i, img) in s[2..].iter().enumerate() {

@@ -37,7 +37,9 @@ fn value(buf: &[u8]) -> Result<Option<HValue>> {
     for f in Fields::new(buf) {
         match f? {
             (2, Wire::Fixed64(v)) => out = Some(HValue::Number(f64::from_bits(v))),
-            (3, Wire::Bytes(b)) => out = Some(HValue::Text(String::from_utf8_lossy(b).into_owned())),
+            (3, Wire::Bytes(b)) => {
+                out = Some(HValue::Text(String::from_utf8_lossy(b).into_owned()))
+            }
             (4, Wire::Varint(v)) => out = Some(HValue::Bool(v != 0)),
             _ => {}
         }
@@ -56,7 +58,9 @@ pub fn apply(content: &[u8], s: &mut Session) -> Result<()> {
                             let (mut key, mut val) = (String::new(), None);
                             for h in Fields::new(entry) {
                                 match h? {
-                                    (1, Wire::Bytes(k)) => key = String::from_utf8_lossy(k).into_owned(),
+                                    (1, Wire::Bytes(k)) => {
+                                        key = String::from_utf8_lossy(k).into_owned()
+                                    }
                                     (2, Wire::Bytes(v)) => val = value(v)?,
                                     _ => {}
                                 }
@@ -65,7 +69,9 @@ pub fn apply(content: &[u8], s: &mut Session) -> Result<()> {
                                 s.hparams.insert(key, v);
                             }
                         }
-                        (4, Wire::Bytes(g)) => s.group_name = Some(String::from_utf8_lossy(g).into_owned()),
+                        (4, Wire::Bytes(g)) => {
+                            s.group_name = Some(String::from_utf8_lossy(g).into_owned())
+                        }
                         (5, Wire::Fixed64(t)) => s.start_time = Some(f64::from_bits(t)),
                         _ => {}
                     }
@@ -88,12 +94,20 @@ pub fn apply(content: &[u8], s: &mut Session) -> Result<()> {
                                 let (mut group, mut tag) = (String::new(), String::new());
                                 for k in Fields::new(name) {
                                     match k? {
-                                        (1, Wire::Bytes(b)) => group = String::from_utf8_lossy(b).into_owned(),
-                                        (2, Wire::Bytes(b)) => tag = String::from_utf8_lossy(b).into_owned(),
+                                        (1, Wire::Bytes(b)) => {
+                                            group = String::from_utf8_lossy(b).into_owned()
+                                        }
+                                        (2, Wire::Bytes(b)) => {
+                                            tag = String::from_utf8_lossy(b).into_owned()
+                                        }
                                         _ => {}
                                     }
                                 }
-                                s.metrics.push(if group.is_empty() { tag } else { format!("{group}/{tag}") });
+                                s.metrics.push(if group.is_empty() {
+                                    tag
+                                } else {
+                                    format!("{group}/{tag}")
+                                });
                             }
                         }
                     }
@@ -117,19 +131,37 @@ pub fn table(sessions: &[(String, Session)]) -> RecordBatch {
         }
     }
     let mut fields = vec![Field::new("run", DataType::Utf8, false)];
-    let mut cols: Vec<ArrayRef> = vec![Arc::new(StringArray::from_iter_values(sessions.iter().map(|(r, _)| r)))];
+    let mut cols: Vec<ArrayRef> = vec![Arc::new(StringArray::from_iter_values(
+        sessions.iter().map(|(r, _)| r),
+    ))];
     let mut add = |name: &str, a: ArrayRef| {
         fields.push(Field::new(name, a.data_type().clone(), true));
         cols.push(a);
     };
-    add("group_name", Arc::new(StringArray::from_iter(sessions.iter().map(|(_, s)| s.group_name.clone()))));
-    add("start_time", Arc::new(Float64Array::from_iter(sessions.iter().map(|(_, s)| s.start_time))));
-    add("end_time", Arc::new(Float64Array::from_iter(sessions.iter().map(|(_, s)| s.end_time))));
+    add(
+        "group_name",
+        Arc::new(StringArray::from_iter(
+            sessions.iter().map(|(_, s)| s.group_name.clone()),
+        )),
+    );
+    add(
+        "start_time",
+        Arc::new(Float64Array::from_iter(
+            sessions.iter().map(|(_, s)| s.start_time),
+        )),
+    );
+    add(
+        "end_time",
+        Arc::new(Float64Array::from_iter(
+            sessions.iter().map(|(_, s)| s.end_time),
+        )),
+    );
     add(
         "status",
-        Arc::new(StringArray::from_iter(
-            sessions.iter().map(|(_, s)| s.status.map(|v| STATUS.get(v as usize).copied().unwrap_or("unknown"))),
-        )),
+        Arc::new(StringArray::from_iter(sessions.iter().map(|(_, s)| {
+            s.status
+                .map(|v| STATUS.get(v as usize).copied().unwrap_or("unknown"))
+        }))),
     );
     for (key, vals) in keys {
         let col = format!("hparam:{key}");
@@ -137,22 +169,37 @@ pub fn table(sessions: &[(String, Session)]) -> RecordBatch {
             s.hparams.get(key)
         }
         if vals.iter().all(|v| matches!(v, HValue::Number(_))) {
-            add(&col, Arc::new(Float64Array::from_iter(sessions.iter().map(|(_, s)| match get(s, key) {
-                Some(HValue::Number(x)) => Some(*x),
-                _ => None,
-            }))));
+            add(
+                &col,
+                Arc::new(Float64Array::from_iter(sessions.iter().map(
+                    |(_, s)| match get(s, key) {
+                        Some(HValue::Number(x)) => Some(*x),
+                        _ => None,
+                    },
+                ))),
+            );
         } else if vals.iter().all(|v| matches!(v, HValue::Bool(_))) {
-            add(&col, Arc::new(BooleanArray::from_iter(sessions.iter().map(|(_, s)| match get(s, key) {
-                Some(HValue::Bool(b)) => Some(*b),
-                _ => None,
-            }))));
+            add(
+                &col,
+                Arc::new(BooleanArray::from_iter(sessions.iter().map(
+                    |(_, s)| match get(s, key) {
+                        Some(HValue::Bool(b)) => Some(*b),
+                        _ => None,
+                    },
+                ))),
+            );
         } else {
             // Mixed types become strings, as TensorBoard's hparams plugin does.
-            add(&col, Arc::new(StringArray::from_iter(sessions.iter().map(|(_, s)| get(s, key).map(|v| match v {
-                HValue::Number(x) => format!("{x}"),
-                HValue::Text(t) => t.clone(),
-                HValue::Bool(b) => b.to_string(),
-            })))));
+            add(
+                &col,
+                Arc::new(StringArray::from_iter(sessions.iter().map(|(_, s)| {
+                    get(s, key).map(|v| match v {
+                        HValue::Number(x) => format!("{x}"),
+                        HValue::Text(t) => t.clone(),
+                        HValue::Bool(b) => b.to_string(),
+                    })
+                }))),
+            );
         }
     }
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("columns match their schema")
@@ -185,6 +232,9 @@ mod tests {
         assert_eq!(s.status, Some(1));
         let t = table(&[("a".into(), s.clone()), ("b".into(), Session::default())]);
         assert_eq!(t.num_rows(), 2);
-        assert_eq!(t.schema().field_with_name("hparam:lr").unwrap().data_type(), &DataType::Float64);
+        assert_eq!(
+            t.schema().field_with_name("hparam:lr").unwrap().data_type(),
+            &DataType::Float64
+        );
     }
 }

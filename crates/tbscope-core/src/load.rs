@@ -10,18 +10,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use arrow_array::{
-    ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, UInt64Array,
-};
+use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use rayon::prelude::*;
 use regex::Regex;
 
-use crate::columns::{binary_array, merge_scalars, string_array, to_batch, Dicts, ScalarPart, Scalars, Tables};
+use crate::columns::{binary_array, string_array, to_batch, Dicts, Tables};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::{
-    read_file, split_points, Cursor, FileChunk, Known, Options, SessionEvent, Severity, SeriesMeta,
+    read_file_into, split_points, Cursor, FileChunk, Known, Options, SeriesMeta, SessionEvent,
+    Severity,
 };
 use crate::logdir::discover;
 
@@ -148,7 +147,10 @@ pub fn thread_count(requested: usize) -> usize {
     if requested > 0 {
         return requested;
     }
-    if let Some(n) = std::env::var("TBSCOPE_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+    if let Some(n) = std::env::var("TBSCOPE_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
         if n > 0 {
             return n;
         }
@@ -177,11 +179,18 @@ impl Reader {
 
     fn rel(&self, path: &Path) -> String {
         if self.root.is_file() {
-            return path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            return path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         }
         path.strip_prefix(&self.root).map_or_else(
             |_| path.to_string_lossy().into_owned(),
-            |p| p.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/"),
+            |p| {
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            },
         )
     }
 
@@ -198,15 +207,28 @@ impl Reader {
     /// The files with bytes to read, each with where to start: discovery plus change checks.
     /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
     pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
-        let (found, errors) = discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
+        let (found, errors) =
+            discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
         for (path, e) in errors {
             let rel = self.rel(&path);
             let (run, file, severity, reason) = if path.is_dir() {
-                (rel, String::new(), Severity::Error, format!("cannot list directory: {e}"))
+                (
+                    rel,
+                    String::new(),
+                    Severity::Error,
+                    format!("cannot list directory: {e}"),
+                )
             } else {
                 (String::new(), rel, Severity::Warning, e.to_string())
             };
-            let entry = ReportEntry { run, file, severity, offset: 0, length: 0, reason };
+            let entry = ReportEntry {
+                run,
+                file,
+                severity,
+                offset: 0,
+                length: 0,
+                reason,
+            };
             // Reloads find the same problem again; report it once.
             if !self.report.contains(&entry) {
                 self.report.push(entry);
@@ -231,7 +253,13 @@ impl Reader {
             if !self.runs.contains_key(run) {
                 let id = self.run_names.len() as i32;
                 self.run_names.push(run.clone());
-                self.runs.insert(run.clone(), RunState { id, ..Default::default() });
+                self.runs.insert(
+                    run.clone(),
+                    RunState {
+                        id,
+                        ..Default::default()
+                    },
+                );
             }
             for path in files {
                 let meta = std::fs::metadata(path).ok();
@@ -270,9 +298,13 @@ impl Reader {
         Ok(work)
     }
 
-    /// Reads `work` (from [`Reader::plan`]) and returns its rows as one batch per kind, without
+    /// Reads `work` (from [`Reader::plan`]) and returns its rows as batches per kind, without
     /// keeping them. File offsets and series state advance as in a load.
-    pub fn read(&mut self, work: Vec<(String, PathBuf, Cursor)>, cancel: &AtomicBool) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
+    pub fn read(
+        &mut self,
+        work: Vec<(String, PathBuf, Cursor)>,
+        cancel: &AtomicBool,
+    ) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
         // What each run already knows about its tags, so later files resolve at once.
         let known: HashMap<String, HashMap<String, Known>> = work
             .iter()
@@ -289,7 +321,6 @@ impl Reader {
             })
             .collect();
         let t0 = std::time::Instant::now();
-        let opts = &self.opts.file;
         let threads = thread_count(self.opts.threads);
         // A pool per load: nothing outlives the call, so fork() in between is safe.
         let pool = if threads <= 1 || work.len() <= 1 {
@@ -305,87 +336,144 @@ impl Reader {
         };
         // Large files are cut at record boundaries so several threads can share them.
         let work = self.split_large(work, threads, pool.as_ref());
-        let run_all = |items: &[Segment], known: &HashMap<String, HashMap<String, Known>>| -> Vec<FileChunk> {
-            let one = |(run, path, cursor, end): &Segment| read_file(path, *cursor, *end, opts, &known[run], cancel);
-            match &pool {
-                Some(p) => p.install(|| items.par_iter().map(one).collect()),
-                None => items.iter().map(one).collect(),
-            }
-        };
-        let chunks = run_all(&work, &known);
-        // Segments are speculative: a cut is trusted only if the segment before it ended there
-        // cleanly. A file where one did not (damage near a cut) is read again in one piece.
+        let mut groups = self.parse_groups(&work, threads, pool.as_ref(), &known, cancel);
+        // Two rare cases need a second pass over the work, with what the first one learnt:
+        // values of undecided kind (tensors before any metadata) are filed once every file of
+        // their run has had its say, a tag no file decides being a tensor; and a file whose
+        // split was not clean (damage near a cut) is read in one piece.
+        let chunks = || groups.iter().flat_map(|(_, cs)| cs.iter());
+        let deferred = chunks().any(|c| c.deferred > 0);
         let dirty: std::collections::HashSet<PathBuf> = work
             .iter()
-            .zip(&chunks)
+            .zip(chunks())
             .filter(|((_, _, _, end), c)| end.is_some() && !c.clean_end)
-            .map(|((_, p, _, _), _)| p.clone())
+            .map(|(seg, _)| seg.1.clone())
             .collect();
-        let (work, mut chunks) = if dirty.is_empty() {
-            (work, chunks)
-        } else {
-            let mut w2: Vec<Segment> = Vec::new();
-            let mut c2: Vec<Option<FileChunk>> = Vec::new();
-            for (seg, chunk) in work.into_iter().zip(chunks) {
-                if !dirty.contains(&seg.1) {
-                    w2.push(seg);
-                    c2.push(Some(chunk));
-                } else if !w2.iter().any(|s| s.1 == seg.1) {
-                    // The first segment starts where the file's read starts.
-                    w2.push((seg.0, seg.1, seg.2, None));
-                    c2.push(None);
-                }
-            }
-            let redo: Vec<usize> = (0..w2.len()).filter(|&i| c2[i].is_none()).collect();
-            let items: Vec<Segment> = redo.iter().map(|&i| w2[i].clone()).collect();
-            for (i, c) in redo.into_iter().zip(run_all(&items, &known)) {
-                c2[i] = Some(c);
-            }
-            (w2, c2.into_iter().map(|c| c.expect("every segment was read")).collect())
-        };
-        // Files with values of undecided kind (tensors before any metadata) are read again
-        // once every file of their run has had its say; a tag no file decides is a tensor.
-        let redo: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].deferred > 0).collect();
-        if !redo.is_empty() {
+        let work = if deferred || !dirty.is_empty() {
             let mut known2 = known.clone();
-            for (i, (run, _, _, _)) in work.iter().enumerate() {
+            for ((run, _, _, _), c) in work.iter().zip(chunks()) {
                 let k = known2.get_mut(run).unwrap();
-                for t in &chunks[i].tags {
+                for t in &c.tags {
                     if let Some(kind) = t.kind {
                         k.entry(t.name.clone()).or_insert(Known { kind });
                     }
                 }
             }
-            for &i in &redo {
-                let k = known2.get_mut(&work[i].0).unwrap();
-                for t in &chunks[i].tags {
-                    k.entry(t.name.clone()).or_insert(Known { kind: Kind::Tensors });
+            for ((run, _, _, _), c) in work.iter().zip(chunks()) {
+                let k = known2.get_mut(run).unwrap();
+                for t in &c.tags {
+                    k.entry(t.name.clone()).or_insert(Known {
+                        kind: Kind::Tensors,
+                    });
                 }
             }
-            let items: Vec<_> = redo.iter().map(|&i| work[i].clone()).collect();
-            for (i, c) in redo.into_iter().zip(run_all(&items, &known2)) {
-                chunks[i] = c;
+            let mut redo: Vec<Segment> = Vec::new();
+            for seg in work {
+                if !dirty.contains(&seg.1) {
+                    redo.push(seg);
+                } else if !redo.iter().any(|s| s.1 == seg.1) {
+                    // The first segment of a file starts where its read starts.
+                    redo.push((seg.0, seg.1, seg.2, None));
+                }
             }
-        }
+            groups = self.parse_groups(&redo, threads, pool.as_ref(), &known2, cancel);
+            redo
+        } else {
+            work
+        };
         if cancel.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Interrupted);
         }
         let parsed = t0.elapsed();
-        let (stats, merged) = self.merge(work, chunks, pool.as_ref());
-        let batches = self.to_batches(merged);
+        let (stats, tables) = self.merge(work, groups);
+        // One batch per kind: pandas would otherwise concatenate (and unify dictionaries) again.
+        let mut tables = tables.into_iter();
+        let mut all = tables.next().unwrap_or_default();
+        for t in tables {
+            all.append(t);
+        }
+        let batches = self.to_batches(all);
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
-            eprintln!("tbscope: parse {parsed:?}, merge+arrow {:?}", t0.elapsed() - parsed);
+            eprintln!(
+                "tbscope: parse {parsed:?}, merge+arrow {:?}",
+                t0.elapsed() - parsed
+            );
         }
         Ok((stats, batches))
     }
 
+    /// Parses segments on `threads` workers, each taking a contiguous run of them (balanced by
+    /// bytes) into tables of its own, so rows come out in order without being copied again.
+    fn parse_groups(
+        &self,
+        work: &[Segment],
+        threads: usize,
+        pool: Option<&rayon::ThreadPool>,
+        known: &HashMap<String, HashMap<String, Known>>,
+        cancel: &AtomicBool,
+    ) -> Vec<(Tables, Vec<FileChunk>)> {
+        let opts = &self.opts.file;
+        let bytes: Vec<u64> = work
+            .iter()
+            .map(|(_, path, cursor, end)| {
+                end.unwrap_or_else(|| std::fs::metadata(path).map_or(0, |m| m.len()))
+                    .saturating_sub(cursor.offset)
+            })
+            .collect();
+        let total: u64 = bytes.iter().sum();
+        let n = threads.clamp(1, work.len().max(1));
+        let mut ranges = Vec::with_capacity(n);
+        let (mut start, mut acc) = (0usize, 0u64);
+        for (i, b) in bytes.iter().enumerate() {
+            acc += b;
+            if ranges.len() + 1 < n && acc * n as u64 >= total * (ranges.len() as u64 + 1) {
+                ranges.push((start, i + 1, acc));
+                start = i + 1;
+                acc = 0;
+            }
+        }
+        ranges.push((start, work.len(), acc));
+        let one = |&(a, b, group_bytes): &(usize, usize, u64)| {
+            let mut tables = Tables::default();
+            if opts.kinds.contains(Kind::Scalars) {
+                // Room for the smallest possible scalar records: the columns never reallocate,
+                // and capacity never touched costs address space, not memory. The first group
+                // gets room for all, since the others are appended to it.
+                let rows = ((if a == 0 { total } else { group_bytes }) / 40) as usize;
+                tables.scalars.c.reserve_chunk(rows, opts.provenance);
+                tables.scalars.value.reserve(rows);
+            }
+            let chunks: Vec<FileChunk> = work[a..b]
+                .iter()
+                .map(|(run, path, cursor, end)| {
+                    read_file_into(path, *cursor, *end, opts, &known[run], cancel, &mut tables)
+                })
+                .collect();
+            (tables, chunks)
+        };
+        match pool {
+            Some(p) => p.install(|| ranges.par_iter().map(one).collect()),
+            None => ranges.iter().map(one).collect(),
+        }
+    }
+
     /// Splits files with much left to read into segments for parallel parsing.
-    fn split_large(&self, work: Vec<(String, PathBuf, Cursor)>, threads: usize, pool: Option<&rayon::ThreadPool>) -> Vec<Segment> {
+    fn split_large(
+        &self,
+        work: Vec<(String, PathBuf, Cursor)>,
+        threads: usize,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Vec<Segment> {
         // Files smaller than this are not worth a header scan; TBSCOPE_SPLIT_BYTES overrides it
         // (tests use it to split small files).
-        let split_above: u64 = std::env::var("TBSCOPE_SPLIT_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(64 << 20);
+        let split_above: u64 = std::env::var("TBSCOPE_SPLIT_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64 << 20);
         let plan = |(run, path, cursor): (String, PathBuf, Cursor)| -> Vec<Segment> {
-            let left = std::fs::metadata(&path).map_or(0, |m| m.len()).saturating_sub(cursor.offset);
+            let left = std::fs::metadata(&path)
+                .map_or(0, |m| m.len())
+                .saturating_sub(cursor.offset);
             if threads <= 1 || left <= split_above {
                 return vec![(run, path, cursor, None)];
             }
@@ -406,81 +494,99 @@ impl Reader {
         }
     }
 
-    fn merge(&mut self, work: Vec<Segment>, mut chunks: Vec<FileChunk>, pool: Option<&rayon::ThreadPool>) -> (LoadStats, Tables) {
-        let mut stats = LoadStats { files_read: chunks.len(), ..Default::default() };
-        let mut merged = Tables::default();
-        // Scalars, the bulk of most logs, are copied in parallel after the bookkeeping below.
-        let mut scalar_rows: Vec<Scalars> = chunks.iter_mut().map(|c| std::mem::take(&mut c.tables.scalars)).collect();
-        let mut scalar_parts = Vec::with_capacity(chunks.len());
-        for ((run, path, _, _), chunk) in work.into_iter().zip(chunks) {
-            stats.bytes_read += chunk.bytes_read;
-            stats.records += chunk.records;
-            let rel;
-            let file_id;
-            {
-                let state = self.runs.get_mut(&run).unwrap();
-                let f = state.files.get_mut(&path).unwrap();
-                f.cursor = chunk.end;
-                f.size = chunk.size;
-                f.records += chunk.records;
-                f.tail = chunk.tail;
-                f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
-                if chunk.file_version.is_some() {
-                    f.file_version.clone_from(&chunk.file_version);
+    /// Bookkeeping for what was read, in file order: offsets, report, kinds decided, tags
+    /// renumbered. Returns each worker's tables, ready for Arrow.
+    fn merge(
+        &mut self,
+        work: Vec<Segment>,
+        groups: Vec<(Tables, Vec<FileChunk>)>,
+    ) -> (LoadStats, Vec<Tables>) {
+        let mut stats = LoadStats {
+            files_read: work.len(),
+            ..Default::default()
+        };
+        let mut work = work.into_iter();
+        let mut out = Vec::with_capacity(groups.len());
+        for (mut tables, chunks) in groups {
+            for chunk in chunks {
+                let (run, path, _, _) = work.next().expect("a segment per chunk");
+                stats.bytes_read += chunk.bytes_read;
+                stats.records += chunk.records;
+                let rel;
+                let file_id;
+                {
+                    let state = self.runs.get_mut(&run).unwrap();
+                    let f = state.files.get_mut(&path).unwrap();
+                    f.cursor = chunk.end;
+                    f.size = chunk.size;
+                    f.records += chunk.records;
+                    f.tail = chunk.tail;
+                    f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
+                    if chunk.file_version.is_some() {
+                        f.file_version.clone_from(&chunk.file_version);
+                    }
+                    if chunk.writer.is_some() {
+                        f.writer.clone_from(&chunk.writer);
+                    }
+                    file_id = f.id;
+                    rel = self.file_names[f.id as usize].clone();
+                    if let Some(w) = chunk.first_wall {
+                        state.first_wall = Some(state.first_wall.map_or(w, |x| x.min(w)));
+                    }
+                    if let Some(w) = chunk.last_wall {
+                        state.last_wall = Some(state.last_wall.map_or(w, |x| x.max(w)));
+                    }
+                    if let Some(s) = chunk.max_step {
+                        state.max_step = Some(state.max_step.map_or(s, |x| x.max(s)));
+                    }
+                    state.sessions.extend(chunk.sessions.iter().cloned());
+                    state.corrupt += chunk
+                        .problems
+                        .iter()
+                        .filter(|p| p.severity == Severity::Corrupt)
+                        .count() as u64;
                 }
-                if chunk.writer.is_some() {
-                    f.writer.clone_from(&chunk.writer);
-                }
-                file_id = f.id;
-                rel = self.file_names[f.id as usize].clone();
-                if let Some(w) = chunk.first_wall {
-                    state.first_wall = Some(state.first_wall.map_or(w, |x| x.min(w)));
-                }
-                if let Some(w) = chunk.last_wall {
-                    state.last_wall = Some(state.last_wall.map_or(w, |x| x.max(w)));
-                }
-                if let Some(s) = chunk.max_step {
-                    state.max_step = Some(state.max_step.map_or(s, |x| x.max(s)));
-                }
-                state.sessions.extend(chunk.sessions.iter().cloned());
-                state.corrupt += chunk.problems.iter().filter(|p| p.severity == Severity::Corrupt).count() as u64;
-            }
-            // Stale truncation notes for this file are replaced by what this read found.
-            self.report.retain(|e| !(e.file == rel && matches!(e.severity, Severity::Truncated | Severity::Info)));
-            for p in &chunk.problems {
-                self.report.push(ReportEntry {
-                    run: run.clone(),
-                    file: rel.clone(),
-                    severity: p.severity,
-                    offset: p.offset,
-                    length: p.length,
-                    reason: p.reason.clone(),
+                // Stale truncation notes for this file are replaced by what this read found.
+                self.report.retain(|e| {
+                    !(e.file == rel && matches!(e.severity, Severity::Truncated | Severity::Info))
                 });
-            }
-            // File-local tags to logdir-wide ids, deciding kinds in file order.
-            let run_id = self.runs[&run].id;
-            let mut tag_map = Vec::with_capacity(chunk.tags.len());
-            for lt in &chunk.tags {
-                let gid = intern(&mut self.tag_names, &mut self.tag_index, &lt.name);
-                tag_map.push(gid);
-                if !lt.wanted {
-                    continue;
+                for p in &chunk.problems {
+                    self.report.push(ReportEntry {
+                        run: run.clone(),
+                        file: rel.clone(),
+                        severity: p.severity,
+                        offset: p.offset,
+                        length: p.length,
+                        reason: p.reason.clone(),
+                    });
                 }
-                let state = self.runs.get_mut(&run).unwrap();
-                let ts = state.tags.entry(lt.name.clone()).or_insert_with(|| TagState {
-                    kind: None,
-                    meta: None,
-                    points: 0,
-                    first_step: i64::MAX,
-                    last_step: i64::MIN,
-                });
-                if ts.points == 0 && ts.kind.is_none() && !state.tag_order.contains(&lt.name) {
-                    state.tag_order.push(lt.name.clone());
-                }
-                if ts.meta.is_none() {
-                    ts.meta.clone_from(&lt.meta);
-                }
-                match (ts.kind, lt.kind) {
+                // File-local tags to logdir-wide ids, deciding kinds in file order.
+                let run_id = self.runs[&run].id;
+                let mut tag_map = Vec::with_capacity(chunk.tags.len());
+                for lt in &chunk.tags {
+                    let gid = intern(&mut self.tag_names, &mut self.tag_index, &lt.name);
+                    tag_map.push(gid);
+                    if !lt.wanted {
+                        continue;
+                    }
+                    let state = self.runs.get_mut(&run).unwrap();
+                    let ts = state
+                        .tags
+                        .entry(lt.name.clone())
+                        .or_insert_with(|| TagState {
+                            kind: None,
+                            meta: None,
+                            points: 0,
+                            first_step: i64::MAX,
+                            last_step: i64::MIN,
+                        });
+                    if ts.points == 0 && ts.kind.is_none() && !state.tag_order.contains(&lt.name) {
+                        state.tag_order.push(lt.name.clone());
+                    }
+                    if ts.meta.is_none() {
+                        ts.meta.clone_from(&lt.meta);
+                    }
+                    match (ts.kind, lt.kind) {
                     (None, k) => ts.kind = k,
                     (Some(a), Some(b)) if a != b => self.report.push(ReportEntry {
                         run: run.clone(),
@@ -495,19 +601,24 @@ impl Reader {
                     }),
                     _ => {}
                 }
-                ts.points += lt.points;
-                if lt.points > 0 {
-                    ts.first_step = ts.first_step.min(lt.first_step);
-                    ts.last_step = ts.last_step.max(lt.last_step);
+                    ts.points += lt.points;
+                    if lt.points > 0 {
+                        ts.first_step = ts.first_step.min(lt.first_step);
+                        ts.last_step = ts.last_step.max(lt.last_step);
+                    }
                 }
+                tables.finish_rows(
+                    &chunk.rows,
+                    &tag_map,
+                    run_id,
+                    file_id,
+                    self.opts.file.provenance,
+                );
             }
-            merged.extend(&chunk.tables, run_id, file_id, &tag_map);
-            scalar_parts.push(ScalarPart { rows: std::mem::take(&mut scalar_rows[scalar_parts.len()]), run: run_id, file: file_id, tag_map });
-            // `chunk` is dropped here, freeing its columns before the next one is copied.
+            stats.rows += tables.rows().iter().sum::<usize>();
+            out.push(tables);
         }
-        merge_scalars(&mut merged.scalars, scalar_parts, self.opts.file.provenance, pool);
-        stats.rows = merged.rows().iter().sum();
-        (stats, merged)
+        (stats, out)
     }
 
     fn plugin_id(&mut self, run: i32, tag: i32) -> i32 {
@@ -548,7 +659,12 @@ impl Reader {
         Kind::ALL
             .into_iter()
             .filter(|&k| rows[k as usize] > 0)
-            .map(|k| (k, to_batch(&mut merged, k, &dicts, self.opts.file.provenance)))
+            .map(|k| {
+                (
+                    k,
+                    to_batch(&mut merged, k, &dicts, self.opts.file.provenance),
+                )
+            })
             .collect()
     }
 
@@ -558,7 +674,11 @@ impl Reader {
         if self.opts.restarts == Restarts::All && self.opts.step_lo.is_none() {
             return Ok(batches.clone());
         }
-        crate::restarts::apply(batches, self.opts.restarts == Restarts::Preempt, self.opts.step_lo)
+        crate::restarts::apply(
+            batches,
+            self.opts.restarts == Restarts::Preempt,
+            self.opts.step_lo,
+        )
     }
 
     /// The schema of `kind`'s table even when it has no rows.
@@ -568,7 +688,13 @@ impl Reader {
         }
         let mut empty = Tables::default();
         let none = |_: i32, _: i32| 0;
-        let dicts = Dicts { runs: &[], tags: &[], files: &[], plugin_of: &none, plugins: &[] };
+        let dicts = Dicts {
+            runs: &[],
+            tags: &[],
+            files: &[],
+            plugin_of: &none,
+            plugins: &[],
+        };
         to_batch(&mut empty, kind, &dicts, self.opts.file.provenance).schema()
     }
 
@@ -615,7 +741,10 @@ impl Reader {
             ("tag", string_array(tag)),
             ("kind", string_array(kind)),
             ("plugin", string_array(plugin)),
-            ("plugin_content", binary_array(content.iter().map(|c| c.as_slice()))),
+            (
+                "plugin_content",
+                binary_array(content.iter().map(|c| c.as_slice())),
+            ),
             ("display_name", string_array(display)),
             ("description", string_array(desc)),
             ("data_class", Arc::new(Int32Array::from(class))),
@@ -651,8 +780,19 @@ impl Reader {
             corrupt.push(s.corrupt);
             tail.push(s.files.values().map(|f| f.tail).sum::<u64>());
             // SessionLog START after the first one marks a restart (TF1 writers).
-            restarts.push(s.sessions.iter().filter(|e| e.status == 1).count().saturating_sub(1) as i64);
-            writer.push(s.files.values().find_map(|f| f.writer.clone()).unwrap_or_default());
+            restarts.push(
+                s.sessions
+                    .iter()
+                    .filter(|e| e.status == 1)
+                    .count()
+                    .saturating_sub(1) as i64,
+            );
+            writer.push(
+                s.files
+                    .values()
+                    .find_map(|f| f.writer.clone())
+                    .unwrap_or_default(),
+            );
             let mut counts = [0i64; 8];
             for t in s.tags.values() {
                 if let Some(k) = t.kind {
@@ -676,7 +816,16 @@ impl Reader {
             ("restarts", Arc::new(Int64Array::from(restarts))),
             ("writer", string_array(writer)),
         ];
-        let names = ["scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors"];
+        let names = [
+            "scalars",
+            "histograms",
+            "images",
+            "audio",
+            "text",
+            "hparams",
+            "blobs",
+            "tensors",
+        ];
         for (n, v) in names.iter().zip(per_kind) {
             cols.push((n, Arc::new(Int64Array::from(v))));
         }
@@ -692,16 +841,22 @@ impl Reader {
             // Dictionaries are compacted per batch: go through the values, not global ids.
             let runs = b.column(0).as_dictionary::<Int32Type>();
             let run_values = runs.values().as_string::<i32>();
-            let idx = b.schema().index_of("plugin_content").expect("hparams batches carry content");
+            let idx = b
+                .schema()
+                .index_of("plugin_content")
+                .expect("hparams batches carry content");
             let content = b.column(idx).as_binary::<i64>();
             for i in 0..b.num_rows() {
                 let run = run_values.value(runs.keys().value(i) as usize);
                 let s = sessions.entry(run.to_string()).or_default();
-                crate::hparams::apply(content.value(i), s)
-                    .map_err(|e| Error::Other(format!("run {run}: hparams record is not valid: {e}")))?;
+                crate::hparams::apply(content.value(i), s).map_err(|e| {
+                    Error::Other(format!("run {run}: hparams record is not valid: {e}"))
+                })?;
             }
         }
-        Ok(crate::hparams::table(&sessions.into_iter().collect::<Vec<_>>()))
+        Ok(crate::hparams::table(
+            &sessions.into_iter().collect::<Vec<_>>(),
+        ))
     }
 
     /// The health report: one row per problem found so far.
@@ -711,15 +866,28 @@ impl Reader {
 
     /// Absolute path of a file by its dictionary name (for lazy blob reads).
     pub fn file_path(&self, rel: &str) -> Option<PathBuf> {
-        self.runs.values().flat_map(|r| r.files.values()).find(|f| self.file_names[f.id as usize] == rel).map(|f| f.path.clone())
+        self.runs
+            .values()
+            .flat_map(|r| r.files.values())
+            .find(|f| self.file_names[f.id as usize] == rel)
+            .map(|f| f.path.clone())
     }
 }
 
 fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
     let fields: Vec<Field> = cols
         .iter()
-        .map(|(n, a)| Field::new(*n, a.data_type().clone(), a.data_type() != &DataType::Utf8 || a.null_count() > 0))
+        .map(|(n, a)| {
+            Field::new(
+                *n,
+                a.data_type().clone(),
+                a.data_type() != &DataType::Utf8 || a.null_count() > 0,
+            )
+        })
         .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols.into_iter().map(|(_, a)| a).collect())
-        .expect("columns match their schema")
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        cols.into_iter().map(|(_, a)| a).collect(),
+    )
+    .expect("columns match their schema")
 }

@@ -25,7 +25,10 @@ pub fn is_event_file_name(name: &str) -> bool {
 ///
 /// `root` may be a single event file (one run named `.`). A missing path is an error; a
 /// directory that cannot be listed is skipped and returned in the second value.
-pub fn discover(root: &Path, runs: Option<&Regex>) -> io::Result<(Discovered, Vec<(PathBuf, io::Error)>)> {
+pub fn discover(
+    root: &Path,
+    runs: Option<&Regex>,
+) -> io::Result<(Discovered, Vec<(PathBuf, io::Error)>)> {
     let meta = std::fs::metadata(root)?;
     let mut out = Discovered::new();
     let mut errors = Vec::new();
@@ -96,7 +99,10 @@ fn walk(
             if ft.is_file() || path.is_file() || dangling {
                 files.push(path);
             } else {
-                errors.push((path, io::Error::other("named like an event file but not a regular file; skipped")));
+                errors.push((
+                    path,
+                    io::Error::other("named like an event file but not a regular file; skipped"),
+                ));
             }
         }
     }
@@ -124,18 +130,35 @@ mod tests {
         for p in ["a/b", "c", "d"] {
             std::fs::create_dir_all(tmp.join(p)).unwrap();
         }
-        for f in ["events.out.tfevents.2.x", "a/b/events.out.tfevents.1.x", "c/events.out.tfevents.2.y",
-                  "c/events.out.tfevents.1.y", "d/notes.txt"] {
+        for f in [
+            "events.out.tfevents.2.x",
+            "a/b/events.out.tfevents.1.x",
+            "c/events.out.tfevents.2.y",
+            "c/events.out.tfevents.1.y",
+            "d/notes.txt",
+        ] {
             std::fs::write(tmp.join(f), b"").unwrap();
         }
         let (found, errors) = discover(&tmp, None).unwrap();
         assert!(errors.is_empty());
-        assert_eq!(found.keys().cloned().collect::<Vec<_>>(), vec![".", "a/b", "c"]);
-        let c: Vec<_> = found["c"].iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(c, vec!["events.out.tfevents.1.y", "events.out.tfevents.2.y"]);
+        assert_eq!(
+            found.keys().cloned().collect::<Vec<_>>(),
+            vec![".", "a/b", "c"]
+        );
+        let c: Vec<_> = found["c"]
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            c,
+            vec!["events.out.tfevents.1.y", "events.out.tfevents.2.y"]
+        );
         let re = Regex::new("^a/").unwrap();
         assert_eq!(discover(&tmp, Some(&re)).unwrap().0.len(), 1);
-        assert_eq!(discover(&tmp.join("missing"), None).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            discover(&tmp.join("missing"), None).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

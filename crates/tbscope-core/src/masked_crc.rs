@@ -71,11 +71,17 @@ mod tests {
 
     #[test]
     fn short_path_matches_crate_at_every_length() {
-        let data: Vec<u8> = (0..1500u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let data: Vec<u8> = (0..1500u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         for n in 0..data.len() {
             for start in 0..3 {
                 if start <= n {
-                    assert_eq!(crc32c(&data[start..n]), crc32c::crc32c(&data[start..n]), "len {n}");
+                    assert_eq!(
+                        crc32c(&data[start..n]),
+                        crc32c::crc32c(&data[start..n]),
+                        "len {n}"
+                    );
                 }
             }
         }

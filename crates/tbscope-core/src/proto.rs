@@ -264,7 +264,12 @@ pub fn simple_scalar(b: &[u8]) -> Option<SimpleScalar<'_>> {
         return None;
     }
     let value = f32::from_le_bytes(b[pos + 1..pos + 5].try_into().ok()?);
-    Some(SimpleScalar { wall_time, step, tag, value })
+    Some(SimpleScalar {
+        wall_time,
+        step,
+        tag,
+        value,
+    })
 }
 
 /// Iterates `Summary.value` entries without decoding them.
@@ -407,7 +412,10 @@ fn push_f64s(out: &mut Vec<f64>, w: Wire<'_>) -> Result<()> {
             if b.len() % 8 != 0 {
                 return Err(DecodeError("packed doubles are not a multiple of 8 bytes"));
             }
-            out.extend(b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())));
+            out.extend(
+                b.chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().unwrap())),
+            );
         }
         _ => return Err(DecodeError("expected doubles")),
     }
@@ -524,7 +532,9 @@ mod tests {
         ev.extend_from_slice(&1234.5f64.to_le_bytes());
         ev.extend_from_slice(&[0x10, 0x4d, 0x2a, 0x25, 0x0a, 0x23, 0x0a, 0x08]);
         ev.extend_from_slice(b"accuracy");
-        ev.extend_from_slice(&[0x42, 0x0a, 0x08, 0x01, 0x12, 0x00, 0x22, 0x04, 0xa4, 0x70, 0x7d, 0x3f]);
+        ev.extend_from_slice(&[
+            0x42, 0x0a, 0x08, 0x01, 0x12, 0x00, 0x22, 0x04, 0xa4, 0x70, 0x7d, 0x3f,
+        ]);
         ev.extend_from_slice(&[0x4a, 0x0b, 0x0a, 0x09, 0x0a, 0x07]);
         ev.extend_from_slice(b"scalars");
         ev
@@ -543,7 +553,9 @@ mod tests {
         assert_eq!(v.tag, b"accuracy");
         let md = Metadata::decode(v.metadata.unwrap()).unwrap();
         assert_eq!(md.plugin_name, b"scalars");
-        let ValueKind::Tensor(t) = v.value else { panic!() };
+        let ValueKind::Tensor(t) = v.value else {
+            panic!()
+        };
         assert_eq!(&t[t.len() - 4..], &0.99f32.to_le_bytes());
     }
 
@@ -563,10 +575,15 @@ mod tests {
     fn simple_scalar_agrees_with_the_general_decoder() {
         let mut ev = vec![0x09];
         ev.extend_from_slice(&7.25f64.to_le_bytes());
-        ev.extend_from_slice(&[0x10, 0x96, 0x01, 0x2a, 0x0b, 0x0a, 0x09, 0x0a, 0x02, b'l', b'r', 0x15]);
+        ev.extend_from_slice(&[
+            0x10, 0x96, 0x01, 0x2a, 0x0b, 0x0a, 0x09, 0x0a, 0x02, b'l', b'r', 0x15,
+        ]);
         ev.extend_from_slice(&0.5f32.to_le_bytes());
         let s = simple_scalar(&ev).unwrap();
-        assert_eq!((s.wall_time, s.step, s.tag, s.value), (7.25, 150, &b"lr"[..], 0.5));
+        assert_eq!(
+            (s.wall_time, s.step, s.tag, s.value),
+            (7.25, 150, &b"lr"[..], 0.5)
+        );
         let general = Event::decode(&ev).unwrap();
         assert_eq!((general.wall_time, general.step), (7.25, 150));
         // Any extra byte, a second value, or a truncation falls back to the general path.
@@ -585,6 +602,13 @@ mod tests {
         let mut pos = 0;
         assert!(read_varint(&[0xff; 11], &mut pos).is_err());
         let mut pos = 0;
-        assert_eq!(read_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], &mut pos).unwrap(), u64::MAX);
+        assert_eq!(
+            read_varint(
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+                &mut pos
+            )
+            .unwrap(),
+            u64::MAX
+        );
     }
 }

@@ -13,7 +13,11 @@ use crate::error::{Error, Result};
 /// Preemption: a record at step s removes the earlier records of its (run, tag) with step >= s,
 /// which is what TensorBoard's reservoirs do when a job restarts from a checkpoint. Kept steps
 /// of a series therefore always increase, so each series needs only a stack of kept rows.
-pub fn apply(batches: &[RecordBatch], preempt: bool, step_lo: Option<i64>) -> Result<Vec<RecordBatch>> {
+pub fn apply(
+    batches: &[RecordBatch],
+    preempt: bool,
+    step_lo: Option<i64>,
+) -> Result<Vec<RecordBatch>> {
     let mut keep: Vec<Vec<bool>> = batches.iter().map(|b| vec![true; b.num_rows()]).collect();
     if preempt {
         // Each batch has its own (compacted) dictionaries: series are keyed by name ids shared
@@ -28,7 +32,11 @@ pub fn apply(batches: &[RecordBatch], preempt: bool, step_lo: Option<i64>) -> Re
                     *names.entry(values.value(i).to_string()).or_insert(n)
                 })
                 .collect();
-            dict.keys().values().iter().map(|&k| local[k as usize]).collect()
+            dict.keys()
+                .values()
+                .iter()
+                .map(|&k| local[k as usize])
+                .collect()
         };
         let mut stacks: HashMap<(usize, usize), Vec<(usize, usize, i64)>> = HashMap::new();
         for (bi, b) in batches.iter().enumerate() {
@@ -37,7 +45,11 @@ pub fn apply(batches: &[RecordBatch], preempt: bool, step_lo: Option<i64>) -> Re
             let steps = b.column(2).as_primitive::<Int64Type>();
             // Rows with index > 0 are further elements of the same record (images of one
             // summary, text elements): they do not preempt their own siblings.
-            let index = b.schema().index_of("index").ok().map(|i| b.column(i).as_primitive::<Int32Type>().clone());
+            let index = b
+                .schema()
+                .index_of("index")
+                .ok()
+                .map(|i| b.column(i).as_primitive::<Int32Type>().clone());
             for i in 0..b.num_rows() {
                 let s = steps.value(i);
                 let stack = stacks.entry((runs[i], tags[i])).or_default();

@@ -115,14 +115,19 @@ pub fn element_size(dtype: i32) -> Option<usize> {
 
 impl<'a> Tensor<'a> {
     pub fn decode(buf: &'a [u8]) -> Result<Self> {
-        let mut t = Tensor { raw: buf, ..Default::default() };
+        let mut t = Tensor {
+            raw: buf,
+            ..Default::default()
+        };
         for f in Fields::new(buf) {
             let (n, w) = f?;
             match (n, w) {
                 (1, Wire::Varint(v)) => t.dtype = v as i32,
                 (2, Wire::Bytes(b)) => decode_shape(b, &mut t)?,
                 (4, Wire::Bytes(b)) => t.content = b,
-                (1 | 2 | 4, _) => return Err(DecodeError("TensorProto field has the wrong wire type")),
+                (1 | 2 | 4, _) => {
+                    return Err(DecodeError("TensorProto field has the wrong wire type"))
+                }
                 _ => {}
             }
         }
@@ -131,7 +136,10 @@ impl<'a> Tensor<'a> {
 
     /// Number of elements the shape calls for (unknown dims count as 0).
     pub fn num_elements(&self) -> usize {
-        self.shape.iter().map(|&d| d.max(0) as usize).fold(1usize, |a, d| a.saturating_mul(d))
+        self.shape
+            .iter()
+            .map(|&d| d.max(0) as usize)
+            .fold(1usize, |a, d| a.saturating_mul(d))
     }
 
     /// Fast path for a rank-0 numeric tensor: its value as f64, if it has exactly one.
@@ -168,7 +176,9 @@ impl<'a> Tensor<'a> {
                 out = vec![out[0]; n];
             }
             if out.len() != n {
-                return Err(DecodeError("string tensor element count does not match its shape"));
+                return Err(DecodeError(
+                    "string tensor element count does not match its shape",
+                ));
             }
             return Ok(Elements::Strings(out));
         }
@@ -177,7 +187,9 @@ impl<'a> Tensor<'a> {
         };
         if !self.content.is_empty() {
             if self.content.len() != n * size {
-                return Err(DecodeError("tensor_content size does not match dtype and shape"));
+                return Err(DecodeError(
+                    "tensor_content size does not match dtype and shape",
+                ));
             }
             return Ok(Elements::Numeric(self.content.to_vec()));
         }
@@ -228,8 +240,8 @@ fn typed_field(dtype: i32) -> u32 {
     match dtype {
         DT_FLOAT => 5,
         DT_DOUBLE => 6,
-        DT_INT32 | DT_UINT8 | DT_INT16 | DT_INT8 | DT_QINT8 | DT_QUINT8 | DT_QINT16 | DT_QUINT16
-        | DT_QINT32 | DT_UINT16 => 7,
+        DT_INT32 | DT_UINT8 | DT_INT16 | DT_INT8 | DT_QINT8 | DT_QUINT8 | DT_QINT16
+        | DT_QUINT16 | DT_QINT32 | DT_UINT16 => 7,
         DT_COMPLEX64 => 9,
         DT_INT64 => 10,
         DT_BOOL => 11,
@@ -344,8 +356,13 @@ mod tests {
         let buf = tensor_bytes(DT_FLOAT, &[2, 3], &tail);
         let t = Tensor::decode(&buf).unwrap();
         assert_eq!(t.shape, vec![2, 3]);
-        let Elements::Numeric(b) = t.elements().unwrap() else { panic!() };
-        let vals: Vec<f32> = b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        let Elements::Numeric(b) = t.elements().unwrap() else {
+            panic!()
+        };
+        let vals: Vec<f32> = b
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
         assert_eq!(vals, vec![1.5; 6]);
     }
 
@@ -361,7 +378,9 @@ mod tests {
     #[test]
     fn negative_int32_and_half() {
         // int_val = -2 as a 10-byte varint (protobuf sign-extends int32).
-        let tail = [0x38, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        let tail = [
+            0x38, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+        ];
         let t_bytes = tensor_bytes(DT_INT32, &[], &tail);
         let t = Tensor::decode(&t_bytes).unwrap();
         assert_eq!(t.scalar_f64(), Some(-2.0));

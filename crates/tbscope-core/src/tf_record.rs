@@ -39,10 +39,15 @@ impl std::fmt::Display for Corruption {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
     /// A whole record: its payload, and how many bytes it spans including framing.
-    Record { data: &'a [u8], span: usize },
+    Record {
+        data: &'a [u8],
+        span: usize,
+    },
     /// The window ends before the record does: `need` bytes from the start would decide it.
     /// At the end of a file this is a truncated tail (a writer still writing), not corruption.
-    NeedMore { need: usize },
+    NeedMore {
+        need: usize,
+    },
     Corrupt(Corruption),
 }
 
@@ -75,7 +80,10 @@ pub fn parse_frame(buf: &[u8], max_len: u64, verify: bool) -> Frame<'_> {
         return Frame::Corrupt(Corruption::TooLong(len));
     }
     // A cap near u64::MAX must not make the span overflow.
-    let Some(span) = usize::try_from(len).ok().and_then(|l| l.checked_add(OVERHEAD)) else {
+    let Some(span) = usize::try_from(len)
+        .ok()
+        .and_then(|l| l.checked_add(OVERHEAD))
+    else {
         return Frame::Corrupt(Corruption::TooLong(len));
     };
     if buf.len() < span {
@@ -115,8 +123,13 @@ pub fn resync(buf: &[u8], from: usize, max_len: u64) -> Resync {
     while pos + HEADER_LEN <= buf.len() {
         let w = &buf[pos..];
         let len = le_u64(w);
-        let span = usize::try_from(len).ok().and_then(|l| l.checked_add(OVERHEAD));
-        if let (true, Some(span)) = (len <= max_len && masked_crc32c(&w[..8]) == le_u32(&w[8..12]), span) {
+        let span = usize::try_from(len)
+            .ok()
+            .and_then(|l| l.checked_add(OVERHEAD));
+        if let (true, Some(span)) = (
+            len <= max_len && masked_crc32c(&w[..8]) == le_u32(&w[8..12]),
+            span,
+        ) {
             if w.len() < span {
                 return Resync::Candidate { pos, need: span };
             }
@@ -191,16 +204,25 @@ mod tests {
         let rec = real_first_record();
         let mut bad_len = rec.clone();
         bad_len[0] ^= 1;
-        assert_eq!(parse_frame(&bad_len, CAP, true), Frame::Corrupt(Corruption::BadLengthCrc));
+        assert_eq!(
+            parse_frame(&bad_len, CAP, true),
+            Frame::Corrupt(Corruption::BadLengthCrc)
+        );
         let mut bad_data = rec.clone();
         bad_data[HEADER_LEN + 3] ^= 0x40;
-        assert_eq!(parse_frame(&bad_data, CAP, true), Frame::Corrupt(Corruption::BadDataCrc));
+        assert_eq!(
+            parse_frame(&bad_data, CAP, true),
+            Frame::Corrupt(Corruption::BadDataCrc)
+        );
         // Unverified parsing accepts it; the explicit check still catches it.
         match parse_frame(&bad_data, CAP, false) {
             Frame::Record { span, .. } => assert!(!data_crc_ok(&bad_data, span)),
             other => panic!("{other:?}"),
         }
-        assert_eq!(parse_frame(&rec, 10, true), Frame::Corrupt(Corruption::TooLong(24)));
+        assert_eq!(
+            parse_frame(&rec, 10, true),
+            Frame::Corrupt(Corruption::TooLong(24))
+        );
     }
 
     #[test]
@@ -209,7 +231,13 @@ mod tests {
         let at = buf.len();
         buf.extend(real_first_record());
         assert_eq!(resync(&buf, 0, CAP), Resync::Found(at));
-        assert_eq!(resync(&buf[..at + 20], 0, CAP), Resync::Candidate { pos: at, need: 40 });
-        assert_eq!(resync(&buf[..at], 0, CAP), Resync::Exhausted(at - HEADER_LEN + 1));
+        assert_eq!(
+            resync(&buf[..at + 20], 0, CAP),
+            Resync::Candidate { pos: at, need: 40 }
+        );
+        assert_eq!(
+            resync(&buf[..at], 0, CAP),
+            Resync::Exhausted(at - HEADER_LEN + 1)
+        );
     }
 }

@@ -37,7 +37,13 @@ struct Source {
 
 impl Source {
     fn new(rel: &str, bytes: Vec<u8>, exp: Vec<Expected>) -> Source {
-        Source { rel: rel.to_string(), bytes, exp, written: None, damage: Vec::new() }
+        Source {
+            rel: rel.to_string(),
+            bytes,
+            exp,
+            written: None,
+            damage: Vec::new(),
+        }
     }
 
     /// Appends up to `n` more bytes (creating the file on the first call).
@@ -48,7 +54,11 @@ impl Source {
         if self.written.is_none() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         }
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(&self.bytes[from..to]).unwrap();
         self.written = Some(to);
     }
@@ -60,14 +70,24 @@ impl Source {
     /// Rows of the records complete on disk, in order.
     fn completed_rows(&self) -> Vec<(String, i64, f64, i64)> {
         let w = self.written.unwrap_or(0);
-        let whole: Vec<Expected> = self.exp.iter().filter(|e| e.offset + e.span <= w).cloned().collect();
+        let whole: Vec<Expected> = self
+            .exp
+            .iter()
+            .filter(|e| e.offset + e.span <= w)
+            .cloned()
+            .collect();
         expected_rows(&whole)
     }
 
     /// Where the unfinished record starts, if the file currently ends inside one.
     fn tail(&self) -> Option<(u64, u64)> {
         let w = self.written?;
-        let last_end = self.exp.iter().map(|e| e.offset + e.span).filter(|&end| end <= w).max();
+        let last_end = self
+            .exp
+            .iter()
+            .map(|e| e.offset + e.span)
+            .filter(|&end| end <= w)
+            .max();
         // The file_version record occupies [0, exp[0].offset).
         let fv_end = self.exp.first().map_or(self.bytes.len(), |e| e.offset);
         let end = last_end.unwrap_or(if w >= fv_end { fv_end } else { 0 });
@@ -88,7 +108,12 @@ fn piece(rng: &mut Rng) -> usize {
 fn rows_by_file(reader: &Reader) -> BTreeMap<String, Vec<(String, i64, f64, i64)>> {
     let mut out: BTreeMap<String, Vec<_>> = BTreeMap::new();
     for r in scalar_rows(&reader.table(Kind::Scalars).unwrap()) {
-        out.entry(r.file.clone().unwrap()).or_default().push((r.tag, r.step, r.value, r.offset.unwrap()));
+        out.entry(r.file.clone().unwrap()).or_default().push((
+            r.tag,
+            r.step,
+            r.value,
+            r.offset.unwrap(),
+        ));
     }
     out
 }
@@ -109,7 +134,10 @@ fn check_clean(reader: &Reader, sources: &[Source], ctx: &str) {
         }
     }
     truncated.sort();
-    let mut want: Vec<_> = sources.iter().filter_map(|s| s.tail().map(|(o, l)| (s.rel.clone(), o, l))).collect();
+    let mut want: Vec<_> = sources
+        .iter()
+        .filter_map(|s| s.tail().map(|(o, l)| (s.rel.clone(), o, l)))
+        .collect();
     want.sort();
     assert_eq!(truncated, want, "{ctx}: truncated entries");
 }
@@ -132,7 +160,14 @@ fn one_file_grows_piece_by_piece() {
             let stats = reader.load(&AtomicBool::new(false)).unwrap();
             records += stats.records;
             loads += 1;
-            check_clean(&reader, &src, &format!("seed {seed}, load {loads}, {} bytes", src[0].written.unwrap()));
+            check_clean(
+                &reader,
+                &src,
+                &format!(
+                    "seed {seed}, load {loads}, {} bytes",
+                    src[0].written.unwrap()
+                ),
+            );
         }
         // Every record, the file_version one included, was counted exactly once.
         assert_eq!(records, src[0].exp.len() as u64 + 1, "seed {seed}");
@@ -221,15 +256,28 @@ fn new_file_then_new_run_scripted() {
     check_clean(&reader, &src, "eval appeared, train/1 done");
     assert_eq!(reader.run_names(), vec!["eval", "train"]);
     // This load's rows: all of eval (run order), then the rest of train/1.
-    let new: Vec<_> = scalar_rows(&reader.table(Kind::Scalars).unwrap())[before..].iter().map(|r| r.file.clone().unwrap()).collect();
+    let new: Vec<_> = scalar_rows(&reader.table(Kind::Scalars).unwrap())[before..]
+        .iter()
+        .map(|r| r.file.clone().unwrap())
+        .collect();
     let mut dedup = new.clone();
     dedup.dedup();
-    assert_eq!(dedup, vec!["eval/events.out.tfevents.1.h", "train/events.out.tfevents.1.h"]);
+    assert_eq!(
+        dedup,
+        vec![
+            "eval/events.out.tfevents.1.h",
+            "train/events.out.tfevents.1.h"
+        ]
+    );
 
     src[1].append(dir.path(), usize::MAX);
     reader.load(&AtomicBool::new(false)).unwrap();
     check_clean(&reader, &src, "all done");
-    assert!(reader.report().is_empty(), "truncated entries must be gone: {:?}", reader.report());
+    assert!(
+        reader.report().is_empty(),
+        "truncated entries must be gone: {:?}",
+        reader.report()
+    );
 }
 
 /// A growing file with damage in it: garbage between records, a record with a bad data CRC,
@@ -307,13 +355,23 @@ fn damaged_growing_file() {
             src.append(dir.path(), n);
             reader.load(&AtomicBool::new(false)).unwrap();
             let got = rows_by_file(&reader).remove(&src.rel).unwrap_or_default();
-            assert_eq!(got, src.completed_rows(), "seed {seed} at {} bytes", src.written.unwrap());
+            assert_eq!(
+                got,
+                src.completed_rows(),
+                "seed {seed} at {} bytes",
+                src.written.unwrap()
+            );
         }
         // Corrupt entries: disjoint, and their union (plus nothing else) is the damage.
         let mut corrupt: Vec<(u64, u64)> = reader
             .report()
             .iter()
-            .inspect(|e| assert!(matches!(e.severity, Severity::Corrupt | Severity::Truncated), "{e:?}"))
+            .inspect(|e| {
+                assert!(
+                    matches!(e.severity, Severity::Corrupt | Severity::Truncated),
+                    "{e:?}"
+                )
+            })
             .filter(|e| e.severity == Severity::Corrupt)
             .map(|e| (e.offset, e.offset + e.length))
             .collect();
@@ -323,7 +381,11 @@ fn damaged_growing_file() {
             match merged.last_mut() {
                 Some(last) if last.1 == a => last.1 = b,
                 Some(last) => {
-                    assert!(last.1 < a, "seed {seed}: overlapping corrupt entries {last:?} and {:?}", (a, b));
+                    assert!(
+                        last.1 < a,
+                        "seed {seed}: overlapping corrupt entries {last:?} and {:?}",
+                        (a, b)
+                    );
                     merged.push((a, b));
                 }
                 None => merged.push((a, b)),
@@ -331,7 +393,14 @@ fn damaged_growing_file() {
         }
         let want: Vec<(u64, u64)> = damage.iter().map(|&(a, b)| (a as u64, b as u64)).collect();
         assert_eq!(merged, want, "seed {seed}");
-        assert!(reader.report().iter().all(|e| e.severity != Severity::Truncated), "seed {seed}: {:?}", reader.report());
+        assert!(
+            reader
+                .report()
+                .iter()
+                .all(|e| e.severity != Severity::Truncated),
+            "seed {seed}: {:?}",
+            reader.report()
+        );
     }
 }
 
@@ -354,7 +423,10 @@ fn empty_file_note_goes_away_once_the_file_has_data() {
     let mut reader = Reader::new(dir.path(), opts(true, true)).unwrap();
     reader.load(&AtomicBool::new(false)).unwrap();
     assert!(
-        reader.report().iter().all(|e| !matches!(e.severity, Severity::Corrupt | Severity::Truncated | Severity::Error)),
+        reader.report().iter().all(|e| !matches!(
+            e.severity,
+            Severity::Corrupt | Severity::Truncated | Severity::Error
+        )),
         "{:?}",
         reader.report()
     );

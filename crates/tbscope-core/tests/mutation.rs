@@ -41,7 +41,9 @@ fn mutated_wild_files() {
 #[test]
 fn mutated_generated_files() {
     let o = opts(true, true);
-    let srcs: Vec<Source> = (0..6).map(|s| generated(1000 + s, 30 + 40 * s as usize, &o)).collect();
+    let srcs: Vec<Source> = (0..6)
+        .map(|s| generated(1000 + s, 30 + 40 * s as usize, &o))
+        .collect();
     run(&srcs, 5000, BUDGET / 2, &o);
 }
 

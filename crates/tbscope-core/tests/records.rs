@@ -29,10 +29,19 @@ fn clean(n: usize) -> (Vec<u8>, Vec<Expected>) {
     let mut bytes = record(&file_version_event(1.7e9));
     let mut exp = Vec::new();
     for i in 0..n {
-        let values = vec![("loss".to_string(), 1.0 / (i as f32 + 1.0)), ("acc".to_string(), i as f32 * 0.01)];
+        let values = vec![
+            ("loss".to_string(), 1.0 / (i as f32 + 1.0)),
+            ("acc".to_string(), i as f32 * 0.01),
+        ];
         let refs: Vec<(&str, f32)> = values.iter().map(|(t, x)| (t.as_str(), *x)).collect();
         let rec = record(&scalar_event(1.7e9 + i as f64, i as i64, &refs));
-        exp.push(Expected { offset: bytes.len(), span: rec.len(), step: i as i64, wall: 1.7e9 + i as f64, values });
+        exp.push(Expected {
+            offset: bytes.len(),
+            span: rec.len(),
+            step: i as i64,
+            wall: 1.7e9 + i as f64,
+            values,
+        });
         bytes.extend_from_slice(&rec);
     }
     (bytes, exp)
@@ -48,12 +57,19 @@ fn read(bytes: &[u8], verify: bool) -> (Vec<Row>, Vec<ReportEntry>) {
 
 /// `(offset, length)` of the report entries with `sev`.
 fn entries(report: &[ReportEntry], sev: Severity) -> Vec<(u64, u64)> {
-    report.iter().filter(|e| e.severity == sev).map(|e| (e.offset, e.length)).collect()
+    report
+        .iter()
+        .filter(|e| e.severity == sev)
+        .map(|e| (e.offset, e.length))
+        .collect()
 }
 
 /// The rows `exp` stand for, with their offsets shifted by `shift` bytes.
 fn shifted(exp: &[Expected], shift: i64) -> Vec<(String, i64, f64, i64)> {
-    expected_rows(exp).into_iter().map(|(t, s, v, o)| (t, s, v, o + shift)).collect()
+    expected_rows(exp)
+        .into_iter()
+        .map(|(t, s, v, o)| (t, s, v, o + shift))
+        .collect()
 }
 
 /// Every file-level entry names the file and run it came from.
@@ -70,7 +86,9 @@ fn clean_file_reads_every_record_and_reports_nothing() {
     for verify in [true, false] {
         let (rows, report) = read(&bytes, verify);
         assert_eq!(row_keys(&rows), expected_rows(&exp));
-        assert!(rows.iter().all(|r| r.file.as_deref() == Some(FILE) && r.run == "."));
+        assert!(rows
+            .iter()
+            .all(|r| r.file.as_deref() == Some(FILE) && r.run == "."));
         assert!(report.is_empty(), "{report:?}");
     }
 }
@@ -90,10 +108,21 @@ fn bad_length_crc_skips_exactly_that_record() {
                 let (rows, report) = read(&b, verify);
                 let mut want = exp.clone();
                 want.remove(k);
-                assert_eq!(row_keys(&rows), expected_rows(&want), "byte {byte} bit {bit}");
-                assert_eq!(entries(&report, Severity::Corrupt), vec![(exp[k].offset as u64, exp[k].span as u64)]);
+                assert_eq!(
+                    row_keys(&rows),
+                    expected_rows(&want),
+                    "byte {byte} bit {bit}"
+                );
+                assert_eq!(
+                    entries(&report, Severity::Corrupt),
+                    vec![(exp[k].offset as u64, exp[k].span as u64)]
+                );
                 assert_eq!(report.len(), 1, "{report:?}");
-                assert!(report[0].reason.contains("length crc"), "{}", report[0].reason);
+                assert!(
+                    report[0].reason.contains("length crc"),
+                    "{}",
+                    report[0].reason
+                );
                 assert_located(&report);
             }
         }
@@ -107,13 +136,20 @@ fn bad_length_crc_skips_exactly_that_record() {
 fn bad_data_crc_skips_exactly_that_record() {
     let (bytes, exp) = clean(6);
     let first_span = exp[0].offset; // the file_version record
-    // (record offset, span, index into exp or None for file_version)
+                                    // (record offset, span, index into exp or None for file_version)
     let mut targets = vec![(0usize, first_span, None)];
     for k in [0, 2, 5] {
         targets.push((exp[k].offset, exp[k].span, Some(k)));
     }
     for (off, span, k) in targets {
-        for at in [HEADER_LEN, HEADER_LEN + 1, span / 2, span - 5, span - 4, span - 1] {
+        for at in [
+            HEADER_LEN,
+            HEADER_LEN + 1,
+            span / 2,
+            span - 5,
+            span - 4,
+            span - 1,
+        ] {
             let mut b = bytes.clone();
             b[off + at] ^= 0x10;
             let (rows, report) = read(&b, true);
@@ -121,19 +157,40 @@ fn bad_data_crc_skips_exactly_that_record() {
             if let Some(k) = k {
                 want.remove(k);
             }
-            assert_eq!(row_keys(&rows), expected_rows(&want), "record at {off}, byte {at}");
-            assert!(report[0].reason.contains("data crc"), "{}", report[0].reason);
+            assert_eq!(
+                row_keys(&rows),
+                expected_rows(&want),
+                "record at {off}, byte {at}"
+            );
+            assert!(
+                report[0].reason.contains("data crc"),
+                "{}",
+                report[0].reason
+            );
             if off + span < bytes.len() {
-                assert_eq!(entries(&report, Severity::Corrupt), vec![(off as u64, span as u64)], "record at {off}, byte {at}");
+                assert_eq!(
+                    entries(&report, Severity::Corrupt),
+                    vec![(off as u64, span as u64)],
+                    "record at {off}, byte {at}"
+                );
                 assert_eq!(report.len(), 1, "{report:?}");
             } else {
                 // The last record: after the resync scan runs out, its final 11 bytes could be
                 // the start of a header still being written, so they are reported as a
                 // Truncated tail rather than Corrupt (and re-examined on the next load). The two
                 // entries still cover exactly the record.
-                let got: Vec<_> = report.iter().map(|e| (e.severity, e.offset, e.length)).collect();
+                let got: Vec<_> = report
+                    .iter()
+                    .map(|e| (e.severity, e.offset, e.length))
+                    .collect();
                 let end = (off + span) as u64;
-                assert_eq!(got, vec![(Severity::Corrupt, off as u64, span as u64 - 11), (Severity::Truncated, end - 11, 11)]);
+                assert_eq!(
+                    got,
+                    vec![
+                        (Severity::Corrupt, off as u64, span as u64 - 11),
+                        (Severity::Truncated, end - 11, 11)
+                    ]
+                );
             }
         }
     }
@@ -149,7 +206,13 @@ fn length_above_the_cap_is_skipped() {
     let big_off = bytes.len();
     bytes.extend_from_slice(&big);
     let tail_rec = record(&scalar_event(1.8e9, 101, &[("loss", 2.0)]));
-    exp.push(Expected { offset: bytes.len(), span: tail_rec.len(), step: 101, wall: 1.8e9, values: vec![("loss".into(), 2.0)] });
+    exp.push(Expected {
+        offset: bytes.len(),
+        span: tail_rec.len(),
+        step: 101,
+        wall: 1.8e9,
+        values: vec![("loss".into(), 2.0)],
+    });
     bytes.extend_from_slice(&tail_rec);
 
     let dir = TempDir::new("cap");
@@ -160,8 +223,15 @@ fn length_above_the_cap_is_skipped() {
     o.file.max_len = payload_len - 1;
     let (_r, rows, report) = load_once(&path, o.clone());
     assert_eq!(row_keys(&rows), expected_rows(&exp));
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(big_off as u64, big.len() as u64)]);
-    assert!(report[0].reason.contains("above the cap"), "{}", report[0].reason);
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(big_off as u64, big.len() as u64)]
+    );
+    assert!(
+        report[0].reason.contains("above the cap"),
+        "{}",
+        report[0].reason
+    );
     // Exactly at the cap: read.
     o.file.max_len = payload_len;
     let (_r, rows, report) = load_once(&path, o);
@@ -181,8 +251,17 @@ fn absurd_length_with_valid_crc_does_not_allocate() {
     b.extend_from_slice(&masked_crc32c(&len).to_le_bytes());
     b.extend_from_slice(&bytes[exp[k].offset..]);
     let (rows, report) = read(&b, true);
-    assert_eq!(row_keys(&rows), shifted(&exp[..k], 0).into_iter().chain(shifted(&exp[k..], 12)).collect::<Vec<_>>());
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(exp[k].offset as u64, 12)]);
+    assert_eq!(
+        row_keys(&rows),
+        shifted(&exp[..k], 0)
+            .into_iter()
+            .chain(shifted(&exp[k..], 12))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(exp[k].offset as u64, 12)]
+    );
     assert_eq!(report.len(), 1, "{report:?}");
 }
 
@@ -215,9 +294,14 @@ fn huge_max_len_with_lying_length_does_not_panic() {
     let mut o = opts(true, true);
     o.file.max_len = u64::MAX;
     let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| load_once(&path, o)));
-    let (_r, rows, report) = got.expect("the reader panicked on a lying length with max_len = u64::MAX");
+    let (_r, rows, report) =
+        got.expect("the reader panicked on a lying length with max_len = u64::MAX");
     assert_eq!(row_keys(&rows), expected_rows(&exp));
-    let covered: u64 = report.iter().filter(|e| matches!(e.severity, Severity::Corrupt | Severity::Truncated)).map(|e| e.length).sum();
+    let covered: u64 = report
+        .iter()
+        .filter(|e| matches!(e.severity, Severity::Corrupt | Severity::Truncated))
+        .map(|e| e.length)
+        .sum();
     assert_eq!(covered, 52, "{report:?}");
 }
 
@@ -234,9 +318,16 @@ fn garbage_between_records_is_reported_exactly() {
         b.extend_from_slice(&garbage);
         b.extend_from_slice(&bytes[exp[k].offset..]);
         let (rows, report) = read(&b, true);
-        let want: Vec<_> = shifted(&exp[..k], 0).into_iter().chain(shifted(&exp[k..], n as i64)).collect();
+        let want: Vec<_> = shifted(&exp[..k], 0)
+            .into_iter()
+            .chain(shifted(&exp[k..], n as i64))
+            .collect();
         assert_eq!(row_keys(&rows), want, "{n} bytes of garbage");
-        assert_eq!(entries(&report, Severity::Corrupt), vec![(exp[k].offset as u64, n as u64)], "{n} bytes");
+        assert_eq!(
+            entries(&report, Severity::Corrupt),
+            vec![(exp[k].offset as u64, n as u64)],
+            "{n} bytes"
+        );
         assert_eq!(report.len(), 1, "{report:?}");
     }
 }
@@ -269,7 +360,10 @@ fn garbage_at_start_and_end() {
             want.push((Severity::Corrupt, end, n as u64 - tail));
         }
         want.push((Severity::Truncated, end + n as u64 - tail, tail));
-        let got: Vec<_> = report.iter().map(|e| (e.severity, e.offset, e.length)).collect();
+        let got: Vec<_> = report
+            .iter()
+            .map(|e| (e.severity, e.offset, e.length))
+            .collect();
         assert_eq!(got, want, "{n} bytes at the end");
     }
 }
@@ -287,9 +381,17 @@ fn zero_filled_hole_in_the_middle() {
     b[a..z].fill(0);
     for verify in [true, false] {
         let (rows, report) = read(&b, verify);
-        let want: Vec<_> = exp.iter().enumerate().filter(|(i, _)| !(2..=5).contains(i)).map(|(_, e)| e.clone()).collect();
+        let want: Vec<_> = exp
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !(2..=5).contains(i))
+            .map(|(_, e)| e.clone())
+            .collect();
         assert_eq!(row_keys(&rows), expected_rows(&want), "verify={verify}");
-        assert_eq!(entries(&report, Severity::Corrupt), vec![(exp[2].offset as u64, (exp[6].offset - exp[2].offset) as u64)]);
+        assert_eq!(
+            entries(&report, Severity::Corrupt),
+            vec![(exp[2].offset as u64, (exp[6].offset - exp[2].offset) as u64)]
+        );
         assert_eq!(report.len(), 1, "{report:?}");
     }
     // A hole exactly on record boundaries: the same, with no partial record around it.
@@ -297,7 +399,10 @@ fn zero_filled_hole_in_the_middle() {
     b[exp[2].offset..exp[4].offset].fill(0);
     let (rows, report) = read(&b, true);
     assert_eq!(rows.len(), 2 * (10 - 2));
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(exp[2].offset as u64, (exp[4].offset - exp[2].offset) as u64)]);
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(exp[2].offset as u64, (exp[4].offset - exp[2].offset) as u64)]
+    );
 }
 
 /// A preallocated / zero-extended file: a run of zeros after the last record. Corrupt up to the
@@ -309,8 +414,17 @@ fn zero_extended_tail() {
     bytes.extend(std::iter::repeat(0u8).take(4096));
     let (rows, report) = read(&bytes, true);
     assert_eq!(row_keys(&rows), expected_rows(&exp));
-    let got: Vec<_> = report.iter().map(|e| (e.severity, e.offset, e.length)).collect();
-    assert_eq!(got, vec![(Severity::Corrupt, end, 4096 - 11), (Severity::Truncated, end + 4096 - 11, 11)]);
+    let got: Vec<_> = report
+        .iter()
+        .map(|e| (e.severity, e.offset, e.length))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Severity::Corrupt, end, 4096 - 11),
+            (Severity::Truncated, end + 4096 - 11, 11)
+        ]
+    );
 }
 
 /// Two writers on one path: writer B rewrote the file from offset 0 over writer A's longer
@@ -329,16 +443,25 @@ fn two_writers_clobbering_one_file() {
     let mut file = b.clone();
     file.extend_from_slice(&a[b.len()..]);
     // The A record cut by the seam, and the first A record after it.
-    let cut = a_exp.iter().position(|e| e.offset + e.span > b.len()).unwrap();
+    let cut = a_exp
+        .iter()
+        .position(|e| e.offset + e.span > b.len())
+        .unwrap();
     let seam_is_boundary = a_exp[cut].offset == b.len();
     let first_whole = if seam_is_boundary { cut } else { cut + 1 };
     let (rows, report) = read(&file, true);
-    let want: Vec<_> = expected_rows(&b_exp).into_iter().chain(expected_rows(&a_exp[first_whole..])).collect();
+    let want: Vec<_> = expected_rows(&b_exp)
+        .into_iter()
+        .chain(expected_rows(&a_exp[first_whole..]))
+        .collect();
     assert_eq!(row_keys(&rows), want);
     if seam_is_boundary {
         assert!(report.is_empty());
     } else {
-        assert_eq!(entries(&report, Severity::Corrupt), vec![(b.len() as u64, (a_exp[first_whole].offset - b.len()) as u64)]);
+        assert_eq!(
+            entries(&report, Severity::Corrupt),
+            vec![(b.len() as u64, (a_exp[first_whole].offset - b.len()) as u64)]
+        );
     }
 }
 
@@ -348,7 +471,13 @@ fn two_writers_clobbering_one_file() {
 #[test]
 fn undecodable_event_with_valid_crcs() {
     let (bytes, exp) = clean(5);
-    for payload in [vec![0x0f_u8, 1, 2, 3], vec![0x09, 1, 2], vec![0x2a, 0x7f, 0x00], vec![0x80; 12], vec![0x00]] {
+    for payload in [
+        vec![0x0f_u8, 1, 2, 3],
+        vec![0x09, 1, 2],
+        vec![0x2a, 0x7f, 0x00],
+        vec![0x80; 12],
+        vec![0x00],
+    ] {
         let bad = record(&payload);
         let k = 2;
         let mut b = bytes[..exp[k].offset].to_vec();
@@ -356,10 +485,21 @@ fn undecodable_event_with_valid_crcs() {
         b.extend_from_slice(&bytes[exp[k].offset..]);
         for verify in [true, false] {
             let (rows, report) = read(&b, verify);
-            let want: Vec<_> = shifted(&exp[..k], 0).into_iter().chain(shifted(&exp[k..], bad.len() as i64)).collect();
+            let want: Vec<_> = shifted(&exp[..k], 0)
+                .into_iter()
+                .chain(shifted(&exp[k..], bad.len() as i64))
+                .collect();
             assert_eq!(row_keys(&rows), want, "payload {payload:?} verify={verify}");
-            assert_eq!(entries(&report, Severity::Corrupt), vec![(exp[k].offset as u64, bad.len() as u64)], "payload {payload:?}");
-            assert!(report[0].reason.contains("not a valid Event"), "{}", report[0].reason);
+            assert_eq!(
+                entries(&report, Severity::Corrupt),
+                vec![(exp[k].offset as u64, bad.len() as u64)],
+                "payload {payload:?}"
+            );
+            assert!(
+                report[0].reason.contains("not a valid Event"),
+                "{}",
+                report[0].reason
+            );
         }
     }
     // An empty payload is a valid (empty) Event: no rows, no report.
@@ -394,8 +534,15 @@ fn record_that_fails_to_decode_contributes_no_rows() {
     let off = b.len();
     b.extend_from_slice(&record(&ev));
     let (rows, report) = read(&b, true);
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(off as u64, (b.len() - off) as u64)]);
-    assert_eq!(row_keys(&rows), expected_rows(&exp), "rows from a record reported as skipped");
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(off as u64, (b.len() - off) as u64)]
+    );
+    assert_eq!(
+        row_keys(&rows),
+        expected_rows(&exp),
+        "rows from a record reported as skipped"
+    );
 }
 
 /// NaN and infinite wall times: the point is kept with a null wall_time/timestamp and a Warning
@@ -404,7 +551,10 @@ fn record_that_fails_to_decode_contributes_no_rows() {
 fn non_finite_wall_time_is_kept_as_null_with_a_warning() {
     let (mut bytes, exp) = clean(3);
     let mut offs = Vec::new();
-    for (i, w) in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY].into_iter().enumerate() {
+    for (i, w) in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY]
+        .into_iter()
+        .enumerate()
+    {
         offs.push(bytes.len() as u64);
         bytes.extend_from_slice(&record(&scalar_event(w, 50 + i as i64, &[("loss", 0.5)])));
     }
@@ -414,10 +564,17 @@ fn non_finite_wall_time_is_kept_as_null_with_a_warning() {
     assert_eq!(rows.len(), 2 * 3 + 3 + 1);
     assert_eq!(row_keys(&rows[..6]), expected_rows(&exp));
     for (i, r) in rows[6..9].iter().enumerate() {
-        assert_eq!((r.step, r.value, r.wall, r.offset), (50 + i as i64, 0.5, None, Some(offs[i] as i64)));
+        assert_eq!(
+            (r.step, r.value, r.wall, r.offset),
+            (50 + i as i64, 0.5, None, Some(offs[i] as i64))
+        );
     }
     assert_eq!(rows[9].wall, Some(1.9e9));
-    let warned: Vec<u64> = report.iter().filter(|e| e.severity == Severity::Warning).map(|e| e.offset).collect();
+    let warned: Vec<u64> = report
+        .iter()
+        .filter(|e| e.severity == Severity::Warning)
+        .map(|e| e.offset)
+        .collect();
     assert_eq!(warned, offs);
     assert_eq!(report.len(), 3, "{report:?}");
 }
@@ -436,7 +593,11 @@ fn verify_false_checks_data_crc_only_when_decoding_fails() {
     let e = &exp[k];
     // The f32 of the first value ("loss") is the last 4 bytes of its Value message; find it.
     let loss = (1.0f32 / 3.0).to_le_bytes();
-    let at = bytes[e.offset..e.offset + e.span].windows(4).position(|w| w == loss).unwrap() + e.offset;
+    let at = bytes[e.offset..e.offset + e.span]
+        .windows(4)
+        .position(|w| w == loss)
+        .unwrap()
+        + e.offset;
 
     // 1. Value byte flipped: accepted with the new value under verify=false.
     let mut b = bytes.clone();
@@ -450,7 +611,10 @@ fn verify_false_checks_data_crc_only_when_decoding_fails() {
     // ... and rejected with verify=true.
     let (rows, report) = read(&b, true);
     assert_eq!(rows.len(), 2 * 4);
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(e.offset as u64, e.span as u64)]);
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(e.offset as u64, e.span as u64)]
+    );
 
     // 2. Footer CRC flipped: accepted under verify=false.
     let mut b = bytes.clone();
@@ -466,8 +630,15 @@ fn verify_false_checks_data_crc_only_when_decoding_fails() {
     let mut want = exp.clone();
     want.remove(k);
     assert_eq!(row_keys(&rows), expected_rows(&want));
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(e.offset as u64, e.span as u64)]);
-    assert!(report[0].reason.contains("data crc"), "{}", report[0].reason);
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(e.offset as u64, e.span as u64)]
+    );
+    assert!(
+        report[0].reason.contains("data crc"),
+        "{}",
+        report[0].reason
+    );
 }
 
 /// verify=false, a damaged record whose first value decodes and whose second does not: the
@@ -484,7 +655,11 @@ fn verify_false_damaged_record_contributes_no_rows() {
     let e = &exp[k];
     // Second Value's tag key (0x0a) inside "acc"'s Value: find the "acc" tag and break the
     // length prefix of its Value so it runs past the end of the summary.
-    let acc = bytes[e.offset..e.offset + e.span].windows(3).position(|w| w == b"acc").unwrap() + e.offset;
+    let acc = bytes[e.offset..e.offset + e.span]
+        .windows(3)
+        .position(|w| w == b"acc")
+        .unwrap()
+        + e.offset;
     // Layout: ... 0x0a <value len> 0x0a 0x03 'a' 'c' 'c' ...: the Value's length byte is at acc-3.
     let mut b = bytes.clone();
     assert_eq!(b[acc - 4], 0x0a);
@@ -492,8 +667,15 @@ fn verify_false_damaged_record_contributes_no_rows() {
     let (rows, report) = read(&b, false);
     let mut want = exp.clone();
     want.remove(k);
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(e.offset as u64, e.span as u64)]);
-    assert_eq!(row_keys(&rows), expected_rows(&want), "rows from a record that failed its data CRC");
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(e.offset as u64, e.span as u64)]
+    );
+    assert_eq!(
+        row_keys(&rows),
+        expected_rows(&want),
+        "rows from a record that failed its data CRC"
+    );
 }
 
 /// A torn record followed by whole records: a writer died in the middle of a large record and
@@ -515,14 +697,19 @@ fn torn_record_followed_by_whole_records() {
     let torn_at = bytes.len();
     let mut b = bytes.clone();
     b.extend_from_slice(&big[..40]);
-    let after: Vec<Vec<u8>> = (0..3).map(|i| record(&scalar_event(1.9e9, 60 + i, &[("loss", i as f32)]))).collect();
+    let after: Vec<Vec<u8>> = (0..3)
+        .map(|i| record(&scalar_event(1.9e9, 60 + i, &[("loss", i as f32)])))
+        .collect();
     let first_after = b.len();
     for r in &after {
         b.extend_from_slice(r);
     }
     let (rows, report) = read(&b, true);
     assert_eq!(rows.len(), 2 * 3 + 3, "{report:?}");
-    assert_eq!(entries(&report, Severity::Corrupt), vec![(torn_at as u64, (first_after - torn_at) as u64)]);
+    assert_eq!(
+        entries(&report, Severity::Corrupt),
+        vec![(torn_at as u64, (first_after - torn_at) as u64)]
+    );
     assert!(entries(&report, Severity::Truncated).is_empty());
     let _ = exp;
 }
@@ -536,13 +723,21 @@ fn empty_file() {
         let (rows, report) = read(&[], verify);
         assert!(rows.is_empty());
         assert!(report.len() <= 1, "{report:?}");
-        assert!(report.iter().all(|e| !is_damage(e) && e.offset == 0 && e.length == 0), "{report:?}");
+        assert!(
+            report
+                .iter()
+                .all(|e| !is_damage(e) && e.offset == 0 && e.length == 0),
+            "{report:?}"
+        );
     }
 }
 
 /// Entries that speak about damaged or missing bytes (as opposed to notes and warnings).
 fn is_damage(e: &ReportEntry) -> bool {
-    matches!(e.severity, Severity::Corrupt | Severity::Truncated | Severity::Error)
+    matches!(
+        e.severity,
+        Severity::Corrupt | Severity::Truncated | Severity::Error
+    )
 }
 
 #[test]
@@ -555,8 +750,15 @@ fn file_with_only_the_file_version_record() {
     for cut in 1..b.len() {
         let (rows, report) = read(&b[..cut], true);
         assert!(rows.is_empty());
-        let got: Vec<_> = report.iter().map(|e| (e.severity, e.offset, e.length)).collect();
-        assert_eq!(got, vec![(Severity::Truncated, 0, cut as u64)], "cut at {cut}");
+        let got: Vec<_> = report
+            .iter()
+            .map(|e| (e.severity, e.offset, e.length))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(Severity::Truncated, 0, cut as u64)],
+            "cut at {cut}"
+        );
     }
 }
 
@@ -565,10 +767,12 @@ fn file_with_only_the_file_version_record() {
 #[test]
 fn random_bytes_named_tfevents() {
     let mut rng = Rng::new(42);
-    let mut inputs: Vec<Vec<u8>> = (0..12).map(|i| {
-        let n = [0usize, 1, 5, 11, 12, 13, 100, 1000, 65_536, 200_000, 3, 40][i];
-        rng.bytes(n)
-    }).collect();
+    let mut inputs: Vec<Vec<u8>> = (0..12)
+        .map(|i| {
+            let n = [0usize, 1, 5, 11, 12, 13, 100, 1000, 65_536, 200_000, 3, 40][i];
+            rng.bytes(n)
+        })
+        .collect();
     inputs.push(b"This is not an event file, just some notes.\n".repeat(50));
     for bytes in inputs {
         for verify in [true, false] {
@@ -576,8 +780,14 @@ fn random_bytes_named_tfevents() {
             assert!(rows.is_empty());
             // The entries tile [0, len) in order (ignoring the 0-byte file's note).
             let mut at = 0u64;
-            for e in report.iter().filter(|e| !(bytes.is_empty() && !is_damage(e))) {
-                assert!(matches!(e.severity, Severity::Corrupt | Severity::Truncated), "{e:?}");
+            for e in report
+                .iter()
+                .filter(|e| !(bytes.is_empty() && !is_damage(e)))
+            {
+                assert!(
+                    matches!(e.severity, Severity::Corrupt | Severity::Truncated),
+                    "{e:?}"
+                );
                 assert_eq!(e.offset, at, "{report:?}");
                 at += e.length;
             }
@@ -604,10 +814,15 @@ fn damage_is_contained_to_its_file_in_a_logdir() {
     let (_r, rows, report) = load_once(dir.path(), opts(true, true));
     let good_rows: Vec<_> = rows.iter().filter(|r| r.run == "good").cloned().collect();
     assert_eq!(row_keys(&good_rows), expected_rows(&exp));
-    assert!(good_rows.iter().all(|r| r.file.as_deref() == Some("good/events.out.tfevents.1.a")));
+    assert!(good_rows
+        .iter()
+        .all(|r| r.file.as_deref() == Some("good/events.out.tfevents.1.a")));
     let bad_rows: Vec<_> = rows.iter().filter(|r| r.run == "bad").cloned().collect();
     assert_eq!(bad_rows.len(), 2 * 4);
-    let mut located: Vec<_> = report.iter().map(|e| (e.run.as_str(), e.file.as_str(), e.severity)).collect();
+    let mut located: Vec<_> = report
+        .iter()
+        .map(|e| (e.run.as_str(), e.file.as_str(), e.severity))
+        .collect();
     located.dedup();
     assert_eq!(
         located,
@@ -618,7 +833,10 @@ fn damage_is_contained_to_its_file_in_a_logdir() {
         ]
     );
     let bad_entry = report.iter().find(|e| e.run == "bad").unwrap();
-    assert_eq!((bad_entry.offset, bad_entry.length), (exp[1].offset as u64, exp[1].span as u64));
+    assert_eq!(
+        (bad_entry.offset, bad_entry.length),
+        (exp[1].offset as u64, exp[1].span as u64)
+    );
 }
 
 /// `read_file` from a saved cursor: from a record boundary it reads just the rest; from the
@@ -628,34 +846,83 @@ fn read_file_from_a_cursor() {
     let (bytes, exp) = clean(6);
     let dir = TempDir::new("cursor");
     let path = dir.write(FILE, &bytes);
-    let o = Options { provenance: true, ..Options::default() };
+    let o = Options {
+        provenance: true,
+        ..Options::default()
+    };
     let none = HashMap::new();
     let stop = AtomicBool::new(false);
 
     let all = read_file(&path, Cursor::default(), None, &o, &none, &stop);
-    assert_eq!((all.records, all.tail, all.end.offset), (7, 0, bytes.len() as u64));
+    assert_eq!(
+        (all.records, all.tail, all.end.offset),
+        (7, 0, bytes.len() as u64)
+    );
     assert!(all.problems.is_empty());
     assert_eq!(all.file_version.as_deref(), Some("brain.Event:2"));
 
-    let rest = read_file(&path, Cursor { offset: exp[3].offset as u64 }, None, &o, &none, &stop);
+    let rest = read_file(
+        &path,
+        Cursor {
+            offset: exp[3].offset as u64,
+        },
+        None,
+        &o,
+        &none,
+        &stop,
+    );
     assert_eq!((rest.records, rest.end.offset), (3, bytes.len() as u64));
     assert_eq!(rest.tables.rows()[0], 2 * 3);
     assert!(rest.problems.is_empty());
 
-    let mid = read_file(&path, Cursor { offset: exp[3].offset as u64 + 5 }, None, &o, &none, &stop);
+    let mid = read_file(
+        &path,
+        Cursor {
+            offset: exp[3].offset as u64 + 5,
+        },
+        None,
+        &o,
+        &none,
+        &stop,
+    );
     assert_eq!(mid.records, 2);
     assert_eq!(mid.problems.len(), 1);
     assert_eq!(mid.problems[0].severity, Severity::Corrupt);
-    assert_eq!((mid.problems[0].offset, mid.problems[0].length), (exp[3].offset as u64 + 5, exp[3].span as u64 - 5));
+    assert_eq!(
+        (mid.problems[0].offset, mid.problems[0].length),
+        (exp[3].offset as u64 + 5, exp[3].span as u64 - 5)
+    );
 
     // A cursor past the end (the file shrank): a Warning, then a read from the start.
-    let past = read_file(&path, Cursor { offset: bytes.len() as u64 + 100 }, None, &o, &none, &stop);
+    let past = read_file(
+        &path,
+        Cursor {
+            offset: bytes.len() as u64 + 100,
+        },
+        None,
+        &o,
+        &none,
+        &stop,
+    );
     assert_eq!(past.records, 7);
-    assert_eq!(past.problems.iter().map(|p| p.severity).collect::<Vec<_>>(), vec![Severity::Warning]);
+    assert_eq!(
+        past.problems.iter().map(|p| p.severity).collect::<Vec<_>>(),
+        vec![Severity::Warning]
+    );
 
     // A file that does not exist: an Error entry, no panic.
-    let gone = read_file(&dir.path().join("missing.tfevents"), Cursor::default(), None, &o, &none, &stop);
-    assert_eq!(gone.problems.iter().map(|p| p.severity).collect::<Vec<_>>(), vec![Severity::Error]);
+    let gone = read_file(
+        &dir.path().join("missing.tfevents"),
+        Cursor::default(),
+        None,
+        &o,
+        &none,
+        &stop,
+    );
+    assert_eq!(
+        gone.problems.iter().map(|p| p.severity).collect::<Vec<_>>(),
+        vec![Severity::Error]
+    );
 }
 
 /// The framing primitives on hand-made input: `parse_frame` sees each defect, and `resync`
@@ -664,9 +931,14 @@ fn read_file_from_a_cursor() {
 fn framing_primitives_on_hand_built_bytes() {
     let (bytes, exp) = clean(2);
     let r0 = &bytes[exp[0].offset..exp[0].offset + exp[0].span];
-    assert!(matches!(parse_frame(r0, 1 << 20, true), Frame::Record { span, .. } if span == r0.len()));
+    assert!(
+        matches!(parse_frame(r0, 1 << 20, true), Frame::Record { span, .. } if span == r0.len())
+    );
     for cut in 0..r0.len() {
-        assert!(matches!(parse_frame(&r0[..cut], 1 << 20, true), Frame::NeedMore { .. }));
+        assert!(matches!(
+            parse_frame(&r0[..cut], 1 << 20, true),
+            Frame::NeedMore { .. }
+        ));
     }
     let mut rng = Rng::new(9);
     for n in [0usize, 1, 12, 300] {

@@ -49,7 +49,11 @@ fn split_reads_equal_sequential_reads() {
         let (a, rows_a, rep_a) = load_once(&path, seq.clone());
         let (b, rows_b, rep_b) = load_once(&path, par.clone());
         assert_eq!(rows_a, rows_b, "{name}: scalar rows");
-        assert_eq!(rows_by_record(&a), rows_by_record(&b), "{name}: rows per record");
+        assert_eq!(
+            rows_by_record(&a),
+            rows_by_record(&b),
+            "{name}: rows per record"
+        );
         assert_eq!(rep_a, rep_b, "{name}: report");
         assert_eq!(a.series(), b.series(), "{name}: series");
     }
@@ -60,7 +64,9 @@ fn split_reads_equal_sequential_reads() {
 fn split_mutants() {
     let o = split_opts(true, true);
     let seq = opts(true, true);
-    let srcs: Vec<Source> = (0..5).map(|s| generated(7000 + s, 40 + 60 * s as usize, &seq)).collect();
+    let srcs: Vec<Source> = (0..5)
+        .map(|s| generated(7000 + s, 40 + 60 * s as usize, &seq))
+        .collect();
     run(&srcs, 70_000, BUDGET / 4, &o);
     let small = [generated(71, 12, &seq), generated(72, 6, &seq)];
     let pair = [&small[0], &small[1]];
@@ -89,9 +95,23 @@ fn segment_ending_in_a_damaged_record() {
     let path = dir.write(FILE, &bytes);
     let o = Options::default();
     let cut = (r.offset + r.span) as u64;
-    let seg = read_file(&path, Cursor::default(), Some(cut), &o, &HashMap::new(), &AtomicBool::new(false));
-    let got: Vec<_> = seg.problems.iter().map(|p| (p.severity, p.offset, p.length)).collect();
-    assert_eq!(got, vec![(Severity::Corrupt, r.offset as u64, r.span as u64)]);
+    let seg = read_file(
+        &path,
+        Cursor::default(),
+        Some(cut),
+        &o,
+        &HashMap::new(),
+        &AtomicBool::new(false),
+    );
+    let got: Vec<_> = seg
+        .problems
+        .iter()
+        .map(|p| (p.severity, p.offset, p.length))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(Severity::Corrupt, r.offset as u64, r.span as u64)]
+    );
     assert_eq!(seg.end.offset, cut);
 }
 
@@ -120,8 +140,17 @@ fn split_damaged_record_before_a_cut_is_reported_whole() {
         let (_, rows_seq, rep_seq) = load_once(&path, opts(true, true));
         let (_, rows_par, rep_par) = load_once(&path, split_opts(true, true));
         assert_eq!(rows_par, rows_seq, "record at {}", e.offset);
-        let ranges = |r: &[tbscope_core::load::ReportEntry]| r.iter().map(|e| (e.severity, e.offset, e.length)).collect::<Vec<_>>();
-        assert_eq!(ranges(&rep_par), ranges(&rep_seq), "damaged record at {} ends at a cut", e.offset);
+        let ranges = |r: &[tbscope_core::load::ReportEntry]| {
+            r.iter()
+                .map(|e| (e.severity, e.offset, e.length))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ranges(&rep_par),
+            ranges(&rep_seq),
+            "damaged record at {} ends at a cut",
+            e.offset
+        );
     }
     assert!(hit > 0, "no record ends at a cut: {cuts:?}");
 }
@@ -165,16 +194,30 @@ fn split_and_sequential_agree_when_a_damaged_record_hides_a_torn_one() {
     assert_eq!(cut, r_at + inner.len());
     // After R: 20 whole records.
     for i in 0..20 {
-        b.extend_from_slice(&record(&scalar_event(1.8e9, 100 + i, &[("after", i as f32)])));
+        b.extend_from_slice(&record(&scalar_event(
+            1.8e9,
+            100 + i,
+            &[("after", i as f32)],
+        )));
     }
-    assert!(b.len() < r_at + 12 + torn_in_inner + big.len(), "the torn record must run past EOF");
+    assert!(
+        b.len() < r_at + 12 + torn_in_inner + big.len(),
+        "the torn record must run past EOF"
+    );
     let dir = TempDir::new("split-torn");
     let path = dir.write(FILE, &b);
     let piece = (b.len() as u64 / 12).max(64);
-    assert!(split_points(&path, 0, piece, Options::default().max_len).contains(&(cut as u64)), "the file is cut after R");
+    assert!(
+        split_points(&path, 0, piece, Options::default().max_len).contains(&(cut as u64)),
+        "the file is cut after R"
+    );
     let (_, rows_seq, rep_seq) = load_once(&path, opts(true, true));
     let (_, rows_par, rep_par) = load_once(&path, split_opts(true, true));
-    let ranges = |r: &[tbscope_core::load::ReportEntry]| r.iter().map(|e| (e.severity, e.offset, e.length)).collect::<Vec<_>>();
+    let ranges = |r: &[tbscope_core::load::ReportEntry]| {
+        r.iter()
+            .map(|e| (e.severity, e.offset, e.length))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(ranges(&rep_par), ranges(&rep_seq));
     assert_eq!(row_keys(&rows_par), row_keys(&rows_seq));
 }
@@ -197,9 +240,24 @@ fn split_growing_file() {
             std::fs::write(&path, &bytes[..written]).unwrap();
             reader.load(&AtomicBool::new(false)).unwrap();
             let rows = scalar_rows(&reader.table(tbscope_core::Kind::Scalars).unwrap());
-            let whole: Vec<Expected> = exp.iter().filter(|e| e.offset + e.span <= written).cloned().collect();
-            assert_eq!(row_keys(&rows), expected_rows(&whole), "seed {seed} at {written} bytes");
-            assert!(reader.report().iter().all(|e| e.severity == Severity::Truncated), "{:?}", reader.report());
+            let whole: Vec<Expected> = exp
+                .iter()
+                .filter(|e| e.offset + e.span <= written)
+                .cloned()
+                .collect();
+            assert_eq!(
+                row_keys(&rows),
+                expected_rows(&whole),
+                "seed {seed} at {written} bytes"
+            );
+            assert!(
+                reader
+                    .report()
+                    .iter()
+                    .all(|e| e.severity == Severity::Truncated),
+                "{:?}",
+                reader.report()
+            );
         }
         assert!(reader.report().is_empty(), "{:?}", reader.report());
     }

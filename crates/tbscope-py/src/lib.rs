@@ -15,13 +15,21 @@ use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyPermissionError, PyValueError};
+use pyo3::exceptions::{
+    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
+    PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use tbscope_core::event_file::Options;
 use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
 
-create_exception!(_core, CorruptRecordError, PyException, "A record could not be read and strict reading was asked for.");
+create_exception!(
+    _core,
+    CorruptRecordError,
+    PyException,
+    "A record could not be read and strict reading was asked for."
+);
 
 const STREAM: &CStr = c"arrow_array_stream";
 const SCHEMA: &CStr = c"arrow_schema";
@@ -49,8 +57,17 @@ fn regex(pattern: Option<String>, what: &str) -> PyResult<Option<regex::Regex>> 
         .map(|p| {
             regex::Regex::new(&p).map_err(|e| {
                 // The regex crate's message spans lines with a caret diagram; one line is enough.
-                let why = e.to_string().lines().filter(|l| l.trim_start().starts_with("error:")).collect::<Vec<_>>().join(" ");
-                let why = if why.is_empty() { "invalid pattern".to_string() } else { why.trim().to_string() };
+                let why = e
+                    .to_string()
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with("error:"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let why = if why.is_empty() {
+                    "invalid pattern".to_string()
+                } else {
+                    why.trim().to_string()
+                };
                 PyValueError::new_err(format!(
                     "{what}= pattern {p:?} is not supported by the native matcher ({why}); \
                      use a glob or a regex without look-around or backreferences"
@@ -63,7 +80,10 @@ fn regex(pattern: Option<String>, what: &str) -> PyResult<Option<regex::Regex>> 
 fn kind(name: &str) -> PyResult<Kind> {
     Kind::from_name(name).ok_or_else(|| {
         let all: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
-        PyValueError::new_err(format!("unknown kind {name:?}; choose from {}", all.join(", ")))
+        PyValueError::new_err(format!(
+            "unknown kind {name:?}; choose from {}",
+            all.join(", ")
+        ))
     })
 }
 
@@ -103,7 +123,9 @@ impl NativeReader {
         };
         let kinds = match kinds {
             None => tbscope_core::data_compat::KindSet::ALL,
-            Some(v) => tbscope_core::data_compat::KindSet::of(&v.iter().map(|k| kind(k)).collect::<PyResult<Vec<_>>>()?),
+            Some(v) => tbscope_core::data_compat::KindSet::of(
+                &v.iter().map(|k| kind(k)).collect::<PyResult<Vec<_>>>()?,
+            ),
         };
         let preempt = restarts == Restarts::Preempt;
         let file = Options {
@@ -124,7 +146,9 @@ impl NativeReader {
             step_lo: if preempt { step_lo } else { None },
         };
         let reader = Reader::new(&path, opts).map_err(to_py_err)?;
-        Ok(NativeReader { inner: Arc::new(Mutex::new(reader)) })
+        Ok(NativeReader {
+            inner: Arc::new(Mutex::new(reader)),
+        })
     }
 
     /// Reads what is new; returns (files read, bytes read, records, rows).
@@ -136,12 +160,19 @@ impl NativeReader {
     /// Streams one kind in pieces of about `max_bytes` of event files, keeping nothing.
     fn stream(&self, kind_name: &str, max_bytes: u64) -> PyResult<Stream> {
         let k = kind(kind_name)?;
-        let plan = self.inner.lock().unwrap_or_else(|p| p.into_inner()).plan().map_err(to_py_err)?;
+        let plan = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .plan()
+            .map_err(to_py_err)?;
         let mut groups = VecDeque::new();
         let mut group = Vec::new();
         let mut bytes = 0u64;
         for item in plan {
-            let left = std::fs::metadata(&item.1).map_or(0, |m| m.len()).saturating_sub(item.2.offset);
+            let left = std::fs::metadata(&item.1)
+                .map_or(0, |m| m.len())
+                .saturating_sub(item.2.offset);
             if !group.is_empty() && bytes + left > max_bytes {
                 groups.push_back(std::mem::take(&mut group));
                 bytes = 0;
@@ -152,7 +183,11 @@ impl NativeReader {
         if !group.is_empty() {
             groups.push_back(group);
         }
-        Ok(Stream { reader: self.inner.clone(), groups: Mutex::new(groups), kind: k })
+        Ok(Stream {
+            reader: self.inner.clone(),
+            groups: Mutex::new(groups),
+            kind: k,
+        })
     }
 
     /// All rows read so far of one kind.
@@ -162,7 +197,10 @@ impl NativeReader {
         py.detach(move || {
             let r = reader.lock().unwrap_or_else(|p| p.into_inner());
             let batches = r.table(k)?;
-            Ok(Table { schema: r.schema(k), batches })
+            Ok(Table {
+                schema: r.schema(k),
+                batches,
+            })
         })
         .map_err(to_py_err)
     }
@@ -184,7 +222,10 @@ impl NativeReader {
     }
 
     fn run_names(&self) -> Vec<String> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).run_names()
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .run_names()
     }
 
     /// The health report: (run, file, severity, offset, length, reason) tuples.
@@ -192,13 +233,25 @@ impl NativeReader {
         let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         r.report()
             .iter()
-            .map(|e| (e.run.clone(), e.file.clone(), e.severity.name(), e.offset, e.length, e.reason.clone()))
+            .map(|e| {
+                (
+                    e.run.clone(),
+                    e.file.clone(),
+                    e.severity.name(),
+                    e.offset,
+                    e.length,
+                    e.reason.clone(),
+                )
+            })
             .collect()
     }
 
     /// The absolute path of a file named in `blob_file`/`file` columns.
     fn file_path(&self, rel: &str) -> Option<PathBuf> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).file_path(rel)
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .file_path(rel)
     }
 }
 
@@ -259,13 +312,27 @@ impl Stream {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Table>> {
         loop {
-            let Some(group) = self.groups.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
+            let Some(group) = self
+                .groups
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front()
+            else {
                 return Ok(None);
             };
             let kind = self.kind;
-            let batches = interruptible(py, &self.reader, move |r, cancel| r.read(group, cancel))?.1;
-            if let Some((_, b)) = batches.into_iter().find(|(k, _)| *k == kind) {
-                return Ok(Some(Table::one(b)));
+            let batches: Vec<RecordBatch> =
+                interruptible(py, &self.reader, move |r, cancel| r.read(group, cancel))?
+                    .1
+                    .into_iter()
+                    .filter(|(k, _)| *k == kind)
+                    .map(|(_, b)| b)
+                    .collect();
+            if let Some(first) = batches.first() {
+                return Ok(Some(Table {
+                    schema: first.schema(),
+                    batches,
+                }));
             }
         }
     }
@@ -280,7 +347,10 @@ struct Table {
 
 impl Table {
     fn one(b: RecordBatch) -> Table {
-        Table { schema: b.schema(), batches: vec![b] }
+        Table {
+            schema: b.schema(),
+            batches: vec![b],
+        }
     }
 }
 
@@ -288,9 +358,16 @@ impl Table {
 impl Table {
     /// A fresh stream on every call; batches are shared, not copied.
     #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema; // The protocol lets a producer keep its own schema.
-        let it = RecordBatchIterator::new(self.batches.clone().into_iter().map(Ok), self.schema.clone());
+        let it = RecordBatchIterator::new(
+            self.batches.clone().into_iter().map(Ok),
+            self.schema.clone(),
+        );
         let stream = FFI_ArrowArrayStream::new(Box::new(it));
         PyCapsule::new_with_value(py, stream, STREAM)
     }
@@ -318,6 +395,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeReader>()?;
     m.add_class::<Table>()?;
     m.add_class::<Stream>()?;
-    m.add("CorruptRecordError", m.py().get_type::<CorruptRecordError>())?;
+    m.add(
+        "CorruptRecordError",
+        m.py().get_type::<CorruptRecordError>(),
+    )?;
     Ok(())
 }

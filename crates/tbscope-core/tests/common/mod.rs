@@ -118,7 +118,13 @@ pub fn synth_file(rng: &mut Rng, n: usize) -> (Vec<u8>, Vec<Expected>) {
         }
         let refs: Vec<(&str, f32)> = values.iter().map(|(t, x)| (t.as_str(), *x)).collect();
         let rec = record(&scalar_event(wall, step, &refs));
-        expected.push(Expected { offset: bytes.len(), span: rec.len(), step, wall, values });
+        expected.push(Expected {
+            offset: bytes.len(),
+            span: rec.len(),
+            step,
+            wall,
+            values,
+        });
         bytes.extend_from_slice(&rec);
     }
     (bytes, expected)
@@ -127,7 +133,11 @@ pub fn synth_file(rng: &mut Rng, n: usize) -> (Vec<u8>, Vec<Expected>) {
 /// The scalar rows [`Expected`] records stand for, in file order.
 pub fn expected_rows(exp: &[Expected]) -> Vec<(String, i64, f64, i64)> {
     exp.iter()
-        .flat_map(|e| e.values.iter().map(move |(t, x)| (t.clone(), e.step, f64::from(*x), e.offset as i64)))
+        .flat_map(|e| {
+            e.values
+                .iter()
+                .map(move |(t, x)| (t.clone(), e.step, f64::from(*x), e.offset as i64))
+        })
         .collect()
 }
 
@@ -146,7 +156,10 @@ impl TempDir {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("tbscope-it-{label}-{}-{n}-{nanos}", std::process::id()));
+        let p = std::env::temp_dir().join(format!(
+            "tbscope-it-{label}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
@@ -220,7 +233,11 @@ pub struct RefScan {
 ///   end, or fewer than 12 bytes left, is an unfinished tail (a writer may still be writing);
 /// - anything else is skipped one byte at a time (corruption, reported as gaps).
 pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
-    let mut out = RefScan { records: Vec::new(), gaps: Vec::new(), tail: None };
+    let mut out = RefScan {
+        records: Vec::new(),
+        gaps: Vec::new(),
+        tail: None,
+    };
     let mut pos = 0usize;
     let mut gap_start: Option<usize> = None;
     while pos < b.len() {
@@ -229,7 +246,8 @@ pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
             break;
         }
         let len = u64::from_le_bytes(b[pos..pos + 8].try_into().unwrap());
-        let len_ok = masked_crc32c(&b[pos..pos + 8]) == u32::from_le_bytes(b[pos + 8..pos + 12].try_into().unwrap());
+        let len_ok = masked_crc32c(&b[pos..pos + 8])
+            == u32::from_le_bytes(b[pos + 8..pos + 12].try_into().unwrap());
         if len_ok && len <= max_len {
             let span = 16 + len as usize;
             if b.len() - pos < span {
@@ -277,7 +295,16 @@ fn dict_strings(b: &RecordBatch, name: &str) -> Option<Vec<String>> {
     let col = b.column_by_name(name)?;
     let d = col.as_dictionary::<Int32Type>();
     let values = d.values().as_string::<i32>();
-    Some(d.keys().iter().map(|k| values.value(k.expect("dictionary keys are never null") as usize).to_string()).collect())
+    Some(
+        d.keys()
+            .iter()
+            .map(|k| {
+                values
+                    .value(k.expect("dictionary keys are never null") as usize)
+                    .to_string()
+            })
+            .collect(),
+    )
 }
 
 /// Scalar rows of `batches`, in table order.
@@ -287,10 +314,21 @@ pub fn scalar_rows(batches: &[RecordBatch]) -> Vec<Row> {
         let runs = dict_strings(b, "run").unwrap();
         let tags = dict_strings(b, "tag").unwrap();
         let files = dict_strings(b, "file");
-        let step = b.column_by_name("step").unwrap().as_primitive::<Int64Type>();
-        let wall = b.column_by_name("wall_time").unwrap().as_primitive::<Float64Type>();
-        let value = b.column_by_name("value").unwrap().as_primitive::<Float64Type>();
-        let offset = b.column_by_name("offset").map(|c| c.as_primitive::<Int64Type>().clone());
+        let step = b
+            .column_by_name("step")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        let wall = b
+            .column_by_name("wall_time")
+            .unwrap()
+            .as_primitive::<Float64Type>();
+        let value = b
+            .column_by_name("value")
+            .unwrap()
+            .as_primitive::<Float64Type>();
+        let offset = b
+            .column_by_name("offset")
+            .map(|c| c.as_primitive::<Int64Type>().clone());
         for i in 0..b.num_rows() {
             rows.push(Row {
                 run: runs[i].clone(),
@@ -313,7 +351,10 @@ pub fn rows_by_record(reader: &Reader) -> BTreeMap<(String, i64), usize> {
     for kind in Kind::ALL {
         for b in reader.table(kind).unwrap() {
             let files = dict_strings(&b, "file").expect("provenance is on");
-            let off = b.column_by_name("offset").unwrap().as_primitive::<Int64Type>();
+            let off = b
+                .column_by_name("offset")
+                .unwrap()
+                .as_primitive::<Int64Type>();
             for i in 0..b.num_rows() {
                 *out.entry((files[i].clone(), off.value(i))).or_insert(0) += 1;
             }
@@ -342,5 +383,7 @@ pub fn load_once(path: &Path, o: ReaderOptions) -> (Reader, Vec<Row>, Vec<Report
 
 /// `(tag, step, value, offset)` of rows, for comparing with [`expected_rows`].
 pub fn row_keys(rows: &[Row]) -> Vec<(String, i64, f64, i64)> {
-    rows.iter().map(|r| (r.tag.clone(), r.step, r.value, r.offset.unwrap_or(-1))).collect()
+    rows.iter()
+        .map(|r| (r.tag.clone(), r.step, r.value, r.offset.unwrap_or(-1)))
+        .collect()
 }

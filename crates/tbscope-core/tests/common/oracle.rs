@@ -32,16 +32,30 @@ pub struct Source {
 
 /// Reads `bytes` as one event file with provenance: rows per record offset, scalars per
 /// record offset, the report, and how long the read took.
-fn read(bytes: &[u8], o: &ReaderOptions) -> (BTreeMap<i64, usize>, BTreeMap<i64, Vec<(String, i64, u64)>>, Vec<ReportEntry>, Duration) {
+fn read(
+    bytes: &[u8],
+    o: &ReaderOptions,
+) -> (
+    BTreeMap<i64, usize>,
+    BTreeMap<i64, Vec<(String, i64, u64)>>,
+    Vec<ReportEntry>,
+    Duration,
+) {
     let dir = TempDir::new("mutation");
     let path = dir.write(FILE, bytes);
     let t = Instant::now();
     let (reader, rows, report) = load_once(&path, o.clone());
     let took = t.elapsed();
-    let per_record = rows_by_record(&reader).into_iter().map(|((_, o), n)| (o, n)).collect();
+    let per_record = rows_by_record(&reader)
+        .into_iter()
+        .map(|((_, o), n)| (o, n))
+        .collect();
     let mut scalars: BTreeMap<i64, Vec<_>> = BTreeMap::new();
     for r in rows {
-        scalars.entry(r.offset.unwrap()).or_default().push((r.tag, r.step, r.value.to_bits()));
+        scalars
+            .entry(r.offset.unwrap())
+            .or_default()
+            .push((r.tag, r.step, r.value.to_bits()));
     }
     (per_record, scalars, report, took)
 }
@@ -50,22 +64,38 @@ pub fn source(name: String, bytes: Vec<u8>, o: &ReaderOptions) -> Option<Source>
     let scan = reference_frames(&bytes, CAP);
     if !scan.gaps.is_empty() || scan.tail.is_some() {
         // Not a clean file: the oracle needs clean originals.
-        println!("note: {name} is not cleanly framed ({} gaps, tail {:?}); skipped", scan.gaps.len(), scan.tail);
+        println!(
+            "note: {name} is not cleanly framed ({} gaps, tail {:?}); skipped",
+            scan.gaps.len(),
+            scan.tail
+        );
         return None;
     }
     let (rows, scalars, report, _) = read(&bytes, o);
     assert!(
-        report.iter().all(|e| !matches!(e.severity, Severity::Corrupt | Severity::Truncated | Severity::Error)),
+        report.iter().all(|e| !matches!(
+            e.severity,
+            Severity::Corrupt | Severity::Truncated | Severity::Error
+        )),
         "{name}: the undamaged file has problems: {report:?}"
     );
-    Some(Source { name, bytes, records: scan.records, rows, scalars })
+    Some(Source {
+        name,
+        bytes,
+        records: scan.records,
+        rows,
+        scalars,
+    })
 }
 
 /// Event files under shared/data/wild, or none (with a note) when the data is not there.
 pub fn wild(o: &ReaderOptions) -> Vec<Source> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/wild");
     if !root.is_dir() {
-        println!("note: {} is missing; only generated files are mutated", root.display());
+        println!(
+            "note: {} is missing; only generated files are mutated",
+            root.display()
+        );
         return Vec::new();
     }
     let mut paths = Vec::new();
@@ -75,7 +105,12 @@ pub fn wild(o: &ReaderOptions) -> Vec<Source> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.file_name().unwrap().to_string_lossy().contains("tfevents") {
+            } else if p
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains("tfevents")
+            {
                 paths.push(p);
             }
         }
@@ -118,7 +153,14 @@ pub struct Mutant {
 pub fn mutate(rng: &mut Rng, srcs: &[&Source]) -> Mutant {
     let a = &srcs[0].bytes;
     let n = a.len();
-    let whole = |len| vec![Segment { at: 0, len, src: 0, from: 0 }];
+    let whole = |len| {
+        vec![Segment {
+            at: 0,
+            len,
+            src: 0,
+            from: 0,
+        }]
+    };
     let pos = |rng: &mut Rng, n: usize| rng.range(0, n.saturating_sub(1));
     match rng.below(7) {
         0 => {
@@ -131,7 +173,12 @@ pub fn mutate(rng: &mut Rng, srcs: &[&Source]) -> Mutant {
                 first = first.min(p);
                 b[p] ^= 1 << rng.below(8);
             }
-            Mutant { what: format!("{k} bit flips"), bytes: b, segments: whole(n), prefix: first }
+            Mutant {
+                what: format!("{k} bit flips"),
+                bytes: b,
+                segments: whole(n),
+                prefix: first,
+            }
         }
         1 => {
             // Overwrite a range with random bytes or a constant (0x00, 0xff).
@@ -146,12 +193,22 @@ pub fn mutate(rng: &mut Rng, srcs: &[&Source]) -> Mutant {
                     _ => rng.next_u64() as u8,
                 };
             }
-            Mutant { what: format!("overwrite [{p}, {}) fill {fill}", p + len), bytes: b, segments: whole(n), prefix: p }
+            Mutant {
+                what: format!("overwrite [{p}, {}) fill {fill}", p + len),
+                bytes: b,
+                segments: whole(n),
+                prefix: p,
+            }
         }
         2 => {
             // Truncation at any byte.
             let c = rng.range(0, n);
-            Mutant { what: format!("truncate at {c}"), bytes: a[..c].to_vec(), segments: whole(c), prefix: c }
+            Mutant {
+                what: format!("truncate at {c}"),
+                bytes: a[..c].to_vec(),
+                segments: whole(c),
+                prefix: c,
+            }
         }
         3 => {
             // Delete a range.
@@ -159,8 +216,26 @@ pub fn mutate(rng: &mut Rng, srcs: &[&Source]) -> Mutant {
             let len = rng.range(1, 5000).min(n - p);
             let mut b = a[..p].to_vec();
             b.extend_from_slice(&a[p + len..]);
-            let segments = vec![Segment { at: 0, len: p, src: 0, from: 0 }, Segment { at: p, len: n - p - len, src: 0, from: p + len }];
-            Mutant { what: format!("delete [{p}, {})", p + len), bytes: b, segments, prefix: p }
+            let segments = vec![
+                Segment {
+                    at: 0,
+                    len: p,
+                    src: 0,
+                    from: 0,
+                },
+                Segment {
+                    at: p,
+                    len: n - p - len,
+                    src: 0,
+                    from: p + len,
+                },
+            ];
+            Mutant {
+                what: format!("delete [{p}, {})", p + len),
+                bytes: b,
+                segments,
+                prefix: p,
+            }
         }
         4 | 5 => {
             // Splice: a range of the donor (another file, or this one) inserted at a position.
@@ -173,11 +248,31 @@ pub fn mutate(rng: &mut Rng, srcs: &[&Source]) -> Mutant {
             b.extend_from_slice(&d[s..s + len]);
             b.extend_from_slice(&a[p..]);
             let segments = vec![
-                Segment { at: 0, len: p, src: 0, from: 0 },
-                Segment { at: p, len, src: donor, from: s },
-                Segment { at: p + len, len: n - p, src: 0, from: p },
+                Segment {
+                    at: 0,
+                    len: p,
+                    src: 0,
+                    from: 0,
+                },
+                Segment {
+                    at: p,
+                    len,
+                    src: donor,
+                    from: s,
+                },
+                Segment {
+                    at: p + len,
+                    len: n - p,
+                    src: 0,
+                    from: p,
+                },
             ];
-            Mutant { what: format!("splice donor {donor} [{s}, {}) at {p}", s + len), bytes: b, segments, prefix: p }
+            Mutant {
+                what: format!("splice donor {donor} [{s}, {}) at {p}", s + len),
+                bytes: b,
+                segments,
+                prefix: p,
+            }
         }
         _ => {
             // Concatenate a prefix of this file with a suffix of the donor.
@@ -186,8 +281,26 @@ pub fn mutate(rng: &mut Rng, srcs: &[&Source]) -> Mutant {
             let s = rng.range(0, d.len());
             let mut b = a[..c].to_vec();
             b.extend_from_slice(&d[s..]);
-            let segments = vec![Segment { at: 0, len: c, src: 0, from: 0 }, Segment { at: c, len: d.len() - s, src: 1, from: s }];
-            Mutant { what: format!("concat [0, {c}) + donor [{s}, ..)"), bytes: b, segments, prefix: c }
+            let segments = vec![
+                Segment {
+                    at: 0,
+                    len: c,
+                    src: 0,
+                    from: 0,
+                },
+                Segment {
+                    at: c,
+                    len: d.len() - s,
+                    src: 1,
+                    from: s,
+                },
+            ];
+            Mutant {
+                what: format!("concat [0, {c}) + donor [{s}, ..)"),
+                bytes: b,
+                segments,
+                prefix: c,
+            }
         }
     }
 }
@@ -230,7 +343,12 @@ fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 /// Runs one mutant through the reader and checks everything the oracle can say about it.
 pub fn check(m: &Mutant, srcs: &[&Source], o: &ReaderOptions) {
     let verify = o.file.verify;
-    let ctx = format!("{} / {}: {} (verify={verify})", srcs[0].name, srcs.get(1).map_or("-", |s| s.name.as_str()), m.what);
+    let ctx = format!(
+        "{} / {}: {} (verify={verify})",
+        srcs[0].name,
+        srcs.get(1).map_or("-", |s| s.name.as_str()),
+        m.what
+    );
     let (rows, scalars, report, took) = read(&m.bytes, o);
     assert!(took < MAX_READ, "{ctx}: read took {took:?}");
     let scan = reference_frames(&m.bytes, CAP);
@@ -240,14 +358,21 @@ pub fn check(m: &Mutant, srcs: &[&Source], o: &ReaderOptions) {
     // The untouched prefix is always recovered, whatever the mode.
     for &(at, src, off, _) in intact.iter().filter(|r| r.0 + r.3 <= m.prefix && r.1 == 0) {
         let want = srcs[src].rows.get(&(off as i64)).copied().unwrap_or(0);
-        assert_eq!(rows.get(&(at as i64)).copied().unwrap_or(0), want, "{ctx}: prefix record at {at}");
+        assert_eq!(
+            rows.get(&(at as i64)).copied().unwrap_or(0),
+            want,
+            "{ctx}: prefix record at {at}"
+        );
     }
 
     if !verify {
         // Rows only where a header with a valid length CRC starts.
         for &o in rows.keys() {
             assert!(
-                matches!(parse_frame(&m.bytes[o as usize..], CAP, false), Frame::Record { .. }),
+                matches!(
+                    parse_frame(&m.bytes[o as usize..], CAP, false),
+                    Frame::Record { .. }
+                ),
                 "{ctx}: row at {o}, which is not a record start"
             );
         }
@@ -267,14 +392,25 @@ pub fn check(m: &Mutant, srcs: &[&Source], o: &ReaderOptions) {
         let s = srcs[src];
         let want = s.rows.get(&(off as i64)).copied().unwrap_or(0);
         let got = rows.get(&(at as i64)).copied().unwrap_or(0);
-        assert_eq!(got, want, "{ctx}: rows of intact record at {at} (originally {off} in {})", s.name);
+        assert_eq!(
+            got, want,
+            "{ctx}: rows of intact record at {at} (originally {off} in {})",
+            s.name
+        );
         if let Some(sc) = s.scalars.get(&(off as i64)) {
-            assert_eq!(scalars.get(&(at as i64)), Some(sc), "{ctx}: scalars of the record at {at}");
+            assert_eq!(
+                scalars.get(&(at as i64)),
+                Some(sc),
+                "{ctx}: scalars of the record at {at}"
+            );
         }
     }
     // Rows only from reference records: nothing from bytes that fail a CRC.
     for &o in rows.keys() {
-        assert!(found.contains(&(o as usize)), "{ctx}: row at {o}, where the reference finds no valid record");
+        assert!(
+            found.contains(&(o as usize)),
+            "{ctx}: row at {o}, where the reference finds no valid record"
+        );
     }
     // The report: Corrupt "skipped" entries tile the gaps, Truncated is the tail, decode
     // failures are at reference records.
@@ -293,12 +429,23 @@ pub fn check(m: &Mutant, srcs: &[&Source], o: &ReaderOptions) {
             _ => {}
         }
     }
-    let gaps: Vec<(u64, u64)> = scan.gaps.iter().map(|&(a, b)| (a as u64, b as u64)).collect();
-    assert_eq!(merge(skipped), merge(gaps), "{ctx}: corrupt entries vs the reference's gaps");
-    let tail: Vec<(u64, u64)> = scan.tail.map(|t| (t as u64, (m.bytes.len() - t) as u64)).into_iter().collect();
+    let gaps: Vec<(u64, u64)> = scan
+        .gaps
+        .iter()
+        .map(|&(a, b)| (a as u64, b as u64))
+        .collect();
+    assert_eq!(
+        merge(skipped),
+        merge(gaps),
+        "{ctx}: corrupt entries vs the reference's gaps"
+    );
+    let tail: Vec<(u64, u64)> = scan
+        .tail
+        .map(|t| (t as u64, (m.bytes.len() - t) as u64))
+        .into_iter()
+        .collect();
     assert_eq!(truncated, tail, "{ctx}: truncated entries");
 }
-
 
 /// Runs `cases` mutants of each source (round robin donors) in both modes.
 pub fn run(srcs: &[Source], seed0: u64, budget: usize, o: &ReaderOptions) {
@@ -312,7 +459,10 @@ pub fn run(srcs: &[Source], seed0: u64, budget: usize, o: &ReaderOptions) {
         let n = (budget / srcs.len() / s.bytes.len().max(1)).clamp(3, 40);
         // The donor for splices: the next file that is not huge (a multi-MB donor would make
         // every splice of a tiny file a multi-MB read).
-        let donor = (1..=srcs.len()).map(|k| &srcs[(i + k) % srcs.len()]).find(|d| d.bytes.len() <= 1 << 19).unwrap_or(s);
+        let donor = (1..=srcs.len())
+            .map(|k| &srcs[(i + k) % srcs.len()])
+            .find(|d| d.bytes.len() <= 1 << 19)
+            .unwrap_or(s);
         let t = Instant::now();
         for c in 0..n {
             let mut rng = Rng::new(seed0 + (i as u64) * 1000 + c as u64);
@@ -328,10 +478,19 @@ pub fn run(srcs: &[Source], seed0: u64, budget: usize, o: &ReaderOptions) {
             cases += 1;
         }
         if std::env::var_os("MUTATION_TRACE").is_some() {
-            println!("{}: {n} cases, {} bytes, {:?}", s.name, s.bytes.len(), t.elapsed());
+            println!(
+                "{}: {n} cases, {} bytes, {:?}",
+                s.name,
+                s.bytes.len(),
+                t.elapsed()
+            );
         }
     }
-    println!("{cases} mutants of {} files in {:?}", srcs.len(), t0.elapsed());
+    println!(
+        "{cases} mutants of {} files in {:?}",
+        srcs.len(),
+        t0.elapsed()
+    );
 }
 
 /// The same options with verify=false.
