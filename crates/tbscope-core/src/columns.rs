@@ -16,6 +16,33 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::data_compat::Kind;
 
+/// Backs the next `rows` unused slots of `v` with memory now, in one system call.
+///
+/// Columns are written front to back right after this, and each first touch of a 4 KiB page
+/// is otherwise a page fault: under virtualisation a few microseconds each, which for ten
+/// million rows was a third of the whole read. `MADV_POPULATE_WRITE` (Linux 5.14+) maps the
+/// pages in bulk; elsewhere, or if it fails, nothing changes but speed. Only the slots about to
+/// be written are populated, so resident memory does not grow beyond what is used.
+pub fn prefault<T>(v: &Vec<T>, rows: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let size = std::mem::size_of::<T>();
+        let rows = rows.min(v.capacity() - v.len());
+        let start = v.as_ptr() as usize + v.len() * size;
+        let end = start + rows * size;
+        let lo = start.div_ceil(PAGE) * PAGE;
+        let hi = end / PAGE * PAGE;
+        if hi > lo + 16 * PAGE {
+            // SAFETY: [lo, hi) lies within the vector's allocation, past its initialised part;
+            // populating writes no data the vector relies on (pages read back as zeros).
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_POPULATE_WRITE);
+            }
+        }
+    }
+}
+
 /// A growable list of variable-length values: `offsets[i]..offsets[i+1]` is row i.
 #[derive(Debug, Clone)]
 pub struct VarList<T> {
@@ -93,6 +120,16 @@ impl Common {
     pub fn is_empty(&self) -> bool {
         self.tag.is_empty()
     }
+    /// Backs the next `n` rows of the parsed columns with memory (see [`prefault`]).
+    pub fn prefault(&self, n: usize) {
+        prefault(&self.tag, n);
+        prefault(&self.step, n);
+        prefault(&self.wall, n);
+        if !self.offset.is_empty() || self.offset.capacity() > 0 {
+            prefault(&self.offset, n);
+        }
+    }
+
     /// Reserves a per-file chunk's columns (no run or file columns there).
     pub fn reserve_chunk(&mut self, n: usize, provenance: bool) {
         self.tag.reserve(n);
@@ -365,6 +402,10 @@ impl Tables {
             for t in &mut c.tag[a..b] {
                 *t = tag_map[*t as usize];
             }
+            if c.run.capacity() - c.run.len() < b - a {
+                c.run.reserve(c.tag.capacity().max(c.run.len() + b - a) - c.run.len());
+            }
+            prefault(&c.run, b - a);
             debug_assert_eq!(c.run.len(), a, "files finished out of order");
             c.run.extend(std::iter::repeat_n(run, b - a));
             if provenance {
@@ -478,8 +519,8 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
     } else {
         validity(&c.wall.iter().map(|w| w.is_finite()).collect::<Vec<_>>())
     };
-    let mut ts: Vec<i64> = Vec::new();
-    ts.reserve(c.wall.len());
+    let mut ts: Vec<i64> = Vec::with_capacity(c.wall.len());
+    prefault(&ts, c.wall.len());
     // Nanoseconds, rounded half away from zero without a libm call per row.
     ts.extend(c.wall.iter().map(|&w| {
         if w.is_finite() {
