@@ -43,6 +43,17 @@ pub fn prefault<T>(v: &Vec<T>, rows: usize) {
     }
 }
 
+/// Runs `a` and `b` side by side when called on a worker pool's thread, one after the other
+/// otherwise (never starting rayon's global pool, which would not survive a fork).
+pub fn both(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
+    if rayon::current_thread_index().is_some() {
+        rayon::join(a, b);
+    } else {
+        a();
+        b();
+    }
+}
+
 /// A growable list of variable-length values: `offsets[i]..offsets[i+1]` is row i.
 #[derive(Debug, Clone)]
 pub struct VarList<T> {
@@ -324,6 +335,24 @@ impl Tables {
             cat(&mut a.file, &mut b.file);
             cat(&mut a.offset, &mut b.offset);
         }
+        // Scalars are most of the bytes: two halves of their columns copy side by side.
+        {
+            let (a, b) = (&mut self.scalars, &mut o.scalars);
+            let (ac, bc) = (&mut a.c, &mut b.c);
+            both(
+                || {
+                    cat(&mut ac.run, &mut bc.run);
+                    cat(&mut ac.tag, &mut bc.tag);
+                    cat(&mut ac.step, &mut bc.step);
+                },
+                || {
+                    cat(&mut ac.wall, &mut bc.wall);
+                    cat(&mut a.value, &mut b.value);
+                    cat(&mut ac.file, &mut bc.file);
+                    cat(&mut ac.offset, &mut bc.offset);
+                },
+            );
+        }
         fn blobs(a: &mut Blobs, b: &mut Blobs) {
             common(&mut a.c, &mut b.c);
             cat(&mut a.index, &mut b.index);
@@ -331,8 +360,6 @@ impl Tables {
             cat(&mut a.blob_offset, &mut b.blob_offset);
             cat(&mut a.blob_length, &mut b.blob_length);
         }
-        common(&mut self.scalars.c, &mut o.scalars.c);
-        cat(&mut self.scalars.value, &mut o.scalars.value);
 
         let (t, ot) = (&mut self.tensors, &mut o.tensors);
         common(&mut t.c, &mut ot.c);
@@ -342,7 +369,8 @@ impl Tables {
         cat(&mut t.content_valid, &mut ot.content_valid);
         let base = t.strings.len() as i64;
         t.strings.extend(&ot.strings);
-        t.string_rows.extend(ot.string_rows[1..].iter().map(|r| r + base));
+        t.string_rows
+            .extend(ot.string_rows[1..].iter().map(|r| r + base));
         cat(&mut t.strings_valid, &mut ot.strings_valid);
 
         let (h, oh) = (&mut self.histograms, &mut o.histograms);
@@ -403,7 +431,8 @@ impl Tables {
                 *t = tag_map[*t as usize];
             }
             if c.run.capacity() - c.run.len() < b - a {
-                c.run.reserve(c.tag.capacity().max(c.run.len() + b - a) - c.run.len());
+                c.run
+                    .reserve(c.tag.capacity().max(c.run.len() + b - a) - c.run.len());
             }
             prefault(&c.run, b - a);
             debug_assert_eq!(c.run.len(), a, "files finished out of order");
@@ -519,17 +548,24 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
     } else {
         validity(&c.wall.iter().map(|w| w.is_finite()).collect::<Vec<_>>())
     };
-    let mut ts: Vec<i64> = Vec::with_capacity(c.wall.len());
-    prefault(&ts, c.wall.len());
     // Nanoseconds, rounded half away from zero without a libm call per row.
-    ts.extend(c.wall.iter().map(|&w| {
+    let to_ns = |&w: &f64| {
         if w.is_finite() {
             let ns = w * 1e9;
             (ns + 0.5f64.copysign(ns)) as i64
         } else {
             0
         }
-    }));
+    };
+    let ts: Vec<i64> = if rayon::current_thread_index().is_some() {
+        use rayon::prelude::*;
+        c.wall.par_iter().with_min_len(1 << 16).map(to_ns).collect()
+    } else {
+        let mut ts = Vec::with_capacity(c.wall.len());
+        prefault(&ts, c.wall.len());
+        ts.extend(c.wall.iter().map(to_ns));
+        ts
+    };
     let mut fields = vec![
         dict_field("run"),
         dict_field("tag"),

@@ -386,17 +386,33 @@ impl Reader {
         }
         let parsed = t0.elapsed();
         let (stats, tables) = self.merge(work, groups);
+        let merged = t0.elapsed();
         // One batch per kind: pandas would otherwise concatenate (and unify dictionaries) again.
+        // On the pool, so that copying and Arrow conversion use every worker.
         let mut tables = tables.into_iter();
         let mut all = tables.next().unwrap_or_default();
-        for t in tables {
-            all.append(t);
-        }
-        let batches = self.to_batches(all);
+        let appended;
+        let batches = {
+            let finish = || {
+                for t in tables {
+                    all.append(t);
+                }
+                let appended = t0.elapsed();
+                (appended, self.to_batches(all))
+            };
+            let (a, b) = match &pool {
+                Some(p) => p.install(finish),
+                None => finish(),
+            };
+            appended = a;
+            b
+        };
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
-                "tbscope: parse {parsed:?}, merge+arrow {:?}",
-                t0.elapsed() - parsed
+                "tbscope: parse {parsed:?}, merge {:?}, append {:?}, arrow {:?}",
+                merged - parsed,
+                appended - merged,
+                t0.elapsed() - appended
             );
         }
         Ok((stats, batches))
