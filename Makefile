@@ -26,7 +26,8 @@ build: $(VENV_STAMP)
 	.venv/bin/maturin build --release --quiet --out $(WHEEL_DIR)
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
 
-test: build test-rust lint test-python smoke
+# pytest runs last so its summary closes the output.
+test: build test-rust lint smoke test-python
 
 test-rust:
 	cargo test --workspace --exclude tbscope-py --quiet

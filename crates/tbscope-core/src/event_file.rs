@@ -1021,27 +1021,15 @@ pub fn append(
             tables.hparams.c.push(tag, step, wall, prov);
             tables.hparams.content.push(content);
         }
-        (_, ValueKind::Tensor(tb)) => {
-            let t = Tensor::decode(tb).map_err(|e| e.0)?;
-            append_tensor(
-                tables,
-                kind,
-                tag,
-                step,
-                wall,
-                prov,
-                &t,
-                data,
-                data_offset,
-                meta,
-            )?;
-        }
-        (Kind::Tensors, ValueKind::Nothing) => {
-            // TensorBoard gives a value with no payload a null tensor: float32, shape [0].
-            let t = Tensor {
-                dtype: DT_FLOAT,
-                shape: vec![0],
-                ..Default::default()
+        (_, ValueKind::Tensor(_)) | (Kind::Tensors, ValueKind::Nothing) => {
+            let t = match sv.value {
+                ValueKind::Tensor(tb) => Tensor::decode(tb).map_err(|e| e.0)?,
+                // TensorBoard gives a value with no payload a null tensor: float32, shape [0].
+                _ => Tensor {
+                    dtype: DT_FLOAT,
+                    shape: vec![0],
+                    ..Default::default()
+                },
             };
             append_tensor(
                 tables,
