@@ -116,7 +116,7 @@ pub struct Common {
 }
 
 impl Common {
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, tag: i32, step: i64, wall: f64, offset: Option<i64>) {
         self.tag.push(tag);
         self.step.push(step);

@@ -67,6 +67,13 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
             *pos += 1;
             return Ok(u64::from(b));
         }
+        // Two bytes (steps up to 16383, most lengths) stay on the fast path too.
+        if let Some(&c) = buf.get(*pos + 1) {
+            if c < 0x80 {
+                *pos += 2;
+                return Ok(u64::from(b & 0x7f) | (u64::from(c) << 7));
+            }
+        }
     }
     read_varint_slow(buf, pos)
 }

@@ -68,6 +68,7 @@ fn le_u64(b: &[u8]) -> u64 {
 /// The length CRC is always checked: without it a corrupt length could make the reader skip or
 /// wait for gigabytes. The data CRC is checked only when `verify` is set (callers that skip it
 /// re-check when a payload fails to decode).
+#[inline(always)]
 pub fn parse_frame(buf: &[u8], max_len: u64, verify: bool) -> Frame<'_> {
     if buf.len() < HEADER_LEN {
         return Frame::NeedMore { need: HEADER_LEN };
