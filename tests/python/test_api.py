@@ -28,6 +28,7 @@ import pyarrow as pa
 import pytest
 
 import tbscope
+from tfrecord_util import masked_crc, frame, child_result
 
 crc32c = pytest.importorskip("crc32c")
 event_pb2 = pytest.importorskip("tensorboard.compat.proto.event_pb2")
@@ -38,16 +39,6 @@ summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
 # --------------------------------------------------------------------------------------------
 
 
-def masked_crc(data: bytes) -> int:
-    """TFRecord's masked CRC32C."""
-    c = crc32c.crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def frame(payload: bytes) -> bytes:
-    """One TFRecord: length, its masked CRC, payload, the payload's masked CRC."""
-    head = struct.pack("<Q", len(payload))
-    return head + struct.pack("<I", masked_crc(head)) + payload + struct.pack("<I", masked_crc(payload))
 
 
 def version_event(wall: float = 1.0) -> bytes:
@@ -904,26 +895,6 @@ def test_thread_count_from_argument_and_environment(big_logdir, monkeypatch):
     assert _max_worker_threads(load()) == default
 
 
-def _child_result(pid: int, r: int, timeout: float = 60.0) -> tuple[bytes, int]:
-    """What a forked child wrote to pipe ``r`` and its exit status; kills it if it hangs."""
-    import select
-
-    chunks = []
-    deadline = time.monotonic() + timeout
-    while True:
-        ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(r)
-            pytest.fail(f"the forked child did not finish within {timeout} s")
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    return b"".join(chunks), status
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
@@ -947,7 +918,7 @@ def test_fork_after_load(tbx_logdir):
         finally:
             os._exit(code)
     os.close(w)
-    answer, status = _child_result(pid, r)
+    answer, status = child_result(pid, r)
     assert answer == b"same"
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     # The parent still works after the fork, with its pool.

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 import tbscope
+from tfrecord_util import frame
 from tbscope.cli import main
 
 crc32c = pytest.importorskip("crc32c")
@@ -29,14 +30,6 @@ NAME = "events.out.tfevents.1700000000.cli"
 SCRIPT = Path(sys.executable).with_name("tbscope")
 
 
-def masked_crc(data: bytes) -> int:
-    c = crc32c.crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def frame(payload: bytes) -> bytes:
-    head = struct.pack("<Q", len(payload))
-    return head + struct.pack("<I", masked_crc(head)) + payload + struct.pack("<I", masked_crc(payload))
 
 
 def scalar_event(tag: str, step: int, value: float) -> bytes:

@@ -18,12 +18,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +29,7 @@ import pandas as pd
 import pytest
 
 import tbscope
+from tfrecord_util import masked_crc, frame, child_result
 
 crc32c = pytest.importorskip("crc32c")
 event_pb2 = pytest.importorskip("tensorboard.compat.proto.event_pb2")
@@ -40,14 +39,6 @@ STEPS = list(range(20))
 NAME = "events.out.tfevents.1700000000.test"
 
 
-def masked_crc(data: bytes) -> int:
-    c = crc32c.crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def frame(payload: bytes) -> bytes:
-    head = struct.pack("<Q", len(payload))
-    return head + struct.pack("<I", masked_crc(head)) + payload + struct.pack("<I", masked_crc(payload))
 
 
 def header(length: int) -> bytes:
@@ -414,26 +405,6 @@ def test_dangling_symlink(base, tmp_path):
     assert_strict_raises(tmp_path, "cannot open")
 
 
-def _child_result(pid: int, r: int, timeout: float = 60.0) -> tuple[bytes, int]:
-    """What a forked child wrote to pipe ``r`` and its exit status; kills it if it hangs."""
-    import select
-
-    chunks = []
-    deadline = time.monotonic() + timeout
-    while True:
-        ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(r)
-            pytest.fail(f"the forked child did not finish within {timeout} s")
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    return b"".join(chunks), status
 
 
 def _scan_as_nobody(root: str) -> dict:
@@ -458,7 +429,7 @@ def _scan_as_nobody(root: str) -> dict:
         os.write(w, json.dumps(out).encode())
         os._exit(code)
     os.close(w)
-    data, _ = _child_result(pid, r)
+    data, _ = child_result(pid, r)
     return json.loads(data)
 
 
