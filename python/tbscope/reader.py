@@ -100,10 +100,8 @@ class Logdir:
         self._loaded = True
         if self._strict:
             problems = self.report.problems
-            fresh = [p for p in problems[self._seen_problems :] if p.severity not in ("truncated", "info")]
-            self._seen_problems = len(problems)
-            if fresh:
-                raise CorruptRecordError(str(fresh[0]) + (f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""))
+            fresh, self._seen_problems = problems[self._seen_problems :], len(problems)
+            _raise_strict(fresh)
         return stats
 
     def _ensure(self) -> None:
@@ -149,9 +147,7 @@ class Logdir:
         for table in native.stream(kind, max_bytes):
             yield from pa.table(table).to_batches(max_chunksize=max_rows)
         if self._strict:
-            fresh = [Problem(*p) for p in native.report() if p[2] not in ("truncated", "info")]
-            if fresh:
-                raise CorruptRecordError(str(fresh[0]))
+            _raise_strict([Problem(*p) for p in native.report()])
 
     def _blob_path(self, rel: str) -> str | None:
         p = self._native.file_path(rel)
@@ -243,6 +239,13 @@ class Logdir:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
         return Frame(self._native.runs_table(), "runs")
+
+
+def _raise_strict(problems: Iterable[Problem]) -> None:
+    """``strict=True``: anything but a truncated tail or an info note is an error."""
+    bad = [p for p in problems if p.severity not in ("truncated", "info")]
+    if bad:
+        raise CorruptRecordError(str(bad[0]) + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
 
 
 def _nearest(run: str, have: dict[str, object]) -> str | None:

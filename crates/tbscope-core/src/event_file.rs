@@ -255,21 +255,6 @@ pub fn read_file_into(
     tables: &mut Tables,
 ) -> FileChunk {
     let before = tables.rows();
-    let mut chunk = read_into(path, start, end, opts, known, cancel, tables);
-    let after = tables.rows();
-    chunk.rows = std::array::from_fn(|k| (before[k], after[k]));
-    chunk
-}
-
-fn read_into(
-    path: &Path,
-    start: Cursor,
-    end: Option<u64>,
-    opts: &Options,
-    known: &HashMap<String, Known>,
-    cancel: &AtomicBool,
-    tables: &mut Tables,
-) -> FileChunk {
     let mut p = Parser {
         opts,
         known,
@@ -280,6 +265,8 @@ fn read_into(
         out: FileChunk::default(),
         tables,
     };
+    // Empty ranges until the read ends, so the early returns below report no rows.
+    p.out.rows = before.map(|b| (b, b));
     p.out.end = start;
     let file = match File::open(path) {
         Ok(f) => f,
@@ -350,6 +337,8 @@ fn read_into(
             *buf = Vec::new();
         }
     });
+    let after = p.tables.rows();
+    p.out.rows = std::array::from_fn(|i| (before[i], after[i]));
     p.out
 }
 
