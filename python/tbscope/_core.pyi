@@ -1,9 +1,13 @@
-"""Native module: the Rust reader and Arrow tables. Use the ``tbscope`` API instead."""
+"""Native module: the Rust reader, Arrow tables and the event writer. Use the ``tbscope`` API
+instead."""
 
+from collections.abc import Sequence
 from os import PathLike
 from typing import final
 
-__all__ = ["CorruptRecordError", "NativeReader", "Stream", "Table", "__version__"]
+from typing_extensions import Buffer
+
+__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__"]
 
 __version__: str
 
@@ -54,3 +58,128 @@ class NativeReader:
     def run_names(self) -> list[str]: ...
     def report(self) -> list[tuple[str, str, str, int, int, str]]: ...
     def file_path(self, rel: str) -> str | None: ...
+
+@final
+class EventWriter:
+    """Writes one TensorBoard event file; each record call appends one Event record.
+
+    Records are encoded and framed on the calling thread into a pending buffer; a background
+    thread (one per writer) hands them to the OS when ``max_queue`` records wait (at most one
+    such write per millisecond, so fast loops are batched), every ``flush_secs``, on
+    ``flush()`` and on ``close()``. Above ``max_pending_bytes`` queued, a record call blocks
+    until the thread has caught up (not in memory mode, which never blocks). Dropping the
+    writer flushes it.
+
+    ``path`` is created with O_EXCL (an existing file raises FileExistsError; its directory
+    must exist) and gets its ``file_version`` record before the constructor returns.
+    ``path=None`` is memory mode: no file and no thread; ``take()`` returns the framed records
+    queued so far, starting with the ``file_version`` record, so the concatenation of
+    everything taken is a valid event file.
+
+    Errors: a failed write keeps its records queued (the file is cut back to its last whole
+    record) and the next call raises OSError with the errno, the path and how much is still
+    queued; ``flush()``/``close()`` retry. If the file is removed or replaced while open, the
+    next call raises FileNotFoundError: the writer re-creates the directory and the file (a
+    path taken by another file is left alone and ``<path>.1`` is used) and keeps the queued
+    records for it.
+    """
+
+    def __new__(
+        cls,
+        path: str | PathLike[str] | None,
+        *,
+        flush_secs: float = 120.0,
+        max_queue: int = 10,
+        max_pending_bytes: int = ...,
+    ) -> EventWriter: ...
+    @property
+    def path(self) -> str | None:
+        """The file written to (None in memory mode)."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes queued and not yet handed to the OS."""
+    @property
+    def bytes_written(self) -> int:
+        """Bytes handed to the OS so far, file_version record included (memory mode: taken)."""
+    @property
+    def records_written(self) -> int: ...
+    def scalar(
+        self,
+        tag: str,
+        value: float,
+        step: int | None = None,
+        wall_time: float | None = None,
+        new_style: bool = False,
+        double_precision: bool = False,
+    ) -> None:
+        """One scalar: ``simple_value`` (float32), or with ``new_style`` a rank-0 DT_FLOAT
+        tensor with ``scalars`` metadata (DT_DOUBLE with ``double_precision``).
+
+        ``step=None`` leaves the step out (it reads as 0); ``wall_time=None`` means now.
+        """
+    def scalars(
+        self,
+        tags: Sequence[str],
+        values: Sequence[float],
+        step: int | None = None,
+        wall_time: float | None = None,
+    ) -> None:
+        """One Event holding one ``simple_value`` per tag."""
+    def histogram(
+        self,
+        tag: str,
+        values: Buffer,
+        step: int | None = None,
+        wall_time: float | None = None,
+        edges: Buffer | None = None,
+        max_bins: int | None = None,
+    ) -> None:
+        """A legacy HistogramProto of a C-contiguous float64 or float32 buffer, binned as
+        PyTorch's ``make_histogram`` does (``np.histogram`` counts; TensorFlow's default
+        buckets when ``edges`` is None; ``max_bins`` grouping; trimmed to the support).
+
+        Raises ValueError("The input has no element.") for empty input.
+        """
+    def histogram_raw(
+        self,
+        tag: str,
+        min: float,
+        max: float,
+        num: float,
+        sum: float,
+        sum_squares: float,
+        bucket_limits: Sequence[float],
+        bucket_counts: Sequence[float],
+        step: int | None = None,
+        wall_time: float | None = None,
+    ) -> None:
+        """A HistogramProto with the given fields, written as is."""
+    def tensor(
+        self,
+        tag: str,
+        data: Buffer,
+        dtype: int,
+        shape: Sequence[int],
+        step: int | None = None,
+        wall_time: float | None = None,
+        metadata: bytes | None = None,
+    ) -> None:
+        """A TensorProto with ``tensor_content`` = the raw little-endian C-order bytes of
+        ``data``; ``dtype`` is the TensorFlow DataType number; ``metadata`` is an encoded
+        SummaryMetadata."""
+    def summary(
+        self, summary: bytes, step: int | None = None, wall_time: float | None = None
+    ) -> None:
+        """An encoded Summary message, wrapped in an Event."""
+    def event(self, event: bytes) -> None:
+        """An encoded Event message, framed as is."""
+    def flush(self, fsync: bool = False) -> None:
+        """Block until everything queued is handed to the OS (and synced with ``fsync``)."""
+    def close(self) -> None:
+        """Flush, stop the thread and close the file. Idempotent; later record calls raise
+        ValueError. If the final write fails, OSError is raised and the writer stays open so
+        ``close()`` can be retried."""
+    def take(self) -> bytes:
+        """Memory mode only: the framed records queued so far, which are then dropped."""

@@ -3,12 +3,15 @@
 //! Layers, bottom up: [`masked_crc`] → [`tf_record`] (framing) → [`proto`] / [`tensor`]
 //! (zero-copy decoding) → [`data_compat`] (kinds) → [`event_file`] (one file into columns) →
 //! [`logdir`] (runs and files) → [`load`] (parallel reads, merging, reloads) → [`columns`]
-//! (Arrow). No Python here: `tbscope-py` is a thin binding over [`load::Reader`].
+//! (Arrow). The other direction: [`writer`] encodes and frames events on a background thread,
+//! with [`histogram`] binning values like PyTorch. No Python here: `tbscope-py` is a thin
+//! binding over [`load::Reader`] and [`writer::EventWriter`].
 
 pub mod columns;
 pub mod data_compat;
 pub mod error;
 pub mod event_file;
+pub mod histogram;
 pub mod hparams;
 pub mod load;
 pub mod logdir;
@@ -17,6 +20,7 @@ pub mod proto;
 pub mod restarts;
 pub mod tensor;
 pub mod tf_record;
+pub mod writer;
 
 pub use data_compat::Kind;
 pub use error::{Error, Result};

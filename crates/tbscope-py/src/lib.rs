@@ -1,4 +1,5 @@
-//! Python bindings for tbscope-core: a `Reader` and Arrow tables, nothing else.
+//! Python bindings for tbscope-core: a `Reader` and Arrow tables, and the event writer
+//! (`writer.rs`).
 //!
 //! Every long call releases the GIL and stays interruptible (Ctrl-C cancels the read); every
 //! core error becomes a Python exception in [`to_py_err`] and nowhere else.
@@ -23,6 +24,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use tbscope_core::event_file::Options;
 use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
+
+mod writer;
 
 create_exception!(
     _core,
@@ -395,6 +398,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeReader>()?;
     m.add_class::<Table>()?;
     m.add_class::<Stream>()?;
+    m.add_class::<writer::EventWriter>()?;
     m.add(
         "CorruptRecordError",
         m.py().get_type::<CorruptRecordError>(),
