@@ -717,8 +717,9 @@ impl<'o> Parser<'o> {
     }
 
     /// Files a one-value `simple_value` event whose tag is already a known, wanted scalar series
-    /// (nearly every record of a tensorboardX/PyTorch/TF1 log). Returns false to let the
-    /// general path handle anything else, including a tag's first value.
+    /// (nearly every record of a tensorboardX/PyTorch/TF1 log), or skips one the filters leave
+    /// out. Returns false to let the general path handle anything else, including a tag's first
+    /// value.
     #[inline]
     fn fast_scalar(&mut self, s: &crate::proto::SimpleScalar<'_>, record_offset: u64) -> bool {
         if !s.wall_time.is_finite()
@@ -729,11 +730,21 @@ impl<'o> Parser<'o> {
         }
         let id = self.tag_id(s.tag);
         let t = &mut self.out.tags[id as usize];
-        if !t.wanted
-            || t.kind != Some(Kind::Scalars)
-            || t.meta.is_none()
-            || !self.opts.kinds.contains(Kind::Scalars)
-        {
+        // A record the filters leave out still dates the run, exactly as the general path
+        // would; skipping it here keeps a one-tag query from paying the full decode for the
+        // other 99% of records.
+        let known_scalar = t.kind == Some(Kind::Scalars) && t.meta.is_some();
+        if !t.wanted || (known_scalar && !self.opts.kinds.contains(Kind::Scalars)) {
+            let out = &mut self.out;
+            out.first_wall.get_or_insert(s.wall_time);
+            out.last_wall = Some(
+                out.last_wall
+                    .map_or(s.wall_time, |w: f64| w.max(s.wall_time)),
+            );
+            out.max_step = Some(out.max_step.map_or(s.step, |m| m.max(s.step)));
+            return true;
+        }
+        if !known_scalar || !self.opts.kinds.contains(Kind::Scalars) {
             return false;
         }
         t.points += 1;
