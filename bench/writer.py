@@ -1,0 +1,275 @@
+"""Writer benchmark: tbscope.SummaryWriter against tensorboardX's (and torch's, when installed).
+
+    .venv/bin/python bench/writer.py            # full run, ~1 minute
+    .venv/bin/python bench/writer.py --quick    # smoke test
+
+Measured in one go, each writer into its own temporary directory:
+
+1. add_scalar end to end: N calls, timed from the constructor to the return of close() (the
+   data is then in the file); scalars/s = N / time. Read back afterwards to check the count.
+2. add_scalar latency on the caller's thread: time.perf_counter_ns() around each of M calls;
+   median, p99, p99.9 and max (the timer's own cost is reported separately, not subtracted).
+3. log(step, {100 tags}) scalars/s end to end (close() included). tensorboardX and torch have
+   no batched call: their number is add_scalar per tag, the way their users write it.
+4. add_histogram of 1M float32 values: ms per call (median of several), and the ratio.
+
+Prints a markdown table and writes bench/results/writer.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+TARGETS = {
+    "add_scalar_per_s": 1_000_000,
+    "latency_median_us": 1.0,
+    "latency_p999_us": 20.0,
+    "log_scalars_per_s": 10_000_000,
+    "histogram_speedup": 20.0,
+}
+
+
+def writers() -> dict[str, Callable[..., Any]]:
+    """Writer classes by name: tbscope first, then the baselines that are installed."""
+    import tbscope
+
+    out: dict[str, Callable[..., Any]] = {"tbscope": tbscope.SummaryWriter}
+    try:
+        from tensorboardX import SummaryWriter as TbxWriter
+
+        out["tensorboardX"] = TbxWriter
+    except ImportError:
+        pass
+    try:
+        from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+        out["torch"] = TorchWriter
+    except ImportError:
+        pass
+    return out
+
+
+def count_scalars(logdir: str) -> int:
+    import tbscope
+
+    return len(tbscope.read_scalars(logdir))
+
+
+def scalars_end_to_end(cls: Callable[..., Any], n: int, root: str) -> dict[str, Any]:
+    d = tempfile.mkdtemp(dir=root)
+    gc.collect()
+    t0 = time.perf_counter()
+    w = cls(d)
+    add = w.add_scalar
+    for i in range(n):
+        add("train/loss", i * 0.5, i)
+    w.close()
+    elapsed = time.perf_counter() - t0
+    assert count_scalars(d) == n, "the file does not hold every scalar"
+    return {"n": n, "seconds": elapsed, "per_s": n / elapsed}
+
+
+def latency(cls: Callable[..., Any], n: int, root: str) -> dict[str, Any]:
+    d = tempfile.mkdtemp(dir=root)
+    w = cls(d)
+    pc = time.perf_counter_ns
+    lat = [0] * n
+    gc.collect()
+    for i in range(n):
+        t0 = pc()
+        w.add_scalar("train/loss", i * 0.5, i)
+        lat[i] = pc() - t0
+    w.close()
+    timer = [0] * 10000
+    for i in range(len(timer)):
+        t0 = pc()
+        timer[i] = pc() - t0
+    a = np.array(lat, dtype=np.float64) / 1000.0
+    return {"n": n, "median_us": float(np.median(a)), "p99_us": float(np.percentile(a, 99)),
+            "p999_us": float(np.percentile(a, 99.9)), "max_us": float(a.max()),
+            "timer_us": float(np.median(np.array(timer)) / 1000.0)}
+
+
+def log_end_to_end(cls: Callable[..., Any], steps: int, tags: int, root: str, batched: bool) -> dict[str, Any]:
+    d = tempfile.mkdtemp(dir=root)
+    names = [f"metrics/m{j:03d}" for j in range(tags)]
+    rows = [{name: (i + j) * 0.25 for j, name in enumerate(names)} for i in range(steps)]  # built untimed
+    gc.collect()
+    t0 = time.perf_counter()
+    w = cls(d)
+    if batched:
+        log = w.log
+        for i, metrics in enumerate(rows):
+            log(i, metrics)
+    else:
+        add = w.add_scalar
+        for i, metrics in enumerate(rows):
+            for name, value in metrics.items():
+                add(name, value, i)
+    w.close()
+    elapsed = time.perf_counter() - t0
+    assert count_scalars(d) == steps * tags, "the file does not hold every scalar"
+    return {"steps": steps, "tags": tags, "seconds": elapsed, "scalars_per_s": steps * tags / elapsed,
+            "call": "log(step, dict)" if batched else "add_scalar per tag"}
+
+
+def histogram(cls: Callable[..., Any], values: np.ndarray, repeat: int, root: str) -> dict[str, Any]:
+    d = tempfile.mkdtemp(dir=root)
+    w = cls(d)
+    w.add_histogram("warmup", values, 0)
+    times = []
+    for i in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        w.add_histogram("weights", values, i)
+        times.append(time.perf_counter() - t0)
+    w.close()
+    return {"values": int(values.size), "dtype": str(values.dtype), "repeat": repeat,
+            "median_ms": statistics.median(times) * 1000, "min_ms": min(times) * 1000}
+
+
+def environment() -> dict[str, Any]:
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    cpu = "unknown"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "none"
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "cpu": cpu,
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "packages": {n: version(n) for n in ("tbscope", "tensorboardX", "torch", "numpy", "protobuf")},
+    }
+
+
+def rate(x: float) -> str:
+    return f"{x / 1e6:.2f} M/s" if x >= 1e6 else f"{x / 1e3:.1f} k/s"
+
+
+def render(results: dict[str, Any]) -> str:
+    r = results["results"]
+    tools = list(r)
+    lines = ["| measurement | " + " | ".join(tools) + " |", "|---|" + "---:|" * len(tools)]
+
+    def row(label: str, fn: Callable[[dict[str, Any]], str]) -> None:
+        lines.append(f"| {label} | " + " | ".join(fn(r[t]) if t in r else "–" for t in tools) + " |")
+
+    row("add_scalar end to end (close() included)", lambda x: f"{rate(x['scalars']['per_s'])} (N={x['scalars']['n']:,})")
+    row("add_scalar latency median", lambda x: f"{x['latency']['median_us']:.2f} µs")
+    row("add_scalar latency p99", lambda x: f"{x['latency']['p99_us']:.2f} µs")
+    row("add_scalar latency p99.9", lambda x: f"{x['latency']['p999_us']:.2f} µs")
+    row("add_scalar latency max", lambda x: f"{x['latency']['max_us']:.0f} µs")
+    row("100 tags per step, scalars/s", lambda x: f"{rate(x['log']['scalars_per_s'])} ({x['log']['call']})")
+    row("add_histogram, 1M float32 values", lambda x: f"{x['histogram']['median_ms']:.2f} ms")
+    ours = r["tbscope"]
+    lines += ["", "| target | measured | verdict |", "|---|---:|---|"]
+    for label, measured, ok in targets(results):
+        lines.append(f"| {label} | {measured} | {'met' if ok else '**missed**'} |")
+    lines.append("")
+    lines.append(f"Timer overhead (two perf_counter_ns calls, included in the latencies): "
+                 f"{ours['latency']['timer_us'] * 1000:.0f} ns.")
+    return "\n".join(lines)
+
+
+def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    r = results["results"]
+    ours = r["tbscope"]
+    out = [
+        ("add_scalar ≥ 1,000,000/s end to end", rate(ours["scalars"]["per_s"]),
+         ours["scalars"]["per_s"] >= TARGETS["add_scalar_per_s"]),
+        ("add_scalar median ≤ 1 µs on the caller's thread", f"{ours['latency']['median_us']:.2f} µs",
+         ours["latency"]["median_us"] <= TARGETS["latency_median_us"]),
+        ("add_scalar p99.9 ≤ 20 µs", f"{ours['latency']['p999_us']:.2f} µs",
+         ours["latency"]["p999_us"] <= TARGETS["latency_p999_us"]),
+        ("log(step, 100 tags) ≥ 10 M scalars/s", rate(ours["log"]["scalars_per_s"]),
+         ours["log"]["scalars_per_s"] >= TARGETS["log_scalars_per_s"]),
+    ]
+    if "tensorboardX" in r:
+        speedup = r["tensorboardX"]["histogram"]["median_ms"] / ours["histogram"]["median_ms"]
+        results["histogram_speedup_vs_tensorboardX"] = speedup
+        out.append(("add_histogram(1M) ≥ 20× faster than tensorboardX", f"{speedup:.0f}×",
+                    speedup >= TARGETS["histogram_speedup"]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small counts: a smoke test")
+    ap.add_argument("--scalars", type=int, default=1_000_000, help="add_scalar calls for tbscope")
+    ap.add_argument("--baseline-scalars", type=int, default=20_000, help="add_scalar calls for the baselines")
+    ap.add_argument("--latency-calls", type=int, default=200_000, help="timed calls for tbscope's latency")
+    ap.add_argument("--log-steps", type=int, default=20_000, help="log() steps of 100 tags for tbscope")
+    ap.add_argument("--hist-repeat", type=int, default=9, help="timed add_histogram calls for tbscope")
+    ap.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "writer.json")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.scalars, args.baseline_scalars, args.latency_calls, args.log_steps, args.hist_repeat = 50_000, 2_000, 20_000, 500, 3
+
+    try:
+        classes = writers()
+    except ImportError as e:
+        print(f"tbscope is not importable ({e}); run `make build` first")
+        return 0
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(1_000_000).astype(np.float32)
+    results: dict[str, Any] = {"environment": environment(), "targets": TARGETS, "results": {}}
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tbscope-bench-writer-") as root:
+        for name, cls in classes.items():
+            ours = name == "tbscope"
+            n = args.scalars if ours else args.baseline_scalars
+            print(f"{name}: add_scalar x {n:,} ...", flush=True)
+            res: dict[str, Any] = {"scalars": scalars_end_to_end(cls, n, root)}
+            print(f"{name}: latency ...", flush=True)
+            res["latency"] = latency(cls, args.latency_calls if ours else args.baseline_scalars, root)
+            print(f"{name}: 100 tags per step ...", flush=True)
+            steps = args.log_steps if ours else max(1, args.baseline_scalars // 100)
+            res["log"] = log_end_to_end(cls, steps, 100, root, batched=hasattr(cls, "log"))
+            print(f"{name}: add_histogram ...", flush=True)
+            res["histogram"] = histogram(cls, values, args.hist_repeat if ours else 3, root)
+            results["results"][name] = res
+    results["elapsed_s"] = time.perf_counter() - t_start
+    table = render(results)
+    print()
+    print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwritten to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

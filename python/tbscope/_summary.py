@@ -1,0 +1,1235 @@
+"""Encoders for the rich summary kinds: user data in, encoded ``Summary`` protobuf bytes out.
+
+``SummaryWriter`` hands the bytes to the native ``EventWriter.summary(bytes, step, wall_time)``.
+Nothing here imports protobuf, TensorFlow, torch or jax: messages are assembled with ``_pb``,
+images are PNG/GIF-encoded by the small encoders below, audio goes through the stdlib ``wave``,
+and arrays arrive through :func:`to_numpy`'s duck typing. Pillow and matplotlib are only used when
+the caller asks for something that needs them (resampling, box labels, figures).
+
+Semantics follow ``torch.utils.tensorboard.summary`` so files look the same in TensorBoard, with
+the few deliberate differences listed in ``docs/writing-kinds.md``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import struct
+import sys
+import time
+import wave
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tbscope import _pb
+
+# --- field numbers (tensorflow/core/framework/{summary,tensor,tensor_shape}.proto, event.proto) ---
+# Summary.value; Summary.Value fields
+_SUMMARY_VALUE = 1
+_V_TAG, _V_IMAGE, _V_AUDIO, _V_TENSOR, _V_METADATA = 1, 4, 6, 8, 9
+# SummaryMetadata and its PluginData
+_MD_PLUGIN_DATA, _MD_DISPLAY_NAME, _MD_DESCRIPTION, _MD_DATA_CLASS = 1, 2, 3, 4
+_PD_NAME, _PD_CONTENT = 1, 2
+# TensorProto, TensorShapeProto, TensorShapeProto.Dim
+_T_DTYPE, _T_SHAPE, _T_CONTENT, _T_STRING_VAL = 1, 2, 4, 8
+_SHAPE_DIM, _DIM_SIZE = 2, 1
+# Summary.Image and Summary.Audio
+_IMG_HEIGHT, _IMG_WIDTH, _IMG_COLORSPACE, _IMG_DATA = 1, 2, 3, 4
+_AU_RATE, _AU_CHANNELS, _AU_FRAMES, _AU_DATA, _AU_TYPE = 1, 2, 3, 4, 5
+# Event
+_EV_WALL_TIME, _EV_GRAPH_DEF = 1, 4
+
+# TensorFlow DataType enum values (tensorflow/core/framework/types.proto).
+DT_FLOAT, DT_DOUBLE, DT_INT32, DT_UINT8, DT_INT16, DT_INT8, DT_STRING = 1, 2, 3, 4, 5, 6, 7
+DT_COMPLEX64, DT_INT64, DT_BOOL, DT_BFLOAT16, DT_UINT16, DT_COMPLEX128 = 8, 9, 10, 14, 17, 18
+DT_HALF, DT_UINT32, DT_UINT64 = 19, 22, 23
+
+_DTYPE_BY_NAME = {
+    "bool": DT_BOOL,
+    "int8": DT_INT8,
+    "int16": DT_INT16,
+    "int32": DT_INT32,
+    "int64": DT_INT64,
+    "uint8": DT_UINT8,
+    "uint16": DT_UINT16,
+    "uint32": DT_UINT32,
+    "uint64": DT_UINT64,
+    "float16": DT_HALF,
+    "half": DT_HALF,
+    "float32": DT_FLOAT,
+    "float": DT_FLOAT,
+    "float64": DT_DOUBLE,
+    "double": DT_DOUBLE,
+    "complex64": DT_COMPLEX64,
+    "complex128": DT_COMPLEX128,
+    "bfloat16": DT_BFLOAT16,
+    "string": DT_STRING,
+    "str": DT_STRING,
+    "bytes": DT_STRING,
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# Arrays in
+
+
+def _is_torch_tensor(x: object) -> bool:
+    # If torch has not been imported, nothing can be a torch tensor: no import needed to ask.
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _torch_to_numpy(t: Any) -> np.ndarray:
+    t = t.detach()
+    if str(t.dtype) == "torch.bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            # numpy has no bfloat16 of its own; every bfloat16 is exactly a float32, so widening
+            # loses nothing but the dtype's name.
+            return np.asarray(t.float().cpu().numpy())
+        torch = sys.modules["torch"]
+        bits = t.cpu().contiguous().view(torch.int16).numpy()
+        return np.asarray(bits.view(ml_dtypes.bfloat16))
+    if getattr(t, "is_conj", None) is not None and t.is_conj():
+        t = t.resolve_conj()  # a lazily conjugated view cannot be exported to numpy as is
+    t = t.cpu()
+    try:
+        return np.asarray(t.numpy())
+    except TypeError:
+        # dtypes numpy lacks (float8 and friends): widen to float32, which holds them exactly.
+        return np.asarray(t.float().numpy())
+
+
+def to_numpy(x: object) -> np.ndarray:
+    """Convert an array-like to a numpy array without importing any framework.
+
+    Accepts numpy arrays and scalars, Python numbers, strings and (nested) lists, torch tensors
+    (detached and moved to the CPU; bfloat16 becomes ``ml_dtypes.bfloat16`` when ml_dtypes is
+    installed, float32 otherwise), and anything with ``__array__`` (jax, pandas, TensorFlow eager
+    tensors...). Numpy arrays are returned as they are, not copied.
+    """
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (np.generic, int, float, complex, str, bytes)):
+        return np.asarray(x)
+    if _is_torch_tensor(x):
+        return _torch_to_numpy(x)
+    if isinstance(x, (list, tuple)):
+        if any(_is_torch_tensor(e) for e in x):
+            # np.asarray would call each tensor's __array__, which fails for CUDA tensors.
+            return np.asarray([to_numpy(e) for e in x])
+        return np.asarray(x)
+    if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
+        return np.asarray(x)
+    numpy_method = getattr(x, "numpy", None)
+    if callable(numpy_method):
+        return np.asarray(numpy_method())
+    raise TypeError(
+        f"expected an array: a numpy array, a list of numbers, a torch/jax/TensorFlow tensor or "
+        f"any object with __array__; got {type(x).__module__}.{type(x).__qualname__}"
+    )
+
+
+def tf_dtype(dtype: object) -> int:
+    """The TensorFlow ``DataType`` enum value for a numpy dtype (or a dtype name).
+
+    bool, int8..int64, uint8..uint64, float16/32/64, complex64/128, bytes/str/object (strings) →
+    ``DT_STRING``, ``ml_dtypes.bfloat16`` → ``DT_BFLOAT16`` (14). torch dtypes and their names
+    (``"torch.float32"``) are understood too. Anything else raises TypeError.
+    """
+    if dtype is str or dtype is bytes:
+        return DT_STRING
+    name: str
+    if isinstance(dtype, str):
+        name = dtype.lower().removeprefix("torch.")
+    else:
+        try:
+            np_dtype = np.dtype(dtype)  # type: ignore[call-overload]
+        except TypeError:
+            # Not a numpy dtype: a torch dtype prints as "torch.float32".
+            name = str(dtype).removeprefix("torch.")
+        else:
+            if np_dtype.kind in "SUO":
+                return DT_STRING
+            name = np_dtype.name
+    try:
+        return _DTYPE_BY_NAME[name]
+    except KeyError:
+        raise TypeError(
+            f"no TensorFlow DataType for dtype {name!r}; use bool, int8..int64, uint8..uint64, "
+            "float16/32/64, bfloat16 (ml_dtypes), complex64/128 or strings"
+        ) from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Message builders
+
+
+def _value(tag: str, payload_field: int | None = None, payload: bytes = b"", metadata: bytes | None = None) -> bytes:
+    """One Summary.Value: tag, optional metadata, and at most one member of the value oneof."""
+    if not isinstance(tag, str):
+        raise TypeError(f"tag must be a str, got {type(tag).__name__}")
+    body = _pb.bytes_field(_V_TAG, tag)
+    if metadata is not None:
+        body += _pb.message_field(_V_METADATA, metadata)
+    if payload_field is not None:
+        body += _pb.message_field(payload_field, payload)
+    return body
+
+
+def _summary(*values: bytes) -> bytes:
+    return b"".join(_pb.message_field(_SUMMARY_VALUE, v) for v in values)
+
+
+def tensor_metadata(
+    plugin_name: str = "",
+    content: bytes = b"",
+    display_name: str | None = None,
+    description: str | None = None,
+    *,
+    data_class: int = 0,
+) -> bytes:
+    """Encoded ``SummaryMetadata``: ``plugin_data{plugin_name, content}`` (left out when both are
+    empty), ``display_name``, ``summary_description`` and ``data_class`` (0 = unknown: TensorBoard
+    assigns the class from the plugin name, as it does for torch's files)."""
+    if not isinstance(content, (bytes, bytearray, memoryview)):
+        raise TypeError(f"content must be bytes (the plugin's own serialized proto), got {type(content).__name__}")
+    out = b""
+    if plugin_name or content:
+        out += _pb.message_field(
+            _MD_PLUGIN_DATA, _pb.bytes_field(_PD_NAME, plugin_name) + _pb.bytes_field(_PD_CONTENT, bytes(content))
+        )
+    if display_name:
+        out += _pb.bytes_field(_MD_DISPLAY_NAME, display_name)
+    if description:
+        out += _pb.bytes_field(_MD_DESCRIPTION, description)
+    return out + _pb.int_field(_MD_DATA_CLASS, data_class)
+
+
+def _shape(dims: Sequence[int]) -> bytes:
+    # A Dim of size 0 is an empty (but present) message: the number of Dims is the rank.
+    return b"".join(_pb.message_field(_SHAPE_DIM, _pb.int_field(_DIM_SIZE, int(d))) for d in dims)
+
+
+def _tensor(dtype: int, dims: Sequence[int], content: bytes = b"", strings: Sequence[bytes] | None = None) -> bytes:
+    """TensorProto with raw little-endian ``tensor_content`` or, for DT_STRING, ``string_val``."""
+    body = _pb.int_field(_T_DTYPE, dtype) + _pb.message_field(_T_SHAPE, _shape(dims))
+    if strings is not None:
+        return body + _pb.repeated_bytes(_T_STRING_VAL, strings)
+    return body + _pb.bytes_field(_T_CONTENT, content)
+
+
+def _string_items(arr: np.ndarray, what: str) -> list[bytes]:
+    out = []
+    for item in arr.ravel().tolist():
+        if isinstance(item, str):
+            out.append(item.encode("utf-8"))
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            out.append(bytes(item))
+        else:
+            raise TypeError(f"{what}: a string tensor may hold only str or bytes, found {type(item).__name__} {item!r}")
+    return out
+
+
+def tensor_summary(tag: str, array: object, metadata: bytes | None = None) -> bytes:
+    """A Summary with one tensor Value: any array (strings included, which the native writer's
+    ``tensor()`` cannot take) as a TensorProto, with optional encoded SummaryMetadata.
+
+    Strings (str, bytes, or object arrays of them) go to ``string_val`` (UTF-8), every other
+    dtype to little-endian ``tensor_content``.
+    """
+    arr = to_numpy(array)
+    dtype = tf_dtype(arr.dtype)
+    if dtype == DT_STRING:
+        proto = _tensor(DT_STRING, arr.shape, strings=_string_items(arr, "tensor_summary"))
+    else:
+        little = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype)
+        proto = _tensor(dtype, arr.shape, content=little.tobytes())
+    return _summary(_value(tag, _V_TENSOR, proto, metadata))
+
+
+# ------------------------------------------------------------------------------------------------
+# Images
+
+
+def _check_formats(dataformats: object, ndim: int, shape: tuple[int, ...], what: str) -> str:
+    if not isinstance(dataformats, str):
+        raise TypeError(f"{what}: dataformats must be a string such as 'CHW', got {dataformats!r}")
+    fmt = dataformats.upper()
+    allowed = {4: {"N", "C", "H", "W"}, 3: {"C", "H", "W"}, 2: {"H", "W"}}
+    if len(set(fmt)) != len(fmt) or allowed.get(len(fmt)) != set(fmt):
+        raise ValueError(
+            f"{what}: dataformats={dataformats!r} is not a layout; use each letter once, e.g. "
+            "'NCHW' or 'NHWC' (4-D), 'CHW' or 'HWC' (3-D), 'HW' (2-D)"
+        )
+    if ndim != len(fmt):
+        raise ValueError(f"{what}: dataformats={dataformats!r} describes a {len(fmt)}-D tensor, but the shape is {shape}")
+    return fmt
+
+
+def _grid(nchw: np.ndarray, ncols: int = 8) -> np.ndarray:
+    """Images [N, C, H, W] side by side, ``ncols`` to a row, on a zero canvas → [H', W', C].
+
+    The same layout as torch's ``make_grid`` for TensorBoard (no padding, row-major order)."""
+    n, c, h, w = nchw.shape
+    if n == 0:
+        raise ValueError("images: the batch is empty (N == 0); pass at least one image")
+    ncols = min(n, ncols)
+    nrows = -(-n // ncols)
+    canvas = np.zeros((nrows * h, ncols * w, c), dtype=nchw.dtype)
+    for i in range(n):
+        row, col = divmod(i, ncols)
+        canvas[row * h : (row + 1) * h, col * w : (col + 1) * w] = nchw[i].transpose(1, 2, 0)
+    return canvas
+
+
+def _to_hwc(arr: np.ndarray, dataformats: str, what: str) -> np.ndarray:
+    fmt = _check_formats(dataformats, arr.ndim, arr.shape, what)
+    if len(fmt) == 4:
+        hwc = _grid(arr.transpose([fmt.index(c) for c in "NCHW"]))
+    elif len(fmt) == 3:
+        hwc = arr.transpose([fmt.index(c) for c in "HWC"])
+    else:
+        hwc = arr.transpose([fmt.index(c) for c in "HW"])[:, :, None]
+    if hwc.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(
+            f"{what}: an image has 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels, but the "
+            f"'C' axis of shape {arr.shape} (dataformats={dataformats!r}) has {hwc.shape[2]}; check dataformats"
+        )
+    if hwc.shape[0] == 0 or hwc.shape[1] == 0:
+        raise ValueError(f"{what}: the image is empty (shape {arr.shape}, dataformats={dataformats!r})")
+    return hwc
+
+
+def _to_uint8(arr: np.ndarray, what: str) -> np.ndarray:
+    """uint8 stays as it is; any other real dtype is taken to be in [0, 1]: x*255 in float32,
+    clipped to [0, 255] and truncated, as torch does. NaN becomes 0."""
+    if arr.dtype == np.uint8:
+        return arr
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what}: expected uint8 in [0, 255] or floats in [0, 1], got dtype {arr.dtype}")
+    with np.errstate(all="ignore"):
+        scaled = arr.astype(np.float32) * np.float32(255)
+        scaled = np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0)
+        np.clip(scaled, 0, 255, out=scaled)
+    return np.asarray(scaled, dtype=np.uint8)
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+_PNG_COLOR_TYPE = {1: 0, 2: 4, 3: 2, 4: 6}  # gray, gray+alpha, RGB, RGBA
+
+
+def encode_png(hwc: np.ndarray) -> bytes:
+    """PNG bytes of a uint8 [H, W, C] array (C = 1..4), 8 bits per sample, not interlaced."""
+    h, w, c = hwc.shape
+    rows = np.ascontiguousarray(hwc, dtype=np.uint8).reshape(h, w * c)
+    # Every row uses filter 1 ("Sub": each byte minus the byte one pixel to its left, mod 256).
+    # It is one vectorised subtraction and compresses smooth images and flat plots well.
+    filtered = np.empty((h, w * c + 1), dtype=np.uint8)
+    filtered[:, 0] = 1
+    filtered[:, 1 : 1 + c] = rows[:, :c]
+    filtered[:, 1 + c :] = rows[:, c:] - rows[:, :-c]
+    header = struct.pack(">IIBBBBB", w, h, 8, _PNG_COLOR_TYPE[c], 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", zlib.compress(filtered.tobytes(), 6))
+        + _png_chunk(b"IEND", b"")
+    )
+
+
+def _rescale(u8: np.ndarray, rescale: float, what: str) -> np.ndarray:
+    if rescale == 1:
+        return u8
+    if not isinstance(rescale, (int, float)) or not rescale > 0 or not math.isfinite(rescale):
+        raise ValueError(f"{what}: rescale must be a positive number, got {rescale!r}")
+    h, w, c = u8.shape
+    new_h, new_w = int(h * rescale), int(w * rescale)
+    if new_h < 1 or new_w < 1:
+        raise ValueError(f"{what}: rescale={rescale} shrinks the {h}x{w} image to nothing")
+    try:
+        from PIL import Image
+    except ImportError:
+        # Without Pillow: nearest neighbour, sampling each output pixel's centre.
+        ys = ((np.arange(new_h) + 0.5) * h / new_h).astype(np.intp)
+        xs = ((np.arange(new_w) + 0.5) * w / new_w).astype(np.intp)
+        return np.asarray(u8[ys[:, None], xs[None, :]])
+    # With Pillow, the same Lanczos filter torch and tensorboardX use.
+    picture = Image.fromarray(u8[:, :, 0] if c == 1 else u8)
+    resized = np.asarray(picture.resize((new_w, new_h), Image.Resampling.LANCZOS))
+    return resized.reshape(new_h, new_w, c)
+
+
+def _image_proto(hwc: np.ndarray, encoded: bytes) -> bytes:
+    h, w, c = hwc.shape
+    return (
+        _pb.int_field(_IMG_HEIGHT, h)
+        + _pb.int_field(_IMG_WIDTH, w)
+        + _pb.int_field(_IMG_COLORSPACE, c)
+        + _pb.bytes_field(_IMG_DATA, encoded)
+    )
+
+
+def _image_summary(tag: str, hwc: np.ndarray) -> bytes:
+    return _summary(_value(tag, _V_IMAGE, _image_proto(hwc, encode_png(hwc))))
+
+
+def image(tag: str, tensor: object, rescale: float = 1, dataformats: str = "CHW") -> bytes:
+    """A legacy image summary (PNG) from one image, or a grid from a batch.
+
+    ``tensor``: uint8 in [0, 255] kept as is; any other dtype is taken to be in [0, 1] and becomes
+    ``x*255`` clipped to [0, 255]. ``dataformats``: 'CHW', 'HWC', 'HW', or a 4-D layout ('NCHW',
+    'NHWC'...) whose images are tiled eight to a row. 1 channel is stored as a gray PNG, 2 as
+    gray+alpha, 3 as RGB, 4 as RGBA. ``rescale`` resizes (Lanczos with Pillow, nearest neighbour
+    without it); height and width in the summary are those of the stored PNG.
+    """
+    hwc = _to_uint8(_to_hwc(to_numpy(tensor), dataformats, "image"), "image")
+    return _image_summary(tag, _rescale(hwc, rescale, "image"))
+
+
+def images(tag: str, tensor: object, dataformats: str = "NCHW") -> bytes:
+    """A batch of images as one grid image (eight to a row, like torch's ``add_images``)."""
+    arr = to_numpy(tensor)
+    if arr.ndim != 4:
+        raise ValueError(f"images: expected a 4-D batch laid out as dataformats={dataformats!r}, got shape {arr.shape}")
+    return image(tag, arr, dataformats=dataformats)
+
+
+_BOX_COLOR = (255, 0, 0)
+_BOX_THICKNESS = 2
+
+
+def _draw_boxes(rgb: np.ndarray, boxes: np.ndarray) -> None:
+    """Outline each [x_min, y_min, x_max, y_max] box (pixels, rounded) in red, in place. The
+    2-pixel outline lies inside the box, so a box never paints outside its own corners."""
+    h, w, c = rgb.shape
+    color = np.array(_BOX_COLOR + (255,) * (c - 3), dtype=np.uint8)
+    for x0, y0, x1, y1 in np.rint(boxes).astype(np.int64).tolist():
+        left, right = sorted((x0, x1))
+        top, bottom = sorted((y0, y1))
+        # Clip to the image; a box wholly outside leaves nothing to draw.
+        cl, cr, ct, cb = max(left, 0), min(right, w - 1), max(top, 0), min(bottom, h - 1)
+        if cl > cr or ct > cb:
+            continue
+        t = _BOX_THICKNESS
+        for r0, r1 in ((top, top + t - 1), (bottom - t + 1, bottom)):  # horizontal bands
+            r0, r1 = max(r0, ct), min(r1, cb)
+            if r0 <= r1:
+                rgb[r0 : r1 + 1, cl : cr + 1] = color
+        for c0, c1 in ((left, left + t - 1), (right - t + 1, right)):  # vertical bands
+            c0, c1 = max(c0, cl), min(c1, cr)
+            if c0 <= c1:
+                rgb[ct : cb + 1, c0 : c1 + 1] = color
+
+
+def _draw_labels(rgb: np.ndarray, boxes: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+    """Each label in black on a red band at its box's bottom-left corner (where torch puts it)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    picture = Image.fromarray(rgb)
+    draw = ImageDraw.Draw(picture)
+    font = ImageFont.load_default()
+    fill = _BOX_COLOR + (255,) * (rgb.shape[2] - 3)
+    for (x0, _y0, _x1, y1), label in zip(boxes.tolist(), labels):
+        if not label:
+            continue
+        left, top, right, bottom = font.getbbox(label)
+        width, height = right - left, bottom - top
+        margin = math.ceil(0.05 * height)
+        draw.rectangle([(x0, y1 - height - 2 * margin), (x0 + width, y1)], fill=fill)
+        draw.text((x0 + margin, y1 - height - margin), label, fill=(0,) * len(fill), font=font)
+    return np.asarray(picture).copy()
+
+
+def image_boxes(
+    tag: str,
+    tensor_image: object,
+    tensor_boxes: object,
+    rescale: float = 1,
+    dataformats: str = "CHW",
+    labels: Sequence[str] | None = None,
+) -> bytes:
+    """An image with red box outlines: ``tensor_boxes`` is [N, 4] of (x_min, y_min, x_max, y_max)
+    in pixels. ``labels`` (N strings) are drawn when Pillow is installed and left out otherwise.
+    Gray images are turned into RGB so the boxes show in colour."""
+    hwc = _to_uint8(_to_hwc(to_numpy(tensor_image), dataformats, "image_boxes"), "image_boxes")
+    boxes = to_numpy(tensor_boxes)
+    if boxes.size == 0:
+        boxes = boxes.reshape(0, 4)
+    if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "biuf":
+        raise ValueError(
+            f"image_boxes: tensor_boxes must be numbers of shape [N, 4] (x_min, y_min, x_max, y_max), "
+            f"got shape {boxes.shape} dtype {boxes.dtype}"
+        )
+    if not np.isfinite(boxes).all():
+        raise ValueError("image_boxes: tensor_boxes holds NaN or infinite coordinates")
+    if labels is not None:
+        if isinstance(labels, str) or len(labels) != len(boxes):
+            raise ValueError(f"image_boxes: labels must be a list of {len(boxes)} strings, one per box, got {labels!r}")
+        labels = [str(label) for label in labels]
+    c = hwc.shape[2]
+    if c < 3:  # gray (+alpha) → RGB (+alpha), so red is red
+        rgb = np.concatenate([np.repeat(hwc[:, :, :1], 3, axis=2), hwc[:, :, 1:]], axis=2)
+    else:
+        rgb = hwc.copy()
+    _draw_boxes(rgb, boxes)
+    if labels is not None:
+        try:
+            rgb = _draw_labels(rgb, boxes, labels)
+        except ImportError:
+            pass  # documented: without Pillow there is no font rasteriser, so labels are left out
+    return _image_summary(tag, _rescale(rgb, rescale, "image_boxes"))
+
+
+def _render_figure(fig: Any, close: bool) -> np.ndarray:
+    if type(fig).__module__.split(".", 1)[0] != "matplotlib" or not hasattr(fig, "canvas"):
+        raise TypeError(
+            f"figure: expected a matplotlib Figure or a list of them, got {type(fig).__module__}.{type(fig).__qualname__}"
+        )
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas: Any = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    rgba = np.array(canvas.buffer_rgba(), dtype=np.uint8)  # a copy, independent of the canvas
+    if close:
+        # Only figures made through pyplot are registered there; importing pyplot otherwise
+        # would only pick a GUI backend for nothing.
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is not None:
+            pyplot.close(fig)
+    return rgba
+
+
+def figure(tag: str, figure: object, close: bool = True) -> bytes:
+    """A matplotlib figure (rendered with the Agg canvas) as an image, or a list of same-sized
+    figures as a grid. The alpha channel is kept only when some pixel is not opaque. ``close``
+    closes the figures in pyplot afterwards, as torch does."""
+    if isinstance(figure, (list, tuple)):
+        if not figure:
+            raise ValueError("figure: the list of figures is empty")
+        frames = [_render_figure(f, close) for f in figure]
+        if len({f.shape for f in frames}) != 1:
+            sizes = sorted({f"{f.shape[1]}x{f.shape[0]}" for f in frames})
+            raise ValueError(f"figure: a list of figures needs one pixel size for all, got {', '.join(sizes)}")
+        hwc = _grid(np.stack(frames).transpose(0, 3, 1, 2))
+    else:
+        hwc = _render_figure(figure, close)
+    if (hwc[:, :, 3] == 255).all():
+        hwc = hwc[:, :, :3]
+    return _image_summary(tag, hwc)
+
+
+# ------------------------------------------------------------------------------------------------
+# Video (animated GIF)
+
+
+def _video_grid(v: np.ndarray) -> np.ndarray:
+    """[N, T, C, H, W] → [T, H', W', C]: the batch tiled into each frame, in torch's layout
+    (N padded with black clips to a power of two; 2^floor(log2(N)/2) rows)."""
+    n, t, c, h, w = v.shape
+    padded = 1 << (n - 1).bit_length()
+    if padded != n:
+        v = np.concatenate([v, np.zeros((padded - n, t, c, h, w), dtype=v.dtype)])
+    rows = 2 ** ((n.bit_length() - 1) // 2)
+    cols = padded // rows
+    v = v.reshape(rows, cols, t, c, h, w).transpose(2, 0, 4, 1, 5, 3)
+    return v.reshape(t, rows * h, cols * w, c)
+
+
+def _lzw(indices: bytes, min_code_size: int) -> bytes:
+    """GIF's variable-width LZW of a sequence of palette indices."""
+    clear = 1 << min_code_size
+    end = clear + 1
+    size = min_code_size + 1
+    next_code = end + 1
+    table: dict[int, int] = {}
+    out = bytearray()
+    acc = clear  # bit accumulator, least significant bits first; starts with a clear code
+    nbits = size
+    it = iter(indices)
+    prefix = next(it)
+    for px in it:
+        k = (prefix << 8) | px
+        code = table.get(k)
+        if code is not None:
+            prefix = code
+            continue
+        acc |= prefix << nbits
+        nbits += size
+        if next_code < 4096:
+            table[k] = next_code
+            next_code += 1
+            # The decoder builds the same entry one code later, so it widens its reads once its
+            # table reaches 2**size; that is when ours has gone one past it.
+            if next_code > (1 << size) and size < 12:
+                size += 1
+        else:
+            # Table full: start over, so long frames keep compressing what they see now.
+            acc |= clear << nbits
+            nbits += size
+            table.clear()
+            size = min_code_size + 1
+            next_code = end + 1
+        while nbits >= 8:
+            out.append(acc & 0xFF)
+            acc >>= 8
+            nbits -= 8
+        prefix = px
+    acc |= prefix << nbits
+    nbits += size
+    acc |= end << nbits
+    nbits += size
+    while nbits > 0:
+        out.append(acc & 0xFF)
+        acc >>= 8
+        nbits -= 8
+    return bytes(out)
+
+
+def _sub_blocks(data: bytes) -> bytes:
+    parts = [bytes([len(data[i : i + 255])]) + data[i : i + 255] for i in range(0, len(data), 255)]
+    return b"".join(parts) + b"\x00"
+
+
+def _palettize(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices [T, H, W] uint8, palette [K, 3] uint8) for frames [T, H, W, C].
+
+    Exact when the whole clip uses at most 256 colours (always true for gray); otherwise each
+    pixel goes to the nearest colour of a fixed 6x7x6 cube (GIF allows 256 colours)."""
+    if frames.shape[3] == 1:
+        return frames[..., 0], np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, axis=1)
+    rgb = frames[..., :3].astype(np.uint32)
+    packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+    colours, inverse = np.unique(packed.ravel(), return_inverse=True)
+    if len(colours) <= 256:
+        palette = np.stack([(colours >> 16) & 255, (colours >> 8) & 255, colours & 255], axis=1)
+        return inverse.reshape(packed.shape).astype(np.uint8), palette.astype(np.uint8)
+    levels = np.array([6, 7, 6])
+    q = np.rint(rgb * (levels - 1) / 255.0).astype(np.uint32)
+    indices = (q[..., 0] * 7 + q[..., 1]) * 6 + q[..., 2]
+    grid = np.stack(np.meshgrid(np.arange(6), np.arange(7), np.arange(6), indexing="ij"), axis=-1).reshape(-1, 3)
+    palette = np.rint(grid * 255.0 / (levels - 1)).astype(np.uint8)
+    return indices.astype(np.uint8), palette
+
+
+def encode_gif(frames: np.ndarray, fps: float) -> bytes:
+    """An endlessly looping animated GIF of uint8 frames [T, H, W, C] (C = 1, 3 or 4; alpha is
+    dropped), one global palette, each frame shown for 1/fps s (GIF counts in 1/100 s)."""
+    t, h, w, _ = frames.shape
+    if h > 0xFFFF or w > 0xFFFF:
+        raise ValueError(f"video: a GIF frame is at most 65535x65535 pixels, got {w}x{h}")
+    indices, palette = _palettize(frames)
+    bits = max(1, int(len(palette) - 1).bit_length())  # palette entries = 2**bits
+    table = np.zeros((1 << bits, 3), dtype=np.uint8)
+    table[: len(palette)] = palette
+    delay = min(max(round(100 / fps), 1), 0xFFFF)
+    out = [
+        b"GIF89a",
+        # Logical screen: size, global colour table present (0x80), 8-bit colour resolution (0x70).
+        struct.pack("<HHBBB", w, h, 0x80 | 0x70 | (bits - 1), 0, 0),
+        table.tobytes(),
+        # NETSCAPE2.0 application extension: loop count 0 = forever.
+        b"\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00",
+    ]
+    min_code_size = max(2, bits)
+    for frame in indices:
+        # Graphic control extension: disposal 1 (leave the frame in place), the frame's delay.
+        out.append(struct.pack("<BBBBHBB", 0x21, 0xF9, 4, 0x04, delay, 0, 0))
+        out.append(struct.pack("<BHHHHB", 0x2C, 0, 0, w, h, 0))
+        out.append(bytes([min_code_size]) + _sub_blocks(_lzw(frame.tobytes(), min_code_size)))
+    out.append(b"\x3b")
+    return b"".join(out)
+
+
+def video(tag: str, tensor: object, fps: float = 4) -> bytes:
+    """A video [N, T, C, H, W] (batch, time, channel, height, width) as an animated GIF image
+    summary, the batch tiled into each frame as torch does. uint8 is kept, other dtypes are
+    taken to be in [0, 1]. C is 1 (gray), 3 (RGB) or 4 (RGBA, alpha dropped)."""
+    arr = to_numpy(tensor)
+    if arr.ndim != 5:
+        raise ValueError(f"video: expected a 5-D tensor [N, T, C, H, W] (batch, time, channel, height, width), got shape {arr.shape}")
+    if arr.shape[2] not in (1, 3, 4):
+        raise ValueError(f"video: C (axis 2 of [N, T, C, H, W]) must be 1, 3 or 4, got shape {arr.shape}")
+    if 0 in arr.shape:
+        raise ValueError(f"video: the video is empty (shape {arr.shape})")
+    if not isinstance(fps, (int, float)) or not fps > 0 or not math.isfinite(fps):
+        raise ValueError(f"video: fps must be a positive number, got {fps!r}")
+    frames = _video_grid(_to_uint8(arr, "video"))
+    proto = _image_proto(frames[0], encode_gif(frames, fps))
+    return _summary(_value(tag, _V_IMAGE, proto))
+
+
+# ------------------------------------------------------------------------------------------------
+# Audio
+
+
+def audio(tag: str, tensor: object, sample_rate: float = 44100) -> bytes:
+    """A WAV (16-bit PCM) audio summary.
+
+    ``tensor``: floats in [-1, 1] (clipped), 1-D for mono or [frames, channels] with 1 or 2
+    channels; size-1 axes are squeezed away first. int16 is taken as PCM already. Samples are
+    ``x * 32767`` truncated toward zero, as torch does."""
+    arr = np.squeeze(to_numpy(tensor))
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.size == 0:
+        raise ValueError("audio: the clip is empty")
+    if arr.ndim == 2 and arr.shape[1] > 2:
+        raise ValueError(
+            f"audio: expected [frames, channels] with 1 or 2 channels, got shape {arr.shape}; "
+            "for torchaudio's [channels, frames] layout pass the transpose (waveform.T)"
+        )
+    if arr.ndim > 2:
+        raise ValueError(f"audio: expected a 1-D clip or [frames, channels], got shape {arr.shape}")
+    if arr.dtype == np.int16:
+        pcm = arr.astype("<i2")
+    elif arr.dtype.kind in "biuf":
+        # float32/float64 are scaled in their own precision, as torch's
+        # `array * np.iinfo(np.int16).max` is; float16 cannot hold 32767, so it is widened, and so
+        # are bools and other integer dtypes (whose values outside [-1, 1] are clipped).
+        x = arr if arr.dtype in (np.float32, np.float64) else arr.astype(np.float32 if arr.dtype.itemsize <= 2 else np.float64)
+        x = np.clip(np.nan_to_num(x), -1, 1)
+        pcm = (x * np.iinfo(np.int16).max).astype("<i2")
+    else:
+        raise TypeError(f"audio: expected floats in [-1, 1] (or int16 PCM), got dtype {arr.dtype}")
+    if not isinstance(sample_rate, (int, float)) or not sample_rate > 0:
+        raise ValueError(f"audio: sample_rate must be a positive number of frames per second, got {sample_rate!r}")
+    channels = 1 if pcm.ndim == 1 else pcm.shape[1]
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as wav:
+        wav.setnchannels(channels)
+        wav.setsampwidth(2)
+        wav.setframerate(int(round(sample_rate)))
+        wav.writeframes(np.ascontiguousarray(pcm).tobytes())
+    proto = (
+        _pb.float_field(_AU_RATE, sample_rate)
+        + _pb.int_field(_AU_CHANNELS, channels)
+        + _pb.int_field(_AU_FRAMES, pcm.shape[0])
+        + _pb.bytes_field(_AU_DATA, buf.getvalue())
+        + _pb.bytes_field(_AU_TYPE, "audio/wav")
+    )
+    return _summary(_value(tag, _V_AUDIO, proto))
+
+
+# ------------------------------------------------------------------------------------------------
+# Text
+
+
+def text(tag: str, text_string: object) -> bytes:
+    """A text-plugin summary: a DT_STRING tensor (Markdown is rendered by TensorBoard).
+
+    A single string is stored with shape [1], like torch; a list or array of strings keeps its
+    shape (TensorBoard shows a rank-1 or rank-2 string tensor as a table). The tag is used as
+    given: torch's and tensorboardX's ``add_text`` append ``/text_summary`` themselves."""
+    if isinstance(text_string, (str, bytes)):
+        arr = np.array([text_string], dtype=object)
+    else:
+        arr = to_numpy(text_string)
+        if arr.dtype.kind not in "SUO":
+            raise TypeError(f"text: expected a str (or a list/array of str), got dtype {arr.dtype}")
+    proto = _tensor(DT_STRING, arr.shape, strings=_string_items(arr, "text"))
+    # TextPluginData{version=0} encodes to no bytes at all.
+    return _summary(_value(tag, _V_TENSOR, proto, tensor_metadata("text")))
+
+
+# ------------------------------------------------------------------------------------------------
+# Hyperparameters (tensorboard/plugins/hparams: api.proto, plugin_data.proto, google.protobuf.Value)
+
+_HPARAMS_PLUGIN = "hparams"
+EXPERIMENT_TAG = "_hparams_/experiment"
+SESSION_START_INFO_TAG = "_hparams_/session_start_info"
+SESSION_END_INFO_TAG = "_hparams_/session_end_info"
+_HP_TYPE = {str: 1, bool: 2, float: 3}  # DATA_TYPE_STRING, DATA_TYPE_BOOL, DATA_TYPE_FLOAT64
+_STATUS_SUCCESS = 1
+
+
+def _hparam_value(name: str, v: object) -> str | bool | float:
+    """A hyperparameter as one of the three kinds TensorBoard knows: str, bool or float."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, str):
+        return str(v)  # np.str_ → str, so the value's type names its kind
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return float(v)
+    if _is_torch_tensor(v) or hasattr(v, "__array__"):
+        arr = to_numpy(v)
+        if arr.size == 1:
+            return _hparam_value(name, arr.reshape(()).item())
+    if callable(v):
+        # Like tensorboardX: an activation function or class is recorded by its name.
+        return str(getattr(v, "__name__", v))
+    raise TypeError(
+        f"hparams: {name!r} is a {type(v).__name__}; a hyperparameter value must be a bool, int, float, "
+        "str, a one-element tensor or array, or None (skipped)"
+    )
+
+
+def _struct_value(v: str | bool | float) -> bytes:
+    # google.protobuf.Value: number_value=2, string_value=3, bool_value=4 (a oneof: keep defaults).
+    if isinstance(v, bool):
+        return _pb.int_field(4, v, keep_default=True)
+    if isinstance(v, str):
+        return _pb.bytes_field(3, v, keep_default=True)
+    return _pb.double_field(2, v, keep_default=True)
+
+
+def _hparams_summary(tag: str, member: int, body: bytes) -> bytes:
+    # HParamsPluginData{version=1 (0, left out), experiment=2 | session_start_info=3 | session_end_info=4}
+    content = _pb.message_field(member, body)
+    return _summary(_value(tag, metadata=tensor_metadata(_HPARAMS_PLUGIN, content)))
+
+
+def hparams(
+    hparam_dict: Mapping[str, object],
+    metric_dict: Mapping[str, object],
+    hparam_domain_discrete: Mapping[str, Sequence[object]] | None = None,
+) -> tuple[bytes, bytes, bytes]:
+    """The three hparams-plugin summaries: (experiment, session_start_info, session_end_info).
+
+    Values are typed: bool → DATA_TYPE_BOOL, int/float → DATA_TYPE_FLOAT64, str →
+    DATA_TYPE_STRING (one-element tensors by their value, callables by their name; None is
+    skipped). ``hparam_domain_discrete`` gives the allowed values of some hparams (same type as
+    the value); other hparams get no domain, so TensorBoard computes it from all runs (a
+    one-run interval would hide the other runs' values in its filters). Every key of
+    ``metric_dict`` becomes a metric of the experiment; the session ends with STATUS_SUCCESS.
+    """
+    if not isinstance(hparam_dict, Mapping):
+        raise TypeError(f"hparams: hparam_dict must be a dict of name -> value, got {type(hparam_dict).__name__}")
+    if not isinstance(metric_dict, Mapping):
+        raise TypeError(f"hparams: metric_dict must be a dict of metric tag -> value, got {type(metric_dict).__name__}")
+    domains = hparam_domain_discrete or {}
+    if not isinstance(domains, Mapping):
+        raise TypeError(f"hparams: hparam_domain_discrete must be a dict of name -> list of values, got {type(domains).__name__}")
+    values: dict[str, str | bool | float] = {}
+    for name, raw in hparam_dict.items():
+        if not isinstance(name, str):
+            raise TypeError(f"hparams: hyperparameter names must be str, got {name!r}")
+        if raw is not None:
+            values[name] = _hparam_value(name, raw)
+    infos = []
+    for name, value in values.items():
+        kind = type(value)
+        info = _pb.bytes_field(1, name) + _pb.int_field(4, _HP_TYPE[kind])  # HParamInfo.name, .type
+        if name in domains:
+            allowed = domains[name]
+            if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Sequence):
+                raise TypeError(f"hparams: hparam_domain_discrete[{name!r}] must be a list of values, got {allowed!r}")
+            typed = [_hparam_value(name, d) for d in allowed]
+            if any(type(d) is not kind for d in typed):
+                raise TypeError(
+                    f"hparams: hparam_domain_discrete[{name!r}] = {list(allowed)!r} must hold values of the same "
+                    f"type as hparam_dict[{name!r}] = {hparam_dict[name]!r}"
+                )
+            listed = b"".join(_pb.message_field(1, _struct_value(d)) for d in typed)  # ListValue.values
+            info += _pb.message_field(5, listed)  # HParamInfo.domain_discrete
+        infos.append(_pb.message_field(4, info))  # Experiment.hparam_infos
+    for name in domains:
+        if name not in values:
+            raise ValueError(f"hparams: hparam_domain_discrete names {name!r}, which is not in hparam_dict")
+    metrics = []
+    for tag in metric_dict:
+        if not isinstance(tag, str):
+            raise TypeError(f"hparams: metric names must be str tags, got {tag!r}")
+        # MetricInfo.name = MetricName{group=1, tag=2}
+        metrics.append(_pb.message_field(5, _pb.message_field(1, _pb.bytes_field(2, tag))))
+    experiment = _hparams_summary(EXPERIMENT_TAG, 2, b"".join(infos) + b"".join(metrics))
+    entries = b"".join(
+        # SessionStartInfo.hparams: map<string, Value>, each entry a message {key=1, value=2}.
+        _pb.message_field(1, _pb.bytes_field(1, name) + _pb.message_field(2, _struct_value(value)))
+        for name, value in values.items()
+    )
+    start = _hparams_summary(SESSION_START_INFO_TAG, 3, entries)
+    end = _hparams_summary(SESSION_END_INFO_TAG, 4, _pb.int_field(1, _STATUS_SUCCESS))
+    return experiment, start, end
+
+
+# ------------------------------------------------------------------------------------------------
+# PR curves
+
+
+def _pr_summary(tag: str, data: np.ndarray, num_thresholds: int) -> bytes:
+    # PrCurvePluginData{version=1 (0), num_thresholds=2}
+    content = _pb.int_field(2, num_thresholds)
+    proto = _tensor(DT_FLOAT, data.shape, content=np.ascontiguousarray(data, dtype="<f4").tobytes())
+    return _summary(_value(tag, _V_TENSOR, proto, tensor_metadata("pr_curves", content)))
+
+
+def _check_thresholds(num_thresholds: object, what: str) -> int:
+    if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, (int, np.integer)) or num_thresholds < 2:
+        raise ValueError(f"{what}: num_thresholds must be an int >= 2, got {num_thresholds!r}")
+    return int(num_thresholds)
+
+
+def pr_curve(
+    tag: str,
+    labels: object,
+    predictions: object,
+    num_thresholds: int = 127,
+    weights: object = None,
+) -> bytes:
+    """A pr_curves-plugin summary: float32 tensor [6, num_thresholds] of TP, FP, TN, FN,
+    precision and recall at thresholds i/(num_thresholds-1), computed as TensorBoard's and
+    torch's ``compute_curve`` do (``predictions`` in [0, 1]; ``labels`` true/false; optional
+    ``weights`` per example). Unlike torch, num_thresholds above 127 is honoured."""
+    n = _check_thresholds(num_thresholds, "pr_curve")
+    lab = to_numpy(labels)
+    pred = to_numpy(predictions)
+    if lab.shape != pred.shape:
+        raise ValueError(f"pr_curve: labels and predictions must have one shape, got {lab.shape} and {pred.shape}")
+    if pred.dtype.kind not in "biuf" or lab.dtype.kind not in "biuf":
+        raise TypeError(f"pr_curve: labels and predictions must be numbers or bools, got {lab.dtype} and {pred.dtype}")
+    w = np.broadcast_to(to_numpy(1.0 if weights is None else weights).astype(np.float64), lab.shape).ravel()
+    positive = lab.astype(np.float64).ravel()
+    # In the predictions' own float precision, as TensorBoard's compute_curve does: float32
+    # products can round across a bucket boundary differently from float64 ones.
+    flat = pred.ravel() if pred.dtype.kind == "f" else pred.ravel().astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        scaled = np.floor(flat * (n - 1))
+    keep = (scaled >= 0) & (scaled <= n - 1)  # predictions outside [0, 1] (and NaN) count nowhere
+    bucket = scaled[keep].astype(np.intp)
+    tp_buckets = np.bincount(bucket, weights=(positive * w)[keep], minlength=n)
+    fp_buckets = np.bincount(bucket, weights=((1.0 - positive) * w)[keep], minlength=n)
+    # Examples at or above threshold i: a reverse cumulative sum.
+    tp = np.cumsum(tp_buckets[::-1])[::-1]
+    fp = np.cumsum(fp_buckets[::-1])[::-1]
+    tn = fp[0] - fp
+    fn = tp[0] - tp
+    precision = tp / np.maximum(1e-7, tp + fp)
+    recall = tp / np.maximum(1e-7, tp + fn)
+    return _pr_summary(tag, np.stack([tp, fp, tn, fn, precision, recall]), n)
+
+
+def pr_curve_raw(
+    tag: str,
+    true_positive_counts: object,
+    false_positive_counts: object,
+    true_negative_counts: object,
+    false_negative_counts: object,
+    precision: object,
+    recall: object,
+    num_thresholds: int = 127,
+    weights: object = None,
+) -> bytes:
+    """A pr_curves-plugin summary from precomputed counts: six 1-D sequences of length
+    ``num_thresholds``. ``weights`` is accepted for torch's signature and ignored, as in torch."""
+    n = _check_thresholds(num_thresholds, "pr_curve_raw")
+    names = ("true_positive_counts", "false_positive_counts", "true_negative_counts", "false_negative_counts", "precision", "recall")
+    rows = []
+    for name, series in zip(names, (true_positive_counts, false_positive_counts, true_negative_counts, false_negative_counts, precision, recall)):
+        arr = to_numpy(series)
+        if arr.shape != (n,) or arr.dtype.kind not in "biuf":
+            raise ValueError(f"pr_curve_raw: {name} must be {n} numbers (num_thresholds), got shape {arr.shape} dtype {arr.dtype}")
+        rows.append(arr.astype(np.float64))
+    return _pr_summary(tag, np.stack(rows), n)
+
+
+# ------------------------------------------------------------------------------------------------
+# Custom scalars (tensorboard/plugins/custom_scalar/layout.proto)
+
+CUSTOM_SCALARS_TAG = "custom_scalars__config__"
+
+
+def custom_scalars(layout: Mapping[str, Mapping[str, Sequence[Any]]]) -> bytes:
+    """The custom_scalars layout from torch's dict form::
+
+        {"Category": {"chart title": ["Multiline", ["tag a", "tag b"]],
+                      "other chart": ["Margin", ["value tag", "lower tag", "upper tag"]]}}
+
+    Tags in Multiline charts are regexes (TensorBoard's rule). Written under the tag
+    ``custom_scalars__config__`` as a DT_STRING scalar holding the serialized Layout."""
+    if not isinstance(layout, Mapping):
+        raise TypeError(f"custom_scalars: layout must be a dict of category -> {{chart title: [kind, tags]}}, got {type(layout).__name__}")
+    categories = []
+    for category, charts in layout.items():
+        if not isinstance(charts, Mapping):
+            raise TypeError(f"custom_scalars: layout[{category!r}] must be a dict of chart title -> [kind, tags], got {charts!r}")
+        body = _pb.bytes_field(1, str(category))  # Category.title
+        for title, spec in charts.items():
+            if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence) or len(spec) != 2:
+                raise ValueError(f"custom_scalars: chart {title!r} must be ['Multiline', [tags]] or ['Margin', [value, lower, upper]], got {spec!r}")
+            kind, tags = spec
+            if isinstance(tags, str) or not isinstance(tags, Sequence) or not all(isinstance(t, str) for t in tags):
+                raise TypeError(f"custom_scalars: chart {title!r} needs a list of tag strings, got {tags!r}")
+            if kind == "Multiline":
+                content = _pb.message_field(2, b"".join(_pb.bytes_field(1, t, keep_default=True) for t in tags))
+            elif kind == "Margin":
+                if len(tags) != 3:
+                    raise ValueError(f"custom_scalars: Margin chart {title!r} needs [value, lower, upper] tags, got {tags!r}")
+                series = b"".join(_pb.bytes_field(i + 1, t) for i, t in enumerate(tags))
+                content = _pb.message_field(3, _pb.message_field(1, series))  # Chart.margin{series}
+            else:
+                raise ValueError(f"custom_scalars: chart {title!r} has kind {kind!r}; use 'Multiline' or 'Margin'")
+            body += _pb.message_field(2, _pb.bytes_field(1, str(title)) + content)  # Category.chart
+        categories.append(_pb.message_field(2, body))  # Layout.category
+    proto = _tensor(DT_STRING, (), strings=[b"".join(categories)])
+    return _summary(_value(CUSTOM_SCALARS_TAG, _V_TENSOR, proto, tensor_metadata("custom_scalars")))
+
+
+# ------------------------------------------------------------------------------------------------
+# Meshes (tensorboard/plugins/mesh/plugin_data.proto)
+
+_MESH_PARTS = (("VERTEX", 1, np.float32, DT_FLOAT), ("FACE", 2, np.int32, DT_INT32), ("COLOR", 3, np.uint8, DT_UINT8))
+
+
+def mesh(
+    tag: str,
+    vertices: object,
+    colors: object = None,
+    faces: object = None,
+    config_dict: Mapping[str, Any] | None = None,
+    *,
+    display_name: str | None = None,
+    description: str | None = None,
+) -> list[bytes]:
+    """Mesh-plugin summaries, one per component present, as TensorBoard's mesh summary writes
+    them: ``<tag>_VERTEX`` (float32 [B, N, 3] coordinates), ``<tag>_FACE`` (int32 [B, F, 3]
+    vertex indices), ``<tag>_COLOR`` (uint8 [B, N, 3] RGB in 0..255). ``config_dict`` is the
+    three.js scene configuration, stored as JSON."""
+    if vertices is None:
+        raise ValueError("mesh: vertices are required (a [B, N, 3] array of x, y, z)")
+    arrays: list[tuple[str, int, np.ndarray, int]] = []
+    for (name, content_type, np_type, dtype), given in zip(_MESH_PARTS, (vertices, faces, colors)):
+        if given is None:
+            continue
+        arr = to_numpy(given)
+        if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype.kind not in "biuf":
+            raise ValueError(f"mesh: {name.lower()} must be numbers of shape [B, N, 3], got shape {arr.shape} dtype {arr.dtype}")
+        if name == "FACE" and arr.dtype.kind == "f" and not np.array_equal(arr, np.floor(arr)):
+            raise ValueError("mesh: faces must be integer vertex indices")
+        if name == "COLOR" and arr.dtype.kind == "f":
+            arr = np.clip(np.rint(arr), 0, 255)
+        arrays.append((name, content_type, arr.astype(np_type), dtype))
+    components = 0
+    for _, content_type, _, _ in arrays:
+        components |= 1 << content_type
+    json_config = "{}" if config_dict is None else json.dumps(config_dict, sort_keys=True)
+    out = []
+    for name, content_type, arr, dtype in arrays:
+        content = (
+            _pb.bytes_field(2, tag)  # MeshPluginData.name (version=1 is 0, left out)
+            + _pb.int_field(3, content_type)
+            + _pb.bytes_field(5, json_config)
+            + _pb.packed_varints(6, arr.shape)
+            + _pb.int_field(7, components)
+        )
+        metadata = tensor_metadata("mesh", content, display_name, description)
+        proto = _tensor(dtype, arr.shape, content=np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes())
+        out.append(_summary(_value(f"{tag}_{name}", _V_TENSOR, proto, metadata)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Graphs
+
+
+def graph_event(
+    model_or_graph: object,
+    input_to_model: object = None,
+    verbose: bool = False,
+    use_strict_trace: bool = True,
+    *,
+    wall_time: float | None = None,
+) -> bytes:
+    """An encoded ``Event{wall_time, graph_def}``.
+
+    Accepts a GraphDef proto object (TensorFlow's, TensorBoard's or tensorboardX's), its
+    serialized bytes, or a ``torch.nn.Module`` with ``input_to_model`` (traced by torch's own
+    ``torch.utils.tensorboard._pytorch_graph.graph``, when torch is installed)."""
+    graph: bytes
+    if isinstance(model_or_graph, (bytes, bytearray, memoryview)):
+        graph = bytes(model_or_graph)
+    elif hasattr(model_or_graph, "SerializeToString") and hasattr(model_or_graph, "DESCRIPTOR"):
+        name = model_or_graph.DESCRIPTOR.full_name
+        if not name.endswith("GraphDef") or name.endswith("MetaGraphDef"):
+            raise TypeError(f"graph_event: expected a GraphDef message, got a {name}")
+        graph = model_or_graph.SerializeToString()
+    elif _is_torch_module(model_or_graph):
+        if input_to_model is None:
+            raise ValueError("graph_event: tracing a torch module needs input_to_model (a tensor or tuple of tensors it accepts)")
+        try:
+            from torch.utils.tensorboard._pytorch_graph import graph as trace_graph
+        except ImportError as err:
+            raise TypeError(f"graph_event: this torch has no torch.utils.tensorboard graph tracer ({err}); pass a GraphDef instead") from err
+        graph_def, _run_metadata = trace_graph(model_or_graph, input_to_model, verbose, use_strict_trace)
+        graph = graph_def.SerializeToString()
+    else:
+        raise TypeError(
+            "graph_event: expected a GraphDef (TensorFlow/TensorBoard/tensorboardX proto, or its serialized "
+            f"bytes) or a torch.nn.Module with input_to_model; got {type(model_or_graph).__module__}."
+            f"{type(model_or_graph).__qualname__}"
+        )
+    now = time.time() if wall_time is None else float(wall_time)
+    return _pb.double_field(_EV_WALL_TIME, now, keep_default=True) + _pb.bytes_field(_EV_GRAPH_DEF, graph, keep_default=True)
+
+
+def _is_torch_module(x: object) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.nn.Module)
+
+
+# ------------------------------------------------------------------------------------------------
+# Embeddings (the projector plugin reads files, not events)
+
+
+def _encode_path_part(tag: str) -> str:
+    # torch's escaping, so a tag with '/' stays one directory and the paths match torch's.
+    return tag.replace("%", "%25").replace("/", "%2f").replace("\\", "%5c")
+
+
+def _pbtxt_string(s: str) -> str:
+    escaped = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def _tsv_cell(value: object) -> str:
+    # A tab or newline inside a label would shift every later cell: the projector splits on them.
+    return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def write_embedding(
+    logdir: str | os.PathLike[str],
+    mat: object,
+    metadata: Sequence[Any] | None = None,
+    label_img: object = None,
+    global_step: int | None = None,
+    tag: str = "default",
+    metadata_header: Sequence[str] | None = None,
+) -> None:
+    """Projector files as torch writes them: ``<logdir>/<step:05d>/<tag>/tensors.tsv`` (one row
+    per point), ``metadata.tsv`` (labels; a header row when ``metadata_header`` is given),
+    ``sprite.png`` (``label_img`` [N, C, H, W] tiled in a ceil(sqrt(N))-wide grid), and an
+    ``embeddings`` entry appended to ``<logdir>/projector_config.pbtxt`` (once per step and tag:
+    writing the same step and tag again replaces the files)."""
+    arr = to_numpy(mat)
+    if arr.ndim != 2 or arr.dtype.kind not in "biuf":
+        raise ValueError(f"write_embedding: mat must be a 2-D array of numbers [points, dimensions], got shape {arr.shape} dtype {arr.dtype}")
+    n = arr.shape[0]
+    step = 0 if global_step is None else int(global_step)
+    subdir = f"{step:05d}/{_encode_path_part(tag)}"
+    save_path = os.path.join(os.fspath(logdir), *subdir.split("/"))
+    if os.path.exists(save_path) and not os.path.isdir(save_path):
+        raise NotADirectoryError(f"write_embedding: {save_path} exists and is a file; remove it or use another tag/step")
+    rows: list[str] | None = None
+    if metadata is not None:
+        labels = list(metadata)
+        if len(labels) != n:
+            raise ValueError(f"write_embedding: metadata has {len(labels)} labels for {n} points; give one per row of mat")
+        if metadata_header:
+            header = [_tsv_cell(h) for h in metadata_header]
+            for label in labels:
+                if isinstance(label, (str, bytes)) or not hasattr(label, "__len__") or len(label) != len(header):
+                    raise ValueError(
+                        f"write_embedding: with metadata_header {list(metadata_header)!r} each label must be "
+                        f"a list of {len(header)} columns, got {label!r}"
+                    )
+            rows = ["\t".join(header)] + ["\t".join(_tsv_cell(c) for c in label) for label in labels]
+        else:
+            rows = [_tsv_cell(label) for label in labels]
+    sprite: bytes | None = None
+    if label_img is not None:
+        imgs = to_numpy(label_img)
+        if imgs.ndim != 4 or imgs.shape[0] != n:
+            raise ValueError(f"write_embedding: label_img must be [N, C, H, W] with N = {n} points, got shape {imgs.shape}")
+        if imgs.shape[1] not in (1, 3, 4) or 0 in imgs.shape:
+            raise ValueError(f"write_embedding: label_img needs 1, 3 or 4 channels on axis 1 and non-empty images, got shape {imgs.shape}")
+        side = math.ceil(math.sqrt(n))
+        tiles = _grid(_to_uint8(imgs, "write_embedding"), ncols=side)
+        # A square grid of side x side cells, as torch makes it; the projector finds each
+        # point's picture from single_image_dim and the sprite's width.
+        sprite_hwc = np.zeros((side * imgs.shape[2], side * imgs.shape[3], imgs.shape[1]), dtype=np.uint8)
+        sprite_hwc[: tiles.shape[0], : tiles.shape[1]] = tiles
+        sprite = encode_png(sprite_hwc)
+    os.makedirs(save_path, exist_ok=True)
+    with open(os.path.join(save_path, "tensors.tsv"), "w", encoding="utf-8", newline="\n") as f:
+        # repr of Python floats (what torch's str(x.item()) gives) round-trips every value exactly.
+        f.writelines("\t".join(map(str, row)) + "\n" for row in arr.tolist())
+    if rows is not None:
+        with open(os.path.join(save_path, "metadata.tsv"), "w", encoding="utf-8", newline="\n") as f:
+            f.write("\n".join(rows) + "\n")
+    if sprite is not None:
+        with open(os.path.join(save_path, "sprite.png"), "wb") as fb:
+            fb.write(sprite)
+    entry = [
+        "embeddings {",
+        f"  tensor_name: {_pbtxt_string(f'{tag}:{step:05d}')}",
+        f"  tensor_path: {_pbtxt_string(subdir + '/tensors.tsv')}",
+    ]
+    if rows is not None:
+        entry.append(f"  metadata_path: {_pbtxt_string(subdir + '/metadata.tsv')}")
+    if sprite is not None:
+        imgs_shape = to_numpy(label_img).shape
+        entry += [
+            "  sprite {",
+            f"    image_path: {_pbtxt_string(subdir + '/sprite.png')}",
+            f"    single_image_dim: {imgs_shape[3]}",
+            f"    single_image_dim: {imgs_shape[2]}",
+            "  }",
+        ]
+    entry.append("}")
+    config_path = os.path.join(os.fspath(logdir), "projector_config.pbtxt")
+    tensor_path_line = f"  tensor_path: {_pbtxt_string(subdir + '/tensors.tsv')}"
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            existing = f.read()
+    except FileNotFoundError:
+        existing = ""
+    blocks = _pbtxt_blocks(existing)
+    # Replace this step and tag's entry if it exists (it may have gained metadata or a sprite).
+    blocks = [b for b in blocks if tensor_path_line.strip() not in (line.strip() for line in b.splitlines())]
+    blocks.append("\n".join(entry) + "\n")
+    tmp = config_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write("".join(blocks))
+    os.replace(tmp, config_path)  # a reader never sees half a config
+
+
+def _pbtxt_blocks(text: str) -> list[str]:
+    """The top-level entries of a projector config (``embeddings { ... }`` blocks, one-line
+    fields such as ``model_checkpoint_path: "..."``), each kept verbatim, split at brace depth 0."""
+    blocks: list[str] = []
+    depth = 0
+    start = 0
+    in_string = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\n" and depth == 0 and not in_string:
+            line = text[start : i + 1]
+            # A finished one-line field is an entry of its own; a bare `embeddings` (or
+            # `embeddings:`) line waits for the block that follows it.
+            if line.strip() and not re.fullmatch(r"\s*\w+\s*:?\s*", line):
+                blocks.append(line)
+                start = i + 1
+        elif in_string:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                end = text.find("\n", i)
+                end = len(text) if end == -1 else end + 1
+                blocks.append(text[start:end])
+                start = end
+                i = end
+                continue
+        i += 1
+    if text[start:].strip():
+        blocks.append(text[start:] if text.endswith("\n") else text[start:] + "\n")
+    return blocks
+

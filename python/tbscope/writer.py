@@ -1,0 +1,1116 @@
+"""``SummaryWriter``: a drop-in for torch's and tensorboardX's, backed by the native writer.
+
+Every ``add_*`` call encodes one event into a native buffer on the caller's thread (one call
+into Rust, no protobuf objects); a Rust thread that never takes the GIL writes and flushes it.
+The rich kinds (images, audio, hparams, ...) are encoded by :mod:`tbscope._summary` and handed
+over as bytes.
+
+Durability: writers still open at interpreter exit are closed (``atexit``); a SIGTERM flushes
+them first; after ``os.fork()`` a child never touches its parent's native writer and opens a
+file of its own only if it writes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import inspect
+import itertools
+import json
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from tbscope import _core
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tbscope._remote import RemoteRun
+
+__all__ = ["SummaryWriter"]
+
+#: Anything an ``add_*`` method turns into an array: numpy arrays, lists, torch/jax tensors.
+ArrayLike = Any
+Layout = Literal["tbscope", "torch"]
+
+
+class _Sink(Protocol):
+    """What a run's event destination offers: the native ``EventWriter`` or a stand-in."""
+
+    def scalar(self, tag: str, value: float, step: int | None = None, wall_time: float | None = None,
+               new_style: bool = False, double_precision: bool = False) -> None: ...
+    def scalars(self, tags: Sequence[str], values: Sequence[float], step: int | None = None,
+                wall_time: float | None = None) -> None: ...
+    def histogram(self, tag: str, values: Any, step: int | None = None, wall_time: float | None = None,
+                  edges: Any = None, max_bins: int | None = None) -> None: ...
+    def histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
+                      bucket_limits: Sequence[float], bucket_counts: Sequence[float],
+                      step: int | None = None, wall_time: float | None = None) -> None: ...
+    def tensor(self, tag: str, data: Any, dtype: int, shape: Sequence[int], step: int | None = None,
+               wall_time: float | None = None, metadata: bytes | None = None) -> None: ...
+    def summary(self, summary: bytes, step: int | None = None, wall_time: float | None = None) -> None: ...
+    def event(self, event: bytes) -> None: ...
+    def flush(self, fsync: bool = False) -> None: ...
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------
+# The few messages the native writer has no method for (purge markers, events handed over as
+# protobuf objects), encoded with the encoders' wire-format helpers (imported lazily: they need
+# numpy, which ``import tbscope`` does not load).
+
+_EV_WALL_TIME, _EV_STEP, _EV_FILE_VERSION, _EV_GRAPH_DEF, _EV_SESSION_LOG, _EV_TAGGED_RUN_METADATA = 1, 2, 3, 4, 7, 8
+_SESSION_START = 1
+
+
+#: torch's add_tensor marks its tensors with the "tensor" plugin: SummaryMetadata{plugin_data{
+#: plugin_name: "tensor"}}.
+_TENSOR_METADATA = b"\x0a\x08\x0a\x06tensor"
+
+
+def _event_head(step: int | None, walltime: float | None) -> bytes:
+    """Event wall_time and step fields. Written even when 0: appended to an encoded Event they
+    override what it had (protobuf keeps the last value of a non-repeated field)."""
+    from tbscope import _pb
+
+    head = _pb.double_field(_EV_WALL_TIME, time.time() if walltime is None else walltime, keep_default=True)
+    return head if step is None else head + _pb.int_field(_EV_STEP, step, keep_default=True)
+
+
+def _purge_events(step: int) -> list[bytes]:
+    """What torch writes for ``purge_step``: a file_version event and a SessionLog START at that
+    step (TensorBoard hides the older points at steps >= ``step`` when it sees the START)."""
+    from tbscope import _pb
+
+    return [
+        _event_head(step, None) + _pb.bytes_field(_EV_FILE_VERSION, "brain.Event:2"),
+        _event_head(step, None) + _pb.message_field(_EV_SESSION_LOG, _pb.int_field(1, _SESSION_START)),
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Stand-ins for the native writer.
+
+class _Null:
+    """``write_to_disk=False``: everything is accepted and dropped."""
+
+    def scalar(self, *args: Any) -> None: ...
+    def scalars(self, *args: Any) -> None: ...
+    def histogram(self, *args: Any) -> None: ...
+    def histogram_raw(self, *args: Any) -> None: ...
+    def tensor(self, *args: Any) -> None: ...
+    def summary(self, *args: Any) -> None: ...
+    def event(self, *args: Any) -> None: ...
+    def flush(self, fsync: bool = False) -> None: ...
+    def close(self) -> None: ...
+
+
+class _Lazy:
+    """A run whose file is not open (yet, or again): the first write opens it.
+
+    Used after ``close()`` (torch's writer also reopens on the next write), and in a forked
+    child, which must never use the parent's native writer and must leave no file behind if it
+    never writes. flush() and close() have nothing to do.
+    """
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+
+    def scalar(self, *args: Any) -> None:
+        self._run.open().scalar(*args)
+
+    def scalars(self, *args: Any) -> None:
+        self._run.open().scalars(*args)
+
+    def histogram(self, *args: Any) -> None:
+        self._run.open().histogram(*args)
+
+    def histogram_raw(self, *args: Any) -> None:
+        self._run.open().histogram_raw(*args)
+
+    def tensor(self, *args: Any) -> None:
+        self._run.open().tensor(*args)
+
+    def summary(self, *args: Any) -> None:
+        self._run.open().summary(*args)
+
+    def event(self, *args: Any) -> None:
+        self._run.open().event(*args)
+
+    def flush(self, fsync: bool = False) -> None: ...
+    def close(self) -> None: ...
+
+
+class _Run:
+    """One run directory this writer writes into (its own, or a torch-layout sub-run), and the
+    event file (or, for a URL, the series of objects) that is currently open there."""
+
+    def __init__(self, writer: SummaryWriter, directory: str, main: bool) -> None:
+        self._writer = weakref.ref(writer)
+        self.directory = directory
+        self.main = main
+        self.sink: _Sink = _Null() if not writer._write_to_disk else _Lazy(self)
+        self.remote: RemoteRun | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.lock = threading.Lock()
+
+    def open(self) -> _Sink:
+        with self.lock:
+            if isinstance(self.sink, _Lazy):
+                writer = self._writer()
+                if writer is None:
+                    raise ValueError("the SummaryWriter this run belongs to no longer exists")
+                self._set_sink(writer._open_sink(self))
+            return self.sink
+
+    def _set_sink(self, sink: _Sink) -> None:
+        self.sink = sink
+        writer = self._writer()
+        if self.main and writer is not None:
+            writer._w = sink  # the hot path calls the main run's sink without looking it up
+
+    def attach_remote(self, writer: SummaryWriter, remote: RemoteRun) -> None:
+        self.remote = remote
+        # A writer dropped without close() still uploads what it holds (the native memory
+        # buffer has no file to flush to on its own).
+        self._finalizer = weakref.finalize(writer, remote.close_quietly)
+
+    def flush(self, fsync: bool) -> None:
+        if self.remote is not None:
+            self.remote.flush()
+        else:
+            self.sink.flush(fsync)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.remote is not None:
+                self.remote.close()
+                if self._finalizer is not None:
+                    self._finalizer.detach()
+                self.remote = self._finalizer = None
+            else:
+                self.sink.close()
+            if not isinstance(self.sink, _Null):
+                self._set_sink(_Lazy(self))
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's writer without ever calling into it."""
+        self.lock = threading.Lock()  # another parent thread may have held it at fork time
+        if self._finalizer is not None:
+            self._finalizer.detach()  # or the child's exit would upload the parent's buffer
+        if self.remote is not None:
+            _leak(self.remote.sink)
+        if not isinstance(self.sink, (_Lazy, _Null)):
+            _leak(self.sink)
+        self.remote = self._finalizer = None
+        if not isinstance(self.sink, _Null):
+            self._set_sink(_Lazy(self))
+
+
+def _leak(obj: object) -> None:
+    """Keep ``obj`` alive until the process ends, finalisation included.
+
+    A native writer inherited through fork() must never be dropped in the child: its Drop
+    would flush (the parent's data, into the parent's file) and join a thread that does not
+    exist in the child, with a mutex another parent thread may have held at fork time.
+    """
+    _ORPHANS.append(obj)
+    try:
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))  # survives module teardown too
+    except Exception:  # noqa: BLE001 - no ctypes: the list reference is the best we have
+        pass
+
+
+_ORPHANS: list[object] = []
+
+
+# --------------------------------------------------------------------------------------------
+# Live writers: closed at exit, flushed on SIGTERM, reset in forked children.
+
+_LIVE: weakref.WeakSet[SummaryWriter] = weakref.WeakSet()
+# Re-entrant: the SIGTERM handler runs on the main thread, possibly while that thread holds it.
+_LIVE_LOCK = threading.RLock()
+_SIGTERM_INSTALLED = False
+
+
+def _live_writers() -> list[SummaryWriter]:
+    with _LIVE_LOCK:
+        return list(_LIVE)
+
+
+def _report(what: str, writer: SummaryWriter, exc: BaseException) -> None:
+    # At exit or in a signal handler nobody can catch an exception: say it on stderr, loudly,
+    # because it means data did not reach the disk.
+    print(f"tbscope: SummaryWriter({writer.log_dir!r}) could not {what}: {exc}", file=sys.stderr, flush=True)
+
+
+def _close_all_at_exit() -> None:
+    for w in _live_writers():
+        try:
+            w.close()
+        except Exception as e:  # noqa: BLE001
+            _report("write its last data at exit", w, e)
+
+
+def _flush_all(fsync: bool = False) -> None:
+    for w in _live_writers():
+        try:
+            w.flush(fsync)
+        except Exception as e:  # noqa: BLE001
+            _report("flush on SIGTERM", w, e)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """Flush every writer, then die of SIGTERM as if we had never been here."""
+    _flush_all()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _chain_sigterm(previous: Callable[[int, FrameType | None], Any]) -> Callable[[int, FrameType | None], Any]:
+    def handler(signum: int, frame: FrameType | None) -> Any:
+        _flush_all()
+        return previous(signum, frame)
+
+    return handler
+
+
+def _install_sigterm() -> None:
+    """Flush on SIGTERM (what schedulers send before SIGKILL). Only from the main thread (the
+    only one allowed to set handlers), only once, and only over the default action or a Python
+    handler, which is then chained; SIG_IGN and handlers set from C are left alone."""
+    global _SIGTERM_INSTALLED
+    if _SIGTERM_INSTALLED or threading.current_thread() is not threading.main_thread():
+        return
+    _SIGTERM_INSTALLED = True
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    elif callable(previous):
+        signal.signal(signal.SIGTERM, _chain_sigterm(previous))
+
+
+def _after_fork_in_child() -> None:
+    global _LIVE_LOCK
+    _LIVE_LOCK = threading.RLock()  # a parent thread may have held it at fork time
+    for w in list(_LIVE):
+        w._after_fork()
+
+
+atexit.register(_close_all_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# --------------------------------------------------------------------------------------------
+# File names.
+
+_COUNTER = itertools.count()
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def _hostname() -> str:
+    return socket.gethostname()
+
+
+def event_file_stem() -> str:
+    """``events.out.tfevents.<10-digit time>.<host>.<pid>.<n>``: TensorBoard's own writer's
+    name, with a per-process counter so that several writers (and ranks) share a directory."""
+    return f"events.out.tfevents.{int(time.time()):010d}.{_hostname()}.{os.getpid()}.{next(_COUNTER)}"
+
+
+def _split_url(log_dir: str) -> tuple[str, bool]:
+    """(local path or URL, is_remote). ``file://`` URLs are local paths."""
+    m = _URL.match(log_dir)
+    if m is None:
+        return log_dir, False
+    if m.group(1).lower() == "file":
+        from urllib.parse import urlparse
+        from urllib.request import url2pathname
+
+        return url2pathname(urlparse(log_dir).path), False
+    return log_dir, True
+
+
+def _join(directory: str, name: str, remote: bool) -> str:
+    return directory.rstrip("/") + "/" + name if remote else os.path.join(directory, name)
+
+
+# --------------------------------------------------------------------------------------------
+# Value conversion, off the fast path.
+
+def _to_numpy(x: ArrayLike) -> np.ndarray[Any, Any]:
+    import numpy as np
+
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (list, tuple, int, float, bool, np.generic)):
+        return np.asarray(x)
+    from tbscope._summary import to_numpy  # torch, jax, ... without importing them
+
+    arr: np.ndarray[Any, Any] = to_numpy(x)
+    return arr
+
+
+def _step(step: Any) -> int | None:
+    return None if step is None else int(step)
+
+
+def _walltime(walltime: Any) -> float | None:
+    return None if walltime is None else float(walltime)
+
+
+def _scalar_or_raise(tag: str, value: Any, method: str) -> float:
+    """One float from a scalar-like value (numbers, 0-d and one-element arrays and tensors)."""
+    import numpy as np
+
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{method}: the value for tag {tag!r} is a {type(value).__name__}; "
+                        "a scalar must be a number (use add_text() for text)")
+    if not isinstance(value, np.ndarray):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    try:
+        arr = _to_numpy(value)
+    except Exception as e:  # noqa: BLE001
+        raise TypeError(f"{method}: the value for tag {tag!r} ({type(value).__name__}) is not a number: {e}") from None
+    if arr.size != 1 or arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{method}: the value for tag {tag!r} is an array of shape {tuple(arr.shape)} and dtype "
+            f"{arr.dtype}; a scalar needs exactly one number (use add_histogram() or add_tensor() "
+            "for arrays)")
+    return float(arr.reshape(-1)[0])
+
+
+def _float_array(values: ArrayLike) -> np.ndarray[Any, Any]:
+    """A C-contiguous 1-D float32 or float64 array (the native histogram's input)."""
+    import numpy as np
+
+    arr = _to_numpy(values).reshape(-1)
+    if arr.dtype != np.float64 and arr.dtype != np.float32:
+        arr = arr.astype(np.float64)  # ints, bools, float16, bfloat16, big-endian floats
+    return np.ascontiguousarray(arr)
+
+
+def _as_bytes(msg: Any, what: str) -> bytes:
+    """Encoded bytes of a protobuf message object, or the bytes themselves."""
+    if isinstance(msg, (bytes, bytearray, memoryview)):
+        return bytes(msg)
+    serialize = getattr(msg, "SerializeToString", None)
+    if serialize is None:
+        raise TypeError(f"{what} must be an encoded message (bytes) or a protobuf message, not {type(msg).__name__}")
+    return bytes(serialize())
+
+
+# --------------------------------------------------------------------------------------------
+
+class _FileWriterView:
+    """What torch's and tensorboardX's ``writer.file_writer`` offer, for code that builds
+    protobuf messages itself (``add_summary``, ``add_event``)."""
+
+    def __init__(self, writer: SummaryWriter, run: _Run, logdir: str) -> None:
+        self._writer = writer
+        self._run = run
+        self._logdir = logdir
+
+    def get_logdir(self) -> str:
+        """The run directory this file writer writes into."""
+        return self._logdir
+
+    def add_event(self, event: Any, step: int | None = None, walltime: float | None = None) -> None:
+        """Write an ``Event`` (a protobuf message or its bytes); wall_time is set to ``walltime``
+        (default now) and step to ``step`` when given, as torch does."""
+        data = _as_bytes(event, "event")
+        # Protobuf keeps the last occurrence of a non-repeated field: appending overrides.
+        self._run.sink.event(data + _event_head(_step(step), _walltime(walltime)))
+
+    def add_summary(self, summary: Any, global_step: int | None = None, walltime: float | None = None) -> None:
+        """Write a ``Summary`` (a protobuf message or its bytes) at ``global_step``."""
+        self._run.sink.summary(_as_bytes(summary, "summary"), _step(global_step), _walltime(walltime))
+
+    def add_graph(self, graph_profile: Any, walltime: float | None = None) -> None:
+        """torch's form: (GraphDef, RunMetadata/StepStats) protobufs."""
+        from tbscope import _pb
+
+        graph, stepstats = graph_profile
+        self.add_event(_pb.bytes_field(_EV_GRAPH_DEF, _as_bytes(graph, "graph")), None, walltime)
+        trm = _pb.bytes_field(1, "step1") + _pb.bytes_field(2, _as_bytes(stepstats, "run metadata"))
+        self.add_event(_pb.message_field(_EV_TAGGED_RUN_METADATA, trm), None, walltime)
+
+    def add_onnx_graph(self, graph: Any, walltime: float | None = None) -> None:
+        """A GraphDef protobuf, as an Event.graph_def."""
+        from tbscope import _pb
+
+        self.add_event(_pb.bytes_field(_EV_GRAPH_DEF, _as_bytes(graph, "graph")), None, walltime)
+
+    def flush(self) -> None:
+        self._run.flush(False)
+
+    def close(self) -> None:
+        self._run.close()
+
+    def reopen(self) -> None:
+        """Nothing to do: the next write opens a new file after close()."""
+
+
+class SummaryWriter:
+    """Writes TensorBoard event files; a drop-in for ``torch.utils.tensorboard.SummaryWriter``
+    and ``tensorboardX.SummaryWriter``.
+
+    Every method and argument of both exists, so changing the import is enough. The caller's
+    thread only encodes (one call into Rust per ``add_*``); a background thread writes.
+
+    Parameters
+    ----------
+    log_dir: the run directory (``logdir`` is tensorboardX's name for it). Default
+        ``runs/<Mon DD_HH-MM-SS>_<hostname><comment>`` like torch. A URL (``s3://...``,
+        ``memory://...``; needs ``fsspec``) writes a series of objects, one per flush.
+    comment: appended to the default ``log_dir``; ignored when ``log_dir`` is given.
+    purge_step: write a restart marker at this step: TensorBoard then hides older points at
+        steps >= ``purge_step`` (to resume a crashed run in the same ``log_dir``).
+    max_queue: wake the writer thread once this many events are waiting.
+    flush_secs: hand data to the OS at least this often (seconds).
+    filename_suffix: appended to the event file's name.
+    write_to_disk: False writes nothing at all (tensorboardX).
+    comet_config: accepted for tensorboardX compatibility; ignored.
+    layout: ``"tbscope"`` (default) writes ``add_scalars`` and ``add_hparams`` into the run
+        itself; ``"torch"`` makes the extra run folders torch's writer makes and names text tags
+        ``<tag>/text_summary`` as torch does.
+    max_pending_bytes: a writer further behind than this blocks the caller until it catches up.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str] | None = None,
+        comment: str = "",
+        purge_step: int | None = None,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        filename_suffix: str = "",
+        write_to_disk: bool = True,
+        logdir: str | os.PathLike[str] | None = None,
+        comet_config: dict[str, Any] | None = None,
+        *,
+        layout: Layout = "tbscope",
+        max_pending_bytes: int = 256 << 20,
+        **kwargs: Any,
+    ) -> None:
+        if layout not in ("tbscope", "torch"):
+            raise ValueError(f"layout must be 'tbscope' or 'torch', not {layout!r}")
+        if log_dir is None or log_dir == "":
+            log_dir = logdir
+        if not log_dir:
+            from datetime import datetime
+
+            log_dir = os.path.join("runs", datetime.now().strftime("%b%d_%H-%M-%S") + "_" + _hostname() + comment)
+        self.log_dir: str = os.fspath(log_dir)
+        self.purge_step = purge_step
+        self.max_queue = int(max_queue)
+        self.flush_secs = float(flush_secs)
+        self.filename_suffix = filename_suffix
+        self.layout: Layout = layout
+        self.kwargs = kwargs
+        self._comet_config = comet_config
+        self._write_to_disk = bool(write_to_disk)
+        self._max_pending_bytes = int(max_pending_bytes)
+        self._directory, self._remote = _split_url(self.log_dir)
+        self._files: list[str] = []
+        self._runs: dict[str, _Run] = {}
+        self._json_exported: dict[str, int] = {}
+        self._scalars_keys: dict[str, tuple[str, str]] = {}
+        self._main = self._run_for(self._directory, main=True)
+        self._w: _Sink = self._main.sink
+        if self._write_to_disk:
+            self._main.open()  # the run exists from the start, as with torch's writer
+            _install_sigterm()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _run_for(self, directory: str, main: bool = False) -> _Run:
+        run = self._runs.get(directory)
+        if run is None:
+            run = self._runs[directory] = _Run(self, directory, main)
+        return run
+
+    def _open_sink(self, run: _Run) -> _Sink:
+        """Open a new event file (or remote object series) for ``run``; called by _Run.open."""
+        if self._remote:
+            from tbscope._remote import RemoteRun
+
+            remote = RemoteRun(run.directory, event_file_stem(), self.filename_suffix, self.flush_secs,
+                               self._max_pending_bytes)
+            run.attach_remote(self, remote)
+            self._files.append(remote.stem_url)
+            sink: _Sink = remote.sink
+        else:
+            sink = self._open_local(run.directory)
+        if run.main and self.purge_step is not None:
+            for ev in _purge_events(int(self.purge_step)):
+                sink.event(ev)
+            self.purge_step = None  # only the first file, as torch does
+        return sink
+
+    def _open_local(self, directory: str) -> _Sink:
+        os.makedirs(directory, exist_ok=True)
+        for _ in range(1000):
+            path = os.path.join(directory, event_file_stem() + self.filename_suffix)
+            try:
+                sink: _Sink = _core.EventWriter(path, flush_secs=self.flush_secs, max_queue=self.max_queue,
+                                                max_pending_bytes=self._max_pending_bytes)
+            except FileExistsError:
+                continue  # a file of an earlier process with our pid, same second: next counter
+            self._files.append(path)
+            return sink
+        raise FileExistsError(f"could not create a new event file in {directory!r}: every name is taken")
+
+    def _after_fork(self) -> None:
+        for run in self._runs.values():
+            run.forget_after_fork()
+        self._files = []
+        self._w = self._main.sink
+
+    # -- scalars (the hot path) -------------------------------------------------------------
+
+    def add_scalar(
+        self,
+        tag: str,
+        scalar_value: float | ArrayLike,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        new_style: bool = False,
+        double_precision: bool = False,
+        *,
+        display_name: str = "",
+        summary_description: str = "",
+    ) -> None:
+        """Log one number.
+
+        ``scalar_value``: a number, numpy scalar, or 0-d / one-element array or tensor.
+        ``new_style``: write a rank-0 float tensor (``"scalars"`` plugin) instead of the legacy
+        ``simple_value``; ``double_precision`` makes it float64. ``display_name`` and
+        ``summary_description`` (tensorboardX) set the chart title and description.
+        """
+        if display_name or summary_description:
+            return self._add_scalar_slow(tag, scalar_value, global_step, walltime, new_style,
+                                         double_precision, display_name, summary_description)
+        try:
+            self._w.scalar(tag, scalar_value, global_step, walltime, new_style, double_precision)
+        except TypeError:
+            self._add_scalar_slow(tag, scalar_value, global_step, walltime, new_style, double_precision,
+                                  display_name, summary_description)
+
+    def _add_scalar_slow(self, tag: Any, value: Any, step: Any, walltime: Any, new_style: Any,
+                         double_precision: Any, display_name: str, description: str) -> None:
+        if not isinstance(tag, str):
+            raise TypeError(f"add_scalar: tag must be a str, not {type(tag).__name__}")
+        if isinstance(new_style, str):  # tensorboardX's positional order: display_name, description
+            display_name, new_style = new_style, False
+            if isinstance(double_precision, str):
+                description, double_precision = double_precision, False
+        v = _scalar_or_raise(tag, value, "add_scalar")
+        s, wt = _step(step), _walltime(walltime)
+        if not (display_name or description):
+            self._w.scalar(tag, v, s, wt, bool(new_style), bool(double_precision))
+            return
+        from tbscope import _pb, _summary
+
+        md = _summary.tensor_metadata("scalars" if new_style else "", b"", display_name, description)
+        if not new_style:
+            payload = _pb.float_field(2, v, keep_default=True)  # Summary.Value.simple_value
+            value = _pb.bytes_field(1, tag) + payload + _pb.message_field(9, md)
+            self._w.summary(_pb.message_field(1, value), s, wt)
+        else:
+            import numpy as np
+
+            arr = np.array(v, dtype=np.float64 if double_precision else np.float32)
+            self._w.summary(_summary.tensor_summary(tag, arr, md), s, wt)
+
+    def log(self, step: int, metrics: Mapping[str, float | ArrayLike], walltime: float | None = None) -> None:
+        """Log many scalars at one step in one event: ``writer.log(step, {"loss": l, "acc": a})``.
+
+        Values must be scalar-like (numbers, numpy scalars, one-element arrays or tensors);
+        anything else raises TypeError naming the tag.
+        """
+        try:
+            self._w.scalars(list(metrics), list(metrics.values()), step, walltime)
+        except TypeError:
+            self._scalars_slow("log", list(metrics), list(metrics.values()), step, walltime)
+
+    def _scalars_slow(self, method: str, tags: list[Any], values: list[Any], step: Any, walltime: Any) -> None:
+        for t in tags:
+            if not isinstance(t, str):
+                raise TypeError(f"{method}: tags must be str, got {t!r} ({type(t).__name__})")
+        clean = [_scalar_or_raise(t, v, method) for t, v in zip(tags, values)]
+        self._w.scalars(tags, clean, _step(step), _walltime(walltime))
+
+    def add_scalars(
+        self,
+        main_tag: str,
+        tag_scalar_dict: Mapping[str, float | ArrayLike],
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
+        """Log several related scalars at one step.
+
+        Default layout: one event in this run with tags ``<main_tag>/<tag>``. With
+        ``layout="torch"``: torch's way, each ``tag`` in a run folder of its own
+        (``<log_dir>/<main_tag>_<tag>``) under the tag ``main_tag``.
+        """
+        if self.layout == "torch":
+            return self._add_scalars_torch(main_tag, tag_scalar_dict, global_step, walltime)
+        tags = [f"{main_tag}/{t}" for t in tag_scalar_dict]
+        for full, t in zip(tags, tag_scalar_dict):
+            self._scalars_keys.setdefault(_join(self.log_dir, f"{main_tag}/{t}", self._remote), (self._directory, full))
+        values = list(tag_scalar_dict.values())
+        try:
+            self._w.scalars(tags, values, global_step, walltime)
+        except TypeError:
+            self._scalars_slow("add_scalars", tags, values, global_step, walltime)
+
+    def _add_scalars_torch(self, main_tag: str, d: Mapping[str, Any], global_step: Any, walltime: Any) -> None:
+        wt = time.time() if walltime is None else float(walltime)  # one instant for all, as torch
+        s = _step(global_step)
+        for tag, value in d.items():
+            directory = _join(self._directory, main_tag.replace("/", "_") + "_" + tag, self._remote)
+            run = self._run_for(directory)
+            self._scalars_keys.setdefault(_join(self.log_dir, main_tag.replace("/", "_") + "_" + tag, self._remote),
+                                          (directory, main_tag))
+            run.sink.scalar(main_tag, _scalar_or_raise(tag, value, "add_scalars"), s, wt, False, False)
+
+    # -- histograms -------------------------------------------------------------------------
+
+    @property
+    def default_bins(self) -> list[float]:
+        """TensorFlow's default histogram bucket limits, as torch and tensorboardX build them."""
+        v = 1e-12
+        pos: list[float] = []
+        while v < 1e20:
+            pos.append(v)
+            v *= 1.1
+        return [-x for x in reversed(pos)] + [0.0] + pos
+
+    def add_histogram(
+        self,
+        tag: str,
+        values: ArrayLike,
+        global_step: int | None = None,
+        bins: str | int | Sequence[float] | ArrayLike = "tensorflow",
+        walltime: float | None = None,
+        max_bins: int | None = None,
+    ) -> None:
+        """Log the distribution of ``values`` (any shape; numpy, torch, jax, lists).
+
+        ``bins="tensorflow"`` (default) gives exactly torch's buckets for the same input. Any
+        other numpy rule (``"auto"``, ``"fd"``, ...), a bin count or an array of edges goes
+        through ``numpy.histogram_bin_edges``. ``max_bins`` merges neighbouring buckets as torch.
+        """
+        import numpy as np
+
+        arr = _float_array(values)
+        if arr.size == 0:
+            raise ValueError(f"add_histogram({tag!r}): The input has no element.")
+        edges = None
+        if not (isinstance(bins, str) and bins == "tensorflow"):
+            # torch computes edges from float64 values; float32 ones would give other edges.
+            edges = np.ascontiguousarray(np.histogram_bin_edges(arr.astype(np.float64), bins=bins), dtype=np.float64)
+        self._w.histogram(tag, arr, _step(global_step), _walltime(walltime), edges,
+                          None if max_bins is None else int(max_bins))
+
+    def add_histogram_raw(
+        self,
+        tag: str,
+        min: float,
+        max: float,
+        num: float,
+        sum: float,
+        sum_squares: float,
+        bucket_limits: Sequence[float] | ArrayLike,
+        bucket_counts: Sequence[float] | ArrayLike,
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
+        """Log a histogram you computed: bucket ``i`` counts values up to ``bucket_limits[i]``."""
+        import numpy as np
+
+        limits = _to_numpy(bucket_limits).astype(np.float64).reshape(-1).tolist()
+        counts = _to_numpy(bucket_counts).astype(np.float64).reshape(-1).tolist()
+        if len(limits) != len(counts):
+            raise ValueError("len(bucket_limits) != len(bucket_counts), see the document.")
+        self._w.histogram_raw(tag, float(min), float(max), float(num), float(sum), float(sum_squares),
+                              limits, counts, _step(global_step), _walltime(walltime))
+
+    # -- tensors ----------------------------------------------------------------------------
+
+    def add_tensor(self, tag: str, tensor: ArrayLike, global_step: int | None = None,
+                   walltime: float | None = None) -> None:
+        """Log an array of any dtype and shape as a TensorProto (bool, ints, uints, float16,
+        bfloat16, float32/64, complex, strings and bytes)."""
+        import numpy as np
+
+        from tbscope import _summary
+
+        arr = _to_numpy(tensor)
+        s, wt = _step(global_step), _walltime(walltime)
+        if arr.dtype.kind in "USO":
+            # Strings go to string_val, one entry per element, which the native tensor() lacks.
+            return self._w.summary(_summary.tensor_summary(tag, arr, _TENSOR_METADATA), s, wt)
+        dtype = _summary.tf_dtype(arr.dtype)
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        if not arr.flags.c_contiguous:
+            arr = arr.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+        raw = arr.reshape(-1).view(np.uint8)  # any fixed-size dtype, bfloat16 included
+        self._w.tensor(tag, raw, dtype, list(arr.shape), s, wt, _TENSOR_METADATA)
+
+    # -- rich kinds (encoded by tbscope._summary) -------------------------------------------
+
+    def _summary(self, data: bytes, global_step: Any, walltime: Any) -> None:
+        self._w.summary(data, _step(global_step), _walltime(walltime))
+
+    def add_image(self, tag: str, img_tensor: ArrayLike, global_step: int | None = None,
+                  walltime: float | None = None, dataformats: str = "CHW") -> None:
+        """Log an image (PNG-encoded; needs Pillow). ``dataformats``: CHW, HWC, HW, ..."""
+        from tbscope import _summary
+
+        self._summary(_summary.image(tag, img_tensor, dataformats=dataformats), global_step, walltime)
+
+    def add_images(self, tag: str, img_tensor: ArrayLike, global_step: int | None = None,
+                   walltime: float | None = None, dataformats: str = "NCHW") -> None:
+        """Log a batch of images as one grid image. ``dataformats``: NCHW, NHWC, ..."""
+        from tbscope import _summary
+
+        self._summary(_summary.images(tag, img_tensor, dataformats=dataformats), global_step, walltime)
+
+    def add_image_with_boxes(self, tag: str, img_tensor: ArrayLike, box_tensor: ArrayLike,
+                             global_step: int | None = None, walltime: float | None = None,
+                             rescale: float = 1, dataformats: str = "CHW",
+                             labels: str | Sequence[str] | None = None, **kwargs: Any) -> None:
+        """Log an image with boxes ``[x1, y1, x2, y2]`` (one row per box) drawn on it."""
+        from tbscope import _summary
+
+        if isinstance(rescale, str):  # tensorboardX's positional order: dataformats, labels
+            if dataformats != "CHW" and labels is None:
+                labels = dataformats
+            dataformats, rescale = rescale, 1
+        if labels is not None:
+            if isinstance(labels, str):
+                labels = [labels]
+            if len(labels) != _to_numpy(box_tensor).shape[0]:
+                labels = None  # torch drops labels that do not match the boxes
+        data = _summary.image_boxes(tag, img_tensor, box_tensor, rescale=rescale, dataformats=dataformats,
+                                    labels=None if labels is None else list(labels))
+        self._summary(data, global_step, walltime)
+
+    def add_figure(self, tag: str, figure: Any, global_step: int | None = None, close: bool = True,
+                   walltime: float | None = None) -> None:
+        """Log a matplotlib figure (or a list of them) as an image."""
+        from tbscope import _summary
+
+        self._summary(_summary.figure(tag, figure, close=close), global_step, walltime)
+
+    def add_video(self, tag: str, vid_tensor: ArrayLike, global_step: int | None = None, fps: float = 4,
+                  walltime: float | None = None, dataformats: str = "NTCHW") -> None:
+        """Log a video, shape (N, T, C, H, W) by default (``dataformats`` reorders)."""
+        from tbscope import _summary
+
+        order = dataformats.upper()
+        if order != "NTCHW":
+            if sorted(order) != sorted("NTCHW"):
+                raise ValueError(f"add_video: dataformats must be a permutation of 'NTCHW', not {dataformats!r}")
+            vid_tensor = _to_numpy(vid_tensor).transpose([order.index(c) for c in "NTCHW"])
+        self._summary(_summary.video(tag, vid_tensor, fps=fps), global_step, walltime)
+
+    def add_audio(self, tag: str, snd_tensor: ArrayLike, global_step: int | None = None,
+                  sample_rate: int = 44100, walltime: float | None = None) -> None:
+        """Log audio samples in [-1, 1], shape (L,) or (1, L), as WAV."""
+        from tbscope import _summary
+
+        self._summary(_summary.audio(tag, snd_tensor, sample_rate=sample_rate), global_step, walltime)
+
+    def add_text(self, tag: str, text_string: str, global_step: int | None = None,
+                 walltime: float | None = None) -> None:
+        """Log a (markdown) text. With ``layout="torch"`` the tag gets torch's ``/text_summary``
+        suffix, so tools keyed on torch's tag names find it; by default the tag is kept as given."""
+        from tbscope import _summary
+
+        if self.layout == "torch":
+            tag = f"{tag}/text_summary"
+        self._summary(_summary.text(tag, text_string), global_step, walltime)
+
+    def add_pr_curve(self, tag: str, labels: ArrayLike, predictions: ArrayLike, global_step: int | None = None,
+                     num_thresholds: int = 127, weights: ArrayLike | None = None,
+                     walltime: float | None = None) -> None:
+        """Log a precision-recall curve from binary ``labels`` and ``predictions`` in [0, 1]."""
+        from tbscope import _summary
+
+        self._summary(_summary.pr_curve(tag, labels, predictions, num_thresholds=num_thresholds, weights=weights),
+                      global_step, walltime)
+
+    def add_pr_curve_raw(self, tag: str, true_positive_counts: ArrayLike, false_positive_counts: ArrayLike,
+                         true_negative_counts: ArrayLike, false_negative_counts: ArrayLike,
+                         precision: ArrayLike, recall: ArrayLike, global_step: int | None = None,
+                         num_thresholds: int = 127, weights: ArrayLike | None = None,
+                         walltime: float | None = None) -> None:
+        """Log a precision-recall curve from counts you computed."""
+        from tbscope import _summary
+
+        data = _summary.pr_curve_raw(tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                                     false_negative_counts, precision, recall, num_thresholds=num_thresholds,
+                                     weights=weights)
+        self._summary(data, global_step, walltime)
+
+    def add_custom_scalars(self, layout: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
+        """Lay out the Custom Scalars dashboard:
+        ``{category: {chart: ["Multiline" | "Margin", [tags]]}}``."""
+        from tbscope import _summary
+
+        self._w.summary(_summary.custom_scalars(layout), None, None)
+
+    def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
+                                          title: str = "untitled") -> None:
+        """One Custom Scalars chart with a line per tag."""
+        self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
+
+    def add_custom_scalars_marginchart(self, tags: Sequence[str], category: str = "default",
+                                       title: str = "untitled") -> None:
+        """One Custom Scalars margin chart: ``tags`` = [value, lower, upper]."""
+        if len(tags) != 3:
+            raise ValueError(f"add_custom_scalars_marginchart needs 3 tags (value, lower, upper), got {len(tags)}")
+        self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
+
+    def add_mesh(self, tag: str, vertices: ArrayLike, colors: ArrayLike | None = None,
+                 faces: ArrayLike | None = None, config_dict: dict[str, Any] | None = None,
+                 global_step: int | None = None, walltime: float | None = None) -> None:
+        """Log a 3-D mesh or point cloud: vertices (B, N, 3), colors (B, N, 3), faces (B, F, 3)."""
+        from tbscope import _summary
+
+        for data in _summary.mesh(tag, vertices, colors, faces, config_dict):
+            self._summary(data, global_step, walltime)
+
+    def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> None:
+        """Log a model graph (a torch module traced with ``input_to_model``, or a GraphDef)."""
+        from tbscope import _summary
+
+        self._w.event(_summary.graph_event(model, input_to_model, verbose, use_strict_trace))
+
+    def add_onnx_graph(self, onnx_model_file: Any) -> None:
+        """Not supported (tensorboardX/torch convert ONNX protobufs with their own code)."""
+        raise NotImplementedError(
+            "tbscope.SummaryWriter cannot convert ONNX graphs; write it with tensorboardX's "
+            "SummaryWriter.add_onnx_graph into the same log_dir (TensorBoard merges the files)")
+
+    def add_openvino_graph(self, xmlname: Any) -> None:
+        """Not supported (tensorboardX converts OpenVINO XML with its own code)."""
+        raise NotImplementedError(
+            "tbscope.SummaryWriter cannot convert OpenVINO graphs; write it with tensorboardX's "
+            "SummaryWriter.add_openvino_graph into the same log_dir (TensorBoard merges the files)")
+
+    def add_embedding(self, mat: ArrayLike, metadata: Sequence[Any] | None = None,
+                      label_img: ArrayLike | None = None, global_step: int | None = None,
+                      tag: str = "default", metadata_header: Sequence[str] | None = None) -> None:
+        """Write projector files (tensors, metadata TSV, sprite) for TensorBoard's projector."""
+        if self._remote:
+            raise NotImplementedError(
+                f"add_embedding writes projector files next to the event files, which needs a local "
+                f"log_dir, not {self.log_dir!r}: write the embedding with a local SummaryWriter and upload it")
+        from tbscope import _summary
+
+        _summary.write_embedding(self._directory, mat, metadata, label_img, global_step, tag, metadata_header)
+
+    def add_hparams(
+        self,
+        hparam_dict: Mapping[str, Any],
+        metric_dict: Mapping[str, float],
+        hparam_domain_discrete: Mapping[str, Sequence[Any]] | None = None,
+        run_name: str | None = None,
+        global_step: int | None = None,
+        *,
+        name: str | None = None,
+    ) -> None:
+        """Record hyperparameters and the metrics to compare them by.
+
+        Default layout: the experiment, session start and session end records go into this
+        run, and each metric is an ordinary scalar here (so the hparams table links to the
+        run's own curves); ``run_name`` (tensorboardX: ``name``) writes them into that
+        sub-folder instead. ``layout="torch"``: a sub-folder named ``run_name`` or the current
+        time, as torch does.
+        """
+        if isinstance(hparam_domain_discrete, str):  # tensorboardX's positional order: name, step
+            name, hparam_domain_discrete = hparam_domain_discrete, None
+            if run_name is not None and not isinstance(run_name, str):
+                global_step, run_name = run_name, None
+        if not isinstance(hparam_dict, dict) or not isinstance(metric_dict, dict):
+            raise TypeError("hparam_dict and metric_dict should be dictionary.")
+        from tbscope import _summary
+
+        exp, ssi, sei = _summary.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        run_name = run_name or name
+        if self.layout == "torch" and not run_name:
+            run_name = str(time.time())
+        s = _step(global_step)
+        if not run_name:
+            for data in (exp, ssi, sei):
+                self._w.summary(data, s, None)
+            for k, v in metric_dict.items():
+                self.add_scalar(k, v, s)
+            return
+        # Torch opens a whole SummaryWriter for the sub-folder and closes it: do the same
+        # (its own file, written and closed before we return).
+        with SummaryWriter(_join(self.log_dir, run_name, self._remote), max_queue=self.max_queue,
+                           flush_secs=self.flush_secs, filename_suffix=self.filename_suffix,
+                           write_to_disk=self._write_to_disk) as sub:
+            for data in (exp, ssi, sei):
+                sub._w.summary(data, s, None)
+            for k, v in metric_dict.items():
+                sub.add_scalar(k, v, s)
+
+    # -- tensorboardX extras ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def use_metadata(self, *, global_step: int | None = None, walltime: float | None = None) -> Iterator[SummaryWriter]:
+        """Default ``global_step``/``walltime`` for every ``add_*`` call inside the block
+        (tensorboardX)::
+
+            with writer.use_metadata(global_step=10):
+                writer.add_scalar("loss", 3.0)
+        """
+        if "_defaults_active" in self.__dict__:
+            raise RuntimeError("use_metadata() blocks cannot be nested on one writer")
+        if global_step is None and walltime is None:
+            raise ValueError("use_metadata() needs global_step or walltime")
+        names = [n for n in dir(type(self)) if n.startswith("add_") and callable(getattr(type(self), n))]
+        self.__dict__["_defaults_active"] = True
+        try:
+            for n in names:
+                self.__dict__[n] = _with_defaults(getattr(type(self), n).__get__(self), global_step, walltime)
+            yield self
+        finally:
+            for n in names:
+                self.__dict__.pop(n, None)
+            del self.__dict__["_defaults_active"]
+
+    def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:
+        """Write the scalars logged with ``add_scalars`` since the last export as JSON,
+        ``{key: [[wall_time, step, value], ...]}`` (tensorboardX). They are read back from the
+        event files rather than kept in memory."""
+        if self._remote:
+            raise NotImplementedError("export_scalars_to_json reads the event files back: it needs a local log_dir")
+        from tbscope.reader import scan
+
+        self.flush()
+        out: dict[str, list[list[float]]] = {}
+        for key, (directory, tag) in self._scalars_keys.items():
+            rows: list[list[float]] = []
+            for f in self._files:
+                if os.path.dirname(f) == os.path.normpath(directory) and os.path.exists(f):
+                    exact = re.compile("^" + re.escape(tag) + "$")
+                    df = scan(f, tags=exact, kinds="scalars").scalars().to_pandas()
+                    rows.extend([float(w), int(s), float(v)] for w, s, v in zip(df["wall_time"], df["step"], df["value"]))
+            done = self._json_exported.get(key, 0)
+            out[key] = rows[done:]
+            self._json_exported[key] = len(rows)
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(out, fh)
+
+    # -- files ------------------------------------------------------------------------------
+
+    def get_logdir(self) -> str:
+        """The directory (or URL) event files are written into."""
+        return self.log_dir
+
+    @property
+    def logdir(self) -> str:
+        """tensorboardX's name for :attr:`log_dir`."""
+        return self.log_dir
+
+    @property
+    def files(self) -> list[str]:
+        """Event files this writer opened in this process, in order (for a URL: the common
+        prefix of each series of objects)."""
+        return list(self._files)
+
+    @property
+    def file_writer(self) -> _FileWriterView:
+        """torch's low-level writer of this run: ``add_summary``/``add_event`` of protobufs."""
+        return _FileWriterView(self, self._main, self.log_dir)
+
+    @property
+    def all_writers(self) -> dict[str, _FileWriterView]:
+        """A file writer per run directory this writer writes into (torch layout: sub-runs)."""
+        out = {}
+        for directory, run in self._runs.items():
+            name = self.log_dir if run.main else directory
+            out[name] = _FileWriterView(self, run, name)
+        return out
+
+    def _get_file_writer(self) -> _FileWriterView:
+        return self.file_writer
+
+    def flush(self, fsync: bool = False) -> None:
+        """Hand everything logged so far to the OS (it then survives the process being killed);
+        ``fsync=True`` also waits for the disk (it then survives a power cut). For a URL, upload
+        it as a new object. Raises OSError if data could not be written (it stays queued)."""
+        first: BaseException | None = None
+        for run in list(self._runs.values()):
+            try:
+                run.flush(fsync)
+            except Exception as e:  # noqa: BLE001 - flush every run, then raise the first error
+                first = first or e
+        if first is not None:
+            raise first
+
+    def close(self) -> None:
+        """Flush and close every file. A later ``add_*`` opens a new file (as torch does)."""
+        first: BaseException | None = None
+        for run in list(self._runs.values()):
+            try:
+                run.close()
+            except Exception as e:  # noqa: BLE001 - close every run, then raise the first error
+                first = first or e
+        self._w = self._main.sink
+        if first is not None:
+            raise first
+
+    def __enter__(self) -> SummaryWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                 exc_tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<tbscope.SummaryWriter {self.log_dir!r}>"
+
+
+def _with_defaults(method: Callable[..., Any], global_step: int | None, walltime: float | None) -> Callable[..., Any]:
+    """``method`` with ``global_step``/``walltime`` filled in when the caller leaves them out."""
+    sig = inspect.signature(method)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = sig.bind(*args, **kwargs)
+        if global_step is not None and "global_step" in sig.parameters and bound.arguments.get("global_step") is None:
+            bound.arguments["global_step"] = global_step
+        if walltime is not None and "walltime" in sig.parameters and bound.arguments.get("walltime") is None:
+            bound.arguments["walltime"] = walltime
+        return method(*bound.args, **bound.kwargs)
+
+    call.__doc__ = method.__doc__
+    return call
