@@ -11,7 +11,9 @@ median of --repeat runs is reported. A baseline projected to take longer than --
 seconds on the main corpus is timed once on the subset corpus instead, and tbscope and the floor
 are timed on the subset too so its ratios compare like with like. Each tool's rows are checked
 against the table the generator wrote (PASS/FAIL). tbscope.scan(...).reload() is timed for an
-unchanged logdir, 1% appended to existing files and 1% added as new files.
+unchanged logdir, 1% appended to existing files and 1% added as new files. The query layer
+(`--only query`) times summary(), a GROUP BY run SQL query and a one-tag SQL query against a plain
+read with the same threads.
 
 Results: a markdown table on stdout and in bench/results/latest.md, data in latest.json.
 Exit status 1 when any check fails or a tool errors (a missing tbscope is a skip, not an error).
@@ -49,7 +51,7 @@ from benchutil import (  # noqa: E402
 from corpus import Corpus  # noqa: E402
 
 WORKER = BENCH_DIR / "worker.py"
-TOOLS = ("tbscope", "tbparse", "ea", "floor", "reload")
+TOOLS = ("tbscope", "tbparse", "ea", "floor", "reload", "query")
 ALIASES = {"eventaccumulator": "ea", "event_accumulator": "ea"}
 BASELINES = ("tbparse", "ea")
 TOOL_NAMES = {
@@ -67,6 +69,15 @@ TARGET_EVENTS = 10_000_000
 TARGET_FLOOR_RATIO = 2.0
 TARGET_RSS_FACTOR, TARGET_RSS_SLACK = 1.5, 50 * MB
 TARGET_RELOAD = {"unchanged": 0.05, "append": 0.10, "new_files": 0.10}
+# Issue #4: summary and a GROUP BY run query within 1.5x a plain read; a one-tag query decodes
+# at most 10% of the rows a full read decodes.
+QUERY_NAMES = {
+    "summary": "tbscope.scan(logdir).summary()",
+    "sql_groupby": "tbscope.sql: GROUP BY run over all scalars",
+    "sql_onetag": "tbscope.sql: one tag (WHERE tag = ...)",
+}
+TARGET_QUERY_RATIO = 1.5
+TARGET_ONE_TAG_DECODED = 0.10
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,6 +129,7 @@ class Bench:
         self.subset = subset
         self.loads: list[Measurement] = []
         self.reloads: list[tuple[str, Measurement]] = []
+        self.queries: list[tuple[str, Measurement]] = []
         self._expected: dict[tuple[str, int], dict[str, Any]] = {}
 
     # -- plumbing ------------------------------------------------------------------------
@@ -277,6 +289,42 @@ class Bench:
                 shutil.rmtree(scratch, ignore_errors=True)
 
 
+    # -- query layer (issue #4) ------------------------------------------------------------
+
+    def run_queries(self, threads: int) -> None:
+        """summary(), a GROUP BY run query and a one-tag query on the main corpus, each against
+        a plain read (tbscope.read_scalars) with the same threads, measured here if not yet."""
+        if _reference_at(self.loads, self.main, threads) is None:
+            self.log(f"{TOOL_NAMES['tbscope']} (threads={threads}), {self.main.spec.name} (reference for the queries)")
+            self.loads.append(self.measure("tbscope", self.main, threads, self.args.repeat))
+        for query in QUERY_NAMES:
+            self.log(f"{QUERY_NAMES[query]} (threads={threads}), {self.main.spec.name}")
+            m = Measurement(tool="query", corpus=self.main, threads=threads)
+            warm_page_cache(self.main.logdir)
+            for i in range(self.args.repeat):
+                task = {"tool": "query", "query": query, "logdir": str(self.main.logdir), "threads": threads,
+                        "spec": self.main.spec.params()}
+                result = self.worker(task)
+                if result["status"] != "ok":
+                    m.status, m.reason = result["status"], result.get("reason", "")
+                    self.log(f"  {m.status}: {m.reason}")
+                    break
+                m.runs.append(result)
+                self.log(f"  run {i + 1}/{self.args.repeat}: {result['seconds']:.3f}s, {result['check']}")
+            if m.runs:
+                fails = [r["check"] for r in m.runs if r["check"] != "PASS"]
+                m.check = fails[0] if fails else "PASS"
+            self.queries.append((query, m))
+            if m.status == "skipped":
+                break  # the others need the same API
+
+
+def _reference_at(loads: list[Measurement], corpus: Corpus, threads: int) -> Measurement | None:
+    """tbscope.read_scalars on `corpus` with exactly `threads` threads: the plain read."""
+    found = [m for m in loads if m.tool == "tbscope" and m.corpus is corpus and m.threads == threads and m.status == "ok" and m.runs]
+    return found[0] if found else None
+
+
 # --------------------------------------------------------------------------------------------
 # Report
 
@@ -362,6 +410,31 @@ def reload_table(reloads: list[tuple[str, Measurement]]) -> list[str]:
     return lines
 
 
+def query_table(bench: Bench) -> list[str]:
+    lines = [
+        "| measurement | corpus (scalar events) | threads | runs | time (s, median) | × plain read | "
+        "rows decoded | decoded / full read | peak RSS Δ | result |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for query, m in bench.queries:
+        corpus_cell = f"{m.corpus.spec.name} ({m.corpus.events / 1e6:.2f}M)"
+        if m.status != "ok":
+            lines.append(f"| {QUERY_NAMES[query]} | {corpus_cell} | {m.threads} | – | {m.status}: {m.reason} | | | | | |")
+            continue
+        seconds = m.median()
+        ref = _reference_at(bench.loads, m.corpus, m.threads)
+        decoded = m.runs[0].get("rows_decoded")
+        cells = [
+            QUERY_NAMES[query], corpus_cell, str(m.threads), str(len(m.runs)), _fmt_seconds(seconds),
+            _ratio(seconds / ref.median()) if ref is not None else "–",
+            f"{decoded:,}" if decoded is not None else "–",
+            f"{decoded / m.corpus.events:.1%}" if decoded is not None else "–",
+            human_bytes(m.max("peak_rss_delta")), m.check or "–",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def targets(bench: Bench) -> list[tuple[str, str, str]]:
     """(target, measured, verdict) rows for tbscope; verdicts are n/a below the 10M corpus."""
     rows: list[tuple[str, str, str]] = []
@@ -395,6 +468,22 @@ def targets(bench: Bench) -> list[tuple[str, str, str]]:
         ratio = m.median("reload_seconds") / m.median("first_seconds")
         limit = TARGET_RELOAD[scenario]
         rows.append((f"reload(), {scenario}: < {limit:.0%} of first load", f"{ratio:.1%}", verdict(ratio < limit)))
+    for query, m in bench.queries:
+        if m.status != "ok" or not m.runs:
+            continue
+        if query == "sql_onetag":
+            decoded = m.runs[0].get("rows_decoded")
+            if decoded is not None:
+                share = decoded / main.events
+                rows.append((f"one-tag SQL decodes ≤ {TARGET_ONE_TAG_DECODED:.0%} of a full read", f"{share:.1%}",
+                             verdict(share <= TARGET_ONE_TAG_DECODED)))
+            continue
+        ref = _reference_at(bench.loads, m.corpus, m.threads)
+        if ref is None:
+            continue
+        ratio = m.median() / ref.median()
+        rows.append((f"{QUERY_NAMES[query]} ≤ {TARGET_QUERY_RATIO}× plain read (threads={m.threads})", f"{ratio:.2f}×",
+                     verdict(ratio <= TARGET_QUERY_RATIO)))
     return rows
 
 
@@ -457,6 +546,8 @@ def render(bench: Bench, env: dict[str, Any], elapsed: float) -> str:
         out += ["", "### Load all scalars into a pandas DataFrame", ""] + load_table(bench.loads)
     if bench.reloads:
         out += ["", "### Live reload: `tbscope.scan(logdir).reload()`", ""] + reload_table(bench.reloads)
+    if bench.queries:
+        out += ["", "### Query layer: summary and SQL (`tbscope.scan(...).summary()`, `tbscope.sql`)", ""] + query_table(bench)
     rows = targets(bench)
     if rows:
         out += ["", "### Targets", "", "| target | measured | verdict |", "|---|---:|---|"]
@@ -517,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.run_loads(args.only_set, args.thread_counts)
     if "reload" in args.only_set:
         bench.run_reloads(max(args.thread_counts))
+    if "query" in args.only_set:
+        bench.run_queries(max(args.thread_counts))
 
     env = environment()
     report = render(bench, env, time.perf_counter() - started)
@@ -529,12 +622,13 @@ def main(argv: list[str] | None = None) -> int:
         "expected": {f"{k[0]}+{k[1]}": v for k, v in bench._expected.items()},
         "loads": [m.to_json() for m in bench.loads],
         "reloads": [{"scenario": s, **m.to_json()} for s, m in bench.reloads],
+        "queries": [{"query": q, **m.to_json()} for q, m in bench.queries],
         "targets": [{"target": a, "measured": b, "verdict": c} for a, b, c in targets(bench)],
     }
     (args.results_dir / "latest.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     print(f"wrote {args.results_dir / 'latest.md'} and latest.json")
 
-    measurements = bench.loads + [m for _, m in bench.reloads]
+    measurements = bench.loads + [m for _, m in bench.reloads] + [m for _, m in bench.queries]
     failed = [m for m in measurements if m.status == "error" or m.check.startswith("FAIL")]
     return 1 if failed else 0
 

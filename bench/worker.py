@@ -267,12 +267,105 @@ def measure_reload(task: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------------------------
+# Query layer (issue #4): summary, GROUP BY run SQL, one-tag SQL. Timed like a load; checked
+# against the generator's formula afterwards.
+
+QUERIES = {
+    "sql_groupby": "SELECT run, count(*) AS n, max(step) AS max_step, avg(value) AS mean FROM scalars GROUP BY run",
+    "sql_onetag": "SELECT run, max(value) AS best FROM scalars WHERE tag = $tag GROUP BY run",
+}
+
+
+def measure_query(task: dict[str, Any]) -> dict[str, Any]:
+    import corpus
+
+    tb = _require_tbscope("scan", "sql")
+    logdir, threads, query = task["logdir"], task["threads"], task["query"]
+    spec = corpus.CorpusSpec(**{k: v for k, v in task["spec"].items() if k != "generator_version"})
+    tag0 = corpus.tag_names(spec.tags)[0]
+    if query == "summary":
+        call: Callable[[], Any] = lambda: tb.scan(logdir, threads=threads).summary()
+    elif query == "sql_onetag":
+        call = lambda: tb.sql(logdir, QUERIES[query], params={"tag": tag0}, threads=threads)
+    else:
+        call = lambda: tb.sql(logdir, QUERIES[query], threads=threads)
+    import duckdb  # noqa: F401 - imported before the baseline, like each tool's own imports
+
+    gc.collect()
+    baseline = _rss()
+    reset_ok = _reset_peak()
+    started = time.perf_counter()
+    result = call()
+    seconds = time.perf_counter() - started
+    peak = _peak_rss(reset_ok)
+    out: dict[str, Any] = {
+        "seconds": seconds,
+        "baseline_rss": baseline,
+        "peak_rss": peak,
+        "peak_rss_delta": max(0, peak - baseline),
+        "peak_method": "VmHWM after clear_refs" if reset_ok else "ru_maxrss (lifetime)",
+    }
+    stats = getattr(result, "stats", {}).get("scalars")
+    out["rows_decoded"] = stats.rows if stats is not None else None
+    out["check"] = check_query(query, result, spec, tag0)
+    return out
+
+
+def check_query(query: str, result: Any, spec: Any, tag0: str) -> str:
+    """PASS when the answer equals what the generator's formula says; FAIL with a reason."""
+    import corpus
+
+    exp = corpus.expected_table(spec)
+    runs, tags = exp["run_names"], exp["tag_names"]
+    df = pd.DataFrame({
+        "run": pd.Categorical.from_codes(exp["run_codes"], runs),
+        "tag": pd.Categorical.from_codes(exp["tag_codes"], tags),
+        "step": exp["steps"],
+        "value": exp["values"].astype(np.float64),
+    })
+    if query == "summary":
+        got = result.set_index("run")
+        g = df.groupby(["run", "tag"], observed=True, sort=False)
+        # Rows are written in step order, so the last written is the last row of each series.
+        want = pd.DataFrame({"last": g["value"].last(), "min": g["value"].min(), "max": g["value"].max(),
+                             "argmin": df.loc[g["value"].idxmin(), "step"].to_numpy(),
+                             "argmax": df.loc[g["value"].idxmax(), "step"].to_numpy()})
+        for (run, tag), row in want.iterrows():
+            for stat, suffix in (("last", "last"), ("min", "min"), ("max", "max"), ("argmin", "argmin_step"), ("argmax", "argmax_step")):
+                v = got.at[run, f"{tag}:{suffix}"]
+                if v != row[stat]:
+                    return f"FAIL ({run} {tag}:{suffix} = {v}, expected {row[stat]})"
+        return "PASS"
+    got = result.to_pandas().set_index("run")
+    if query == "sql_groupby":
+        g = df.groupby("run", observed=True)
+        if sorted(got.index) != sorted(runs):
+            return "FAIL (runs differ)"
+        if not (got.loc[runs, "n"].to_numpy() == g.size().loc[runs].to_numpy()).all():
+            return "FAIL (row counts per run differ)"
+        if not (got.loc[runs, "max_step"].to_numpy() == g["step"].max().loc[runs].to_numpy()).all():
+            return "FAIL (max step per run differs)"
+        if not np.allclose(got.loc[runs, "mean"].to_numpy(), g["value"].mean().loc[runs].to_numpy(), rtol=1e-12):
+            return "FAIL (mean per run differs)"
+        return "PASS"
+    best = df[df["tag"] == tag0].groupby("run", observed=True)["value"].max()
+    if sorted(got.index) != sorted(best.index) or not (got.loc[best.index, "best"].to_numpy() == best.to_numpy()).all():
+        return "FAIL (max per run differs)"
+    return "PASS"
+
+
 def main(argv: list[str]) -> int:
     task = json.loads(argv[1])
     out_path = Path(argv[2])
     result: dict[str, Any] = {"task": task, "pid": os.getpid()}
     try:
-        result.update(measure_reload(task) if task["tool"] == "reload" else measure_load(task))
+        if task["tool"] == "reload":
+            result.update(measure_reload(task))
+        elif task["tool"] == "query":
+            result.update(measure_query(task))
+        else:
+            result.update(measure_load(task))
         result["status"] = "ok"
     except Skip as exc:
         result.update(status="skipped", reason=str(exc))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tbscope._core import __version__
 from tbscope.errors import CorruptRecordError
+from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
 from tbscope.reader import (
     LoadStats,
@@ -23,17 +24,23 @@ from tbscope.reader import (
     read_text,
     scan,
 )
+from tbscope.query import Result, sql
+from tbscope.writer import SummaryWriter
 
 __all__ = [
     "BlobFrame",
     "CorruptRecordError",
+    "ExportStats",
     "Frame",
     "LoadStats",
     "Logdir",
     "Problem",
     "Report",
+    "Result",
+    "SummaryWriter",
     "TensorFrame",
     "__version__",
+    "export",
     "read_audio",
     "read_histograms",
     "read_images",
@@ -41,4 +48,5 @@ __all__ = [
     "read_tensors",
     "read_text",
     "scan",
+    "sql",
 ]

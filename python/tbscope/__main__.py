@@ -1,3 +1,6 @@
+"""``python -m tbscope``: the same command line as the ``tbscope`` script."""
+
 from tbscope.cli import main
 
-main()
+if __name__ == "__main__":
+    main()

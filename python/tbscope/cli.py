@@ -1,111 +1,548 @@
 """The ``tbscope`` command line.
 
-Exit codes: 0 success; 1 the logs have problems (``check`` found data loss); 2 bad usage or a
-path that cannot be read. Errors print as one line with a hint; ``--debug`` shows tracebacks.
+Every reading command takes the same filters (``--runs``, ``--tags``, ``--kinds``, ``--steps``,
+mapped to :func:`tbscope.scan`) and the same ``--format table|csv|json``. Errors print as one
+line with a hint; ``--debug`` shows tracebacks. ``docs/cli.md`` is generated from this module by
+``python -m tbscope._clidoc``, so help texts here are the reference.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
+import math
+import os
 import sys
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from tbscope import __version__
+from tbscope.reader import KINDS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from tbscope.reader import Logdir
 
 log = logging.getLogger("tbscope")
 
+#: Exit statuses, shared by ``--help`` and the generated reference.
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "success (check: no data lost; clean: every selected run was handled)"),
+    (1, "check found lost data, clean could not remove a run, or reading failed (I/O error, missing optional package)"),
+    (2, "bad usage: unknown command or option, bad value or glob, SQL error, or a path that does not exist"),
+)
+
+# Optional packages and what to install for them.
+_EXTRAS = {"duckdb": "tbscope[sql]", "polars": "tbscope[polars]", "fsspec": "tbscope[remote]"}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _exit_epilog() -> str:
+    lines = "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES)
+    return f"\b\nExit status:\n{lines}"
+
+
+class _OneLineUsageError(click.UsageError):
+    """A usage error printed as a single line: the message, then where to find help."""
+
+    def show(self, file: Any = None) -> None:
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"Error: {self.format_message()}{hint}", file=file, err=file is None)
+
+
+def _one_line(e: click.UsageError) -> click.UsageError:
+    # NoArgsIsHelpError prints the help text, which is what a bare `tbscope` should do.
+    if isinstance(e, (_OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return e
+    # format_message() keeps click's "Invalid value for '--steps':" prefix.
+    return _OneLineUsageError(e.format_message(), e.ctx)
+
 
 class _Main(click.Group):
-    """Turns exceptions into one-line errors unless --debug is given."""
+    """Turns exceptions into one-line errors (with a hint) unless --debug is given."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as e:
+            raise _one_line(e) from e
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            rv = super().invoke(ctx)
+            # Flush here, where a closed pipe is still ours to handle (not at interpreter exit).
+            sys.stdout.flush()
+            return rv
+        except click.UsageError as e:
+            raise _one_line(e) from e
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except (ValueError, TypeError) as e:
+        except SystemExit:
+            # A command's own status (check: 1 when data was lost) survives a closed pipe.
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                _drop_stdout()
+            raise
+        except BrokenPipeError:
+            # The reader of our output went away (`| head`): stop quietly, as cat does.
+            _drop_stdout()
+            raise click.exceptions.Exit(0) from None
+        except Exception as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            # Bad filters and options are usage errors: exit 2 with one line.
-            raise click.UsageError(str(e)) from e
-        except FileNotFoundError as e:
-            if ctx.obj and ctx.obj.get("debug"):
-                raise
-            raise click.UsageError(f"{e}; check the path (a logdir or an event file)") from e
-        except OSError as e:
-            if ctx.obj and ctx.obj.get("debug"):
-                raise
-            raise click.ClickException(str(e)) from e
+            raise _translate(e) from e
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what is still
+    buffered does not fail on the closed pipe once more."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _translate(e: Exception) -> click.ClickException:
+    """One line saying what went wrong and what to do about it."""
+    from tbscope.errors import CorruptRecordError
+
+    # Messages from libraries may span lines; the error line must not.
+    msg = " ".join(str(e).split()) or type(e).__name__
+    if type(e).__module__.split(".")[0] == "duckdb":
+        return _OneLineUsageError(f"{msg}; check the query (tables: scalars, tensors, histograms, text, hparams, runs, series, summary)")
+    if isinstance(e, (ValueError, TypeError)):
+        # Bad filters, options and queries are usage errors.
+        return _OneLineUsageError(msg)
+    if isinstance(e, FileNotFoundError):
+        return _OneLineUsageError(f"{msg}; check the path (a logdir or an event file)")
+    if isinstance(e, ImportError):
+        name = (e.name or "").split(".")[0]
+        pkg = _EXTRAS.get(name, name)
+        return click.ClickException(f"{msg}; install it with: pip install '{pkg}'" if pkg else msg)
+    if isinstance(e, CorruptRecordError):
+        return click.ClickException(f"{msg}; run 'tbscope check' for the full report")
+    if isinstance(e, OSError):
+        return click.ClickException(msg)
+    return click.ClickException(f"{type(e).__name__}: {msg} (run with --debug for the traceback)")
+
+
+class _StderrHandler(logging.Handler):
+    """Log records to whatever ``sys.stderr`` is now (click's test runner swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            click.echo(self.format(record), err=True)
+
+
+_handler = _StderrHandler()
+_handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(cls=_Main, context_settings=_CONTEXT, epilog=_exit_epilog())
 @click.version_option(__version__, "--version", "-V", prog_name="tbscope")
-@click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logging (goes before the command).")
+@click.option("-v", "--verbose", is_flag=True, help="Log what was read and how long it took.")
 @click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
-    """Read, check and summarise TensorBoard event logs, fast and without TensorFlow.
+def main(ctx: click.Context, debug: bool, verbose: bool) -> None:
+    """Read, check, query, export and clean TensorBoard event logs, fast and without TensorFlow.
+
+    LOGDIR is a directory tree of runs (any directory holding event files is a run) or a single
+    event file. Reading commands take the same filters and the same --format.
 
     \b
     Examples:
+      tbscope ls runs/
       tbscope check runs/
-      tbscope summary runs/ --format csv > runs.csv
+      tbscope summary runs/ --format csv
     """
     ctx.obj = {"debug": debug}
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # tbscope's loggers print to stderr for the length of the command only, then are put back
+    # as they were (the CLI can run inside another program, e.g. a test runner).
+    saved = (log.level, log.propagate)
+    log.addHandler(_handler)
+    log.propagate = False
+    log.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
+
+    def restore() -> None:
+        log.removeHandler(_handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
+
+    ctx.call_on_close(restore)
 
 
-def _emit(df: Any, fmt: str, title: str | None = None) -> None:
+# --------------------------------------------------------------------------------------------
+# shared options and output
+# --------------------------------------------------------------------------------------------
+
+_format = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="table: aligned columns (coloured on a terminal); csv: with a header row; json: an array of objects.",
+)
+
+
+def _split_kinds(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    out = tuple(k.strip() for v in value for k in v.split(",") if k.strip())
+    bad = [k for k in out if k not in KINDS]
+    if bad:
+        raise click.BadParameter(f"unknown kind {bad[0]!r}; choose from {', '.join(KINDS)}")
+    return out
+
+
+def _parse_steps(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int | None, int | None] | None:
+    if value is None:
+        return None
+    lo, sep, hi = value.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return (int(lo) if lo.strip() else None, int(hi) if hi.strip() else None)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a step range; write A:B (A <= step < B), A: or :B, e.g. 0:1000") from None
+
+
+def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True) -> Callable[[F], F]:
+    """The scan filters a command takes, as click options."""
+
+    def deco(f: F) -> F:
+        opts = [click.option("--runs", multiple=True, metavar="GLOB", help="Only runs matching the glob; repeat for several.")]
+        if tags:
+            opts.append(click.option("--tags", multiple=True, metavar="GLOB", help="Only tags matching the glob; repeat for several."))
+        if kinds:
+            opts.append(
+                click.option(
+                    "--kinds",
+                    multiple=True,
+                    metavar="KIND[,KIND]",
+                    callback=_split_kinds,
+                    help=f"Only these kinds ({', '.join(KINDS)}); comma-separated or repeated.",
+                )
+            )
+        if steps:
+            opts.append(click.option("--steps", metavar="A:B", callback=_parse_steps, help="Only steps A <= step < B; A: and :B leave an end open."))
+        for o in reversed(opts):
+            f = o(f)
+        return f
+
+    return deco
+
+
+def _scan_args(
+    runs: tuple[str, ...] = (), tags: tuple[str, ...] = (), kinds: tuple[str, ...] = (), steps: tuple[int | None, int | None] | None = None
+) -> dict[str, Any]:
+    """CLI filters as :func:`tbscope.scan` keyword arguments (left out when not given)."""
+    out: dict[str, Any] = {}
+    if runs:
+        out["runs"] = list(runs)
+    if tags:
+        out["tags"] = list(tags)
+    if kinds:
+        out["kinds"] = list(kinds)
+    if steps is not None:
+        out["steps"] = steps
+    return out
+
+
+def _is_tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _stderr_is_tty() -> bool:
+    return _is_tty(sys.stderr)
+
+
+@contextlib.contextmanager
+def _activity(what: str) -> Iterator[None]:
+    """A spinner with elapsed time on stderr while a scan runs, when stderr is a terminal. The
+    native load is one call that releases the GIL, so rich's refresh thread keeps it moving."""
+    if not _stderr_is_tty():
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True), transient=True) as p:
+        p.add_task(what, total=None)
+        yield
+
+
+def _read(lg: Logdir) -> None:
+    """Read a scan now (with a spinner on a terminal) and log what it cost."""
+    t0 = time.perf_counter()
+    with _activity(f"reading {lg.path}"):
+        st = lg.reload()
+    log.info("read %d files, %d bytes, %d records, %d rows in %.3f s", st.files_read, st.bytes_read, st.records, st.rows, time.perf_counter() - t0)
+
+
+def _human_bytes(n: Any) -> str:
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return ""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if v < 1024 or unit == "TiB":
+            return f"{int(v)} B" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return str(n)  # pragma: no cover
+
+
+def _cell(v: Any) -> str:
+    import pandas as pd
+
+    if v is None or v is pd.NA or v is pd.NaT:
+        return ""
+    if isinstance(v, float):
+        # NaN shows: a diverged run must not look like a fine one.
+        return f"{v:.6g}"
+    if isinstance(v, pd.Timestamp):
+        return str(v.strftime("%Y-%m-%d %H:%M:%S"))
+    if isinstance(v, (bytes, bytearray)):
+        return f"<{len(v)} bytes>"
+    return str(v)
+
+
+def _json_value(v: Any) -> Any:
+    """A cell as plain JSON: NaN and +-inf become null (JSON has no such numbers), times ISO
+    8601 to the microsecond, bytes base64, numpy scalars and arrays Python numbers and lists."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_json_value(x) for x in v]
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, pd.Timestamp):
+        return v.floor("us").isoformat()
+    if isinstance(v, (bytes, bytearray)):
+        import base64
+
+        return base64.b64encode(v).decode("ascii")
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return v if isinstance(v, str) else str(v)
+
+
+def _emit(df: pd.DataFrame, fmt: str, title: str | None = None) -> None:
+    _emit_chunks(iter([df]), fmt, title)
+
+
+def _emit_chunks(chunks: Iterator[pd.DataFrame], fmt: str, title: str | None = None) -> None:
+    """Write DataFrames as one table. csv and json stream chunk by chunk (a large SQL result
+    never sits in memory whole); a table needs every row to align its columns."""
+    out = sys.stdout
     if fmt == "csv":
-        df.to_csv(sys.stdout, index=False)
-    elif fmt == "json":
-        click.echo(df.to_json(orient="records", date_format="iso"))
+        first = True
+        for df in chunks:
+            if first or len(df):
+                out.write(df.to_csv(index=False, header=first, lineterminator="\n"))
+            first = False
+        return
+    if fmt == "json":
+        # One JSON array of objects, written row by row as chunks arrive.
+        import json
+
+        out.write("[")
+        sep = ""
+        for df in chunks:
+            for rec in df.to_dict("records"):
+                out.write(sep + json.dumps({str(k): _json_value(v) for k, v in rec.items()}, allow_nan=False, ensure_ascii=False))
+                sep = ",\n"
+        out.write("]\n")
+        return
+    import pandas as pd
+
+    df = pd.concat(list(chunks), ignore_index=True)
+    _table(df, title)
+
+
+def _table(df: pd.DataFrame, title: str | None) -> None:
+    """A rich table: colours and a box on a terminal; plain aligned columns when piped, at the
+    width of the content so that grep and awk see one line per row."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    import pandas as pd
+
+    tty = _is_tty(sys.stdout)
+    rows = [[_cell(v) for v in row] for row in df.itertuples(index=False)]
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
+    table = Table(title=title if tty else None, box=box.ROUNDED if tty else None, header_style="bold cyan", pad_edge=False)
+    # Text(), not str: a run or tag named like "[red]" is data, not console markup.
+    for col, num in zip(df.columns, numeric):
+        table.add_column(Text(str(col)), justify="right" if num else "left", overflow="fold", no_wrap=not tty)
+    for r in rows:
+        table.add_row(*(Text(c) for c in r))
+    if tty:
+        console = Console(file=sys.stdout)
     else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=title, show_lines=False)
-        for col in df.columns:
-            table.add_column(str(col), overflow="fold")
-        for row in df.itertuples(index=False):
-            table.add_row(*("" if v is None or (isinstance(v, float) and v != v) else f"{v:.6g}" if isinstance(v, float) else str(v) for v in row))
-        Console(width=max(100, 14 * len(df.columns))).print(table)
-
-
-_format = click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True, help="Output format.")
+        widths = [max([len(str(c)), *(len(r[i]) for r in rows)]) for i, c in enumerate(df.columns)]
+        console = Console(width=max(80, sum(widths) + 2 * len(widths) + 2), force_terminal=False, no_color=True, highlight=False)
+        with console.capture() as cap:
+            console.print(table)
+        # Without trailing padding, `awk '{print $NF}'` and diff see clean lines.
+        sys.stdout.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
+        return
+    console.print(table)
 
 
-@main.command()
+# --------------------------------------------------------------------------------------------
+# ls and tags
+# --------------------------------------------------------------------------------------------
+
+
+@main.command("ls")
 @click.argument("logdir", type=click.Path())
-@click.option("--strict-crc/--no-verify", "verify", default=True, help="Check data CRCs (default) or skip them.")
+@_filters()
 @_format
-def check(logdir: str, verify: bool, fmt: str) -> None:
-    """Report corrupt records, unusable values and truncated files under LOGDIR.
+def ls_command(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], kinds: tuple[str, ...], steps: tuple[int | None, int | None] | None, fmt: str) -> None:
+    """List runs: kinds present, number of tags and points, step range, last write, size.
 
-    Exits with 1 when data was lost (truncated tails of files still being written do not count).
+    Columns: run, kinds (those with points), tags, points, first_step, last_step,
+    last_write, files, bytes (shown as size in the table). last_write is the newest of the
+    run's last event wall time and its event files' modification times, in UTC. With --tags,
+    --kinds or --steps, the counts and steps are of what matched.
 
     \b
-    Example:
-      tbscope check runs/
+    Examples:
+      tbscope ls runs/
+      tbscope ls runs/ --runs 'lr=0.1/*' --format json
     """
     import pandas as pd
 
     from tbscope.reader import scan
 
-    lg = scan(logdir, verify=verify)
+    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps))
+    _read(lg)
+    info = lg.run_info().to_pandas()
+    ser = lg.series().to_pandas()
+    info["run"] = info["run"].astype(str)
+    ser["run"] = ser["run"].astype(str)
+    by_run = ser.groupby("run", sort=False).agg(tags=("tag", "size"), first_step=("first_step", "min"), last_step=("last_step", "max"))
+    mtimes = [_newest_mtime(logdir, run) for run in info["run"]]
+    last = pd.Series([max((t for t in (w, m) if t is not None and not math.isnan(t)), default=math.nan) for w, m in zip(info["last_wall_time"], mtimes)])
+    counts = info[list(KINDS)]
+    df = pd.DataFrame(
+        {
+            "run": info["run"],
+            "kinds": [",".join(k for k in KINDS if row[k]) for row in counts.to_dict("records")],
+            "tags": info["run"].map(by_run["tags"]).fillna(0).astype("int64"),
+            "points": counts.sum(axis=1).astype("int64"),
+            "first_step": info["run"].map(by_run["first_step"]).astype("Int64"),
+            "last_step": info["run"].map(by_run["last_step"]).astype("Int64"),
+            "last_write": pd.to_datetime(last, unit="s", utc=True),
+            "files": info["files"].astype("int64"),
+            "bytes": info["bytes"].astype("int64"),
+        }
+    )
+    if fmt == "table":
+        df = df.assign(bytes=df["bytes"].map(_human_bytes)).rename(columns={"bytes": "size"})
+        df["last_write"] = df["last_write"].dt.strftime("%Y-%m-%d %H:%M")
+    _emit(df, fmt, title=f"{len(df)} runs in {logdir}")
+
+
+def _newest_mtime(logdir: str, run: str) -> float | None:
+    """The newest modification time of a run's event files (links followed: this only reads)."""
+    from tbscope.clean import event_files, run_dir
+
+    if os.path.isfile(logdir):
+        return os.stat(logdir).st_mtime
+    try:
+        times = [e.stat().st_mtime for e in event_files(run_dir(logdir, run))]
+    except OSError:
+        return None
+    return max(times, default=None)
+
+
+@main.command("tags")
+@click.argument("logdir", type=click.Path())
+@_filters()
+@_format
+def tags_command(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], kinds: tuple[str, ...], steps: tuple[int | None, int | None] | None, fmt: str) -> None:
+    """List series: one row per run and tag with its kind, points, step range and plugin.
+
+    Columns: run, tag, kind, points, first_step, last_step, plugin. A tag's kind is decided
+    by its first metadata, as in TensorBoard.
+
+    \b
+    Examples:
+      tbscope tags runs/
+      tbscope tags runs/ --kinds scalars --tags 'train/*' --format csv
+    """
+    from tbscope.reader import scan
+
+    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps))
+    _read(lg)
+    ser = lg.series().to_pandas()
+    df = ser[["run", "tag", "kind", "points", "first_step", "last_step", "plugin"]]
+    _emit(df, fmt, title=f"{len(df)} series in {logdir}")
+
+
+# --------------------------------------------------------------------------------------------
+# check and summary
+# --------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("logdir", type=click.Path())
+@_filters(tags=False, kinds=False, steps=False)
+@click.option("--strict-crc/--no-verify", "verify", default=True, help="Check data CRCs (default) or skip them; length CRCs are always checked.")
+@_format
+def check(logdir: str, runs: tuple[str, ...], verify: bool, fmt: str) -> None:
+    """Report corrupt records, unusable values and truncated files under LOGDIR.
+
+    Exits with 1 when data was lost: a corrupt record, an unusable value or a file that could
+    not be read. A truncated tail alone (a file still being written) does not count. csv and
+    json print one row per problem: run, file, severity, offset, length, reason.
+
+    \b
+    Examples:
+      tbscope check runs/
+      tbscope check runs/ --format json
+    """
+    import pandas as pd
+
+    from tbscope.reader import scan
+
+    lg = scan(logdir, verify=verify, **_scan_args(runs))
+    _read(lg)
     info = lg.run_info().to_pandas()
     report = lg.report
     if fmt == "table":
         from rich.console import Console
 
-        con = Console()
+        from rich.markup import escape
+
+        con = Console(file=sys.stdout, highlight=False)
         con.print(f"[bold]{len(info)}[/] runs, {int(info['files'].sum())} files, {int(info['records'].sum())} records, {int(info['bytes'].sum())} bytes")
         if not report.problems:
             con.print("[green]no problems found[/]")
         for p in report.problems:
             color = {"corrupt": "red", "error": "red", "warning": "yellow"}.get(p.severity, "cyan")
-            con.print(f"[{color}]{p.severity}[/] {p.file or p.run} @ {p.offset} ({p.length} bytes): {p.reason}")
+            con.print(f"[{color}]{p.severity}[/] {escape(p.file or p.run)} @ {p.offset} ({p.length} bytes): {escape(p.reason)}")
     else:
         df = pd.DataFrame([p.__dict__ for p in report.problems], columns=["run", "file", "severity", "offset", "length", "reason"])
         _emit(df, fmt)
@@ -113,27 +550,347 @@ def check(logdir: str, verify: bool, fmt: str) -> None:
         sys.exit(1)
 
 
+def _split_list(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    out = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not out:
+        raise click.BadParameter("give at least one name, comma-separated")
+    return out
+
+
 @main.command()
 @click.argument("logdir", type=click.Path())
-@click.option("--runs", multiple=True, help="Glob of runs to include (repeatable).")
-@click.option("--tags", multiple=True, help="Glob of scalar tags to include (repeatable).")
+@_filters(kinds=False)
+@click.option(
+    "--stats",
+    metavar="STAT[,STAT]",
+    help="Statistics to compute, comma-separated. Per run: last, min, max, argmin, argmax (the default), also first, mean, count. With --group-by: mean, std, min, max, count (the default), also median, var, sem.",
+)
+@click.option(
+    "--group-by",
+    "group_by",
+    metavar="REGEX|hparam:NAME",
+    help="Aggregate runs that differ only by seed: one row per group, tag and step. A regex on run names whose match (or first group) names the group, or hparam:NAME to group runs whose hparams are equal except NAME.",
+)
+@click.option("--hparams/--no-hparams", default=True, help="Join each run's hyperparameters (default) or leave them out.")
 @_format
-def summary(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], fmt: str) -> None:
-    """One row per run: last/min/max of each scalar tag, with the run's hparams.
+def summary(
+    logdir: str,
+    runs: tuple[str, ...],
+    tags: tuple[str, ...],
+    steps: tuple[int | None, int | None] | None,
+    stats: str | None,
+    group_by: str | None,
+    hparams: bool,
+    fmt: str,
+) -> None:
+    """One row per run: last/min/max (and argmin/argmax steps) of each scalar tag, with hparams.
+
+    csv and json have every column: run, max_step, last_wall_time, hparam:<name>, then
+    <tag>:<stat> for each tag and stat (argmin and argmax hold steps: <tag>:argmin_step).
+    The table shows the last value of each tag under its plain name, unless --stats is given.
 
     \b
-    Example:
-      tbscope summary runs/ --tags 'loss*' --format csv
+    Examples:
+      tbscope summary runs/
+      tbscope summary runs/ --tags 'eval/*' --stats last,max,argmax --format csv
+      tbscope summary runs/ --tags train/loss --group-by 'lr=[^/]*' --format csv
     """
     from tbscope.reader import scan
 
-    lg = scan(logdir, runs=list(runs) or None, tags=list(tags) or None, kinds=["scalars", "hparams"])
-    df = lg.summary()
-    if fmt == "table":
-        # A terminal has room for the last values; csv and json carry min and max too.
+    stat_list = _split_list(stats)
+    lg = scan(logdir, kinds=["scalars", "hparams"], **_scan_args(runs, tags, steps=steps))
+    if group_by is not None:
+        aggregate = getattr(lg, "aggregate", None)
+        if aggregate is None:
+            raise click.ClickException("this tbscope has no Logdir.aggregate(); --group-by needs a newer tbscope")
+        _read(lg)
+        agg_kwargs: dict[str, Any] = {} if stat_list is None else {"stats": stat_list}
+        df = aggregate(group_by, **agg_kwargs)
+        _emit(df, fmt, title=f"runs of {logdir} grouped by {group_by}")
+        return
+    kwargs: dict[str, Any] = {}
+    if stat_list is not None:
+        kwargs["stats"] = stat_list
+    if not hparams:
+        kwargs["hparams"] = False
+    _read(lg)
+    df = lg.summary(**kwargs)
+    if fmt == "table" and stat_list is None:
+        # A terminal has room for the last values; csv and json carry every statistic.
         keep = [c for c in df.columns if c in ("run", "max_step") or c.startswith("hparam:") or c.endswith(":last")]
         df = df[keep].rename(columns=lambda c: c.removeprefix("hparam:").removesuffix(":last"))
+    elif fmt == "table" and "last_wall_time" in df.columns:
+        import pandas as pd
+
+        df = df.assign(last_wall_time=pd.to_datetime(df["last_wall_time"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M"))
     _emit(df, fmt, title=f"runs in {logdir}")
+
+
+# --------------------------------------------------------------------------------------------
+# sql and export
+# --------------------------------------------------------------------------------------------
+
+
+def _param_value(text: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _parse_params(values: tuple[str, ...]) -> dict[str, Any] | list[Any] | None:
+    if not values:
+        return None
+    named = ["=" in v for v in values]
+    if all(named):
+        return {k: _param_value(v) for k, _, v in (p.partition("=") for p in values)}
+    if not any(named):
+        return [_param_value(v) for v in values]
+    raise click.BadParameter("use NAME=VALUE for every --param (for $NAME in the query) or VALUE for every one (for ?), not a mix", param_hint="--param")
+
+
+@main.command("sql")
+@click.argument("logdir", type=click.Path())
+@click.argument("query")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter: NAME=VALUE for $NAME, or VALUE for each ? in order. Numbers are numbers; anything else is a string.")
+@_filters(kinds=False)
+@_format
+def sql_command(
+    logdir: str,
+    query: str,
+    params: tuple[str, ...],
+    runs: tuple[str, ...],
+    tags: tuple[str, ...],
+    steps: tuple[int | None, int | None] | None,
+    fmt: str,
+) -> None:
+    """Run an SQL query (DuckDB) over the logdir's tables; QUERY '-' reads it from stdin.
+
+    Tables: scalars, tensors, histograms, text, hparams, runs, series, summary. Only the tables
+    the query names are read, and its run/tag/step conditions are applied while reading;
+    --runs, --tags and --steps narrow the scan further.
+
+    \b
+    Examples:
+      tbscope sql runs/ "SELECT run, max(value) AS best FROM scalars WHERE tag = 'eval/accuracy' GROUP BY run ORDER BY best DESC"
+      tbscope sql runs/ "SELECT tag, count(*) AS points FROM scalars GROUP BY tag ORDER BY tag" --format json
+    """
+    run_sql = _api("sql", "tbscope.query")
+    if query == "-":
+        query = sys.stdin.read()
+    t0 = time.perf_counter()
+    with _activity(f"querying {logdir}"):
+        result = run_sql(logdir, query, params=_parse_params(params), **_scan_args(runs, tags, steps=steps))
+    log.info("query ran in %.3f s", time.perf_counter() - t0)
+    if fmt == "table":
+        _emit(result.to_pandas(), fmt)
+    else:
+        _emit_chunks((b.to_pandas() for b in result.iter_batches()), fmt)
+
+
+def _api(name: str, *modules: str) -> Callable[..., Any]:
+    """``name`` from the first of ``modules`` that has it (sql and export live in modules that
+    arrived with issue #4; a build without them gets a clear error, not a traceback)."""
+    import importlib
+
+    for module in modules:
+        try:
+            fn = getattr(importlib.import_module(module), name, None)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+            continue
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    raise click.ClickException(f"this tbscope has no {name}(); upgrade tbscope for the {name} command")
+
+
+@main.command("export")
+@click.argument("logdir", type=click.Path())
+@click.option("-o", "--output", "out", required=True, type=click.Path(), help="Where to write: a .csv, .parquet or .jsonl file, or a directory with --partition-by run.")
+@click.option("--to", "file_format", type=click.Choice(["csv", "parquet", "jsonl"]), help="File format (default: from the suffix of --output; parquet for a directory).")
+@click.option("--partition-by", type=click.Choice(["run"]), help="Write a Parquet dataset into the --output directory, one partition per run.")
+@_filters()
+@_format
+def export_command(
+    logdir: str,
+    out: str,
+    file_format: str | None,
+    partition_by: str | None,
+    runs: tuple[str, ...],
+    tags: tuple[str, ...],
+    kinds: tuple[str, ...],
+    steps: tuple[int | None, int | None] | None,
+    fmt: str,
+) -> None:
+    """Write tables to CSV, Parquet or JSON lines, streamed batch by batch (bounded memory).
+
+    --kinds chooses the tables (default: scalars). The command prints what it wrote (output,
+    rows, bytes) in the --format given.
+
+    \b
+    Examples:
+      tbscope export runs/ -o scalars.parquet
+      tbscope export runs/ -o scalars.csv --tags 'train/*' --steps 0:1000
+      tbscope export runs/ -o dataset/ --partition-by run
+    """
+    export = _api("export", "tbscope.export", "tbscope.query")
+    progress = _stderr_is_tty()
+    kwargs = _scan_args(runs, tags, steps=steps)
+    t0 = time.perf_counter()
+    stats = export(logdir, out, format=file_format, kinds=tuple(kinds) or ("scalars",), partition_by=partition_by, progress=progress, **kwargs)
+    log.info("export took %.3f s", time.perf_counter() - t0)
+    import pandas as pd
+
+    if dataclasses.is_dataclass(stats) and not isinstance(stats, type):
+        row = dataclasses.asdict(stats)
+    elif isinstance(stats, dict):
+        row = dict(stats)
+    else:
+        row = {k: v for k, v in vars(stats).items() if not k.startswith("_")}
+    row = {"output": out, **{k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in row.items() if k not in ("output", "out", "path")}}
+    if fmt != "json":
+        # One flat row for a table or csv; json keeps lists and objects as they are.
+        row = {k: _flat(v) for k, v in row.items()}
+    _emit(pd.DataFrame([row]), fmt)
+
+
+def _flat(v: Any) -> Any:
+    if isinstance(v, dict):
+        return " ".join(f"{k}={x}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return " ".join(map(str, v))
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# clean
+# --------------------------------------------------------------------------------------------
+
+
+@main.command("clean")
+@click.argument("logdir", type=click.Path(exists=True, file_okay=False))
+@click.option("--older-than", metavar="AGE", help="Runs idle for at least AGE: 30d, 12h, 90m (minutes), 2w, 1d12h.")
+@click.option("--before", metavar="DATE", help="Runs last active before DATE (ISO 8601; local time unless it has an offset): 2026-01-01.")
+@click.option("--empty", is_flag=True, help="Runs with no event data: zero-byte files, or only the header record each writer starts a file with.")
+@click.option("--no-data", "no_data", is_flag=True, help="Runs with no points of any kind (no scalars, tensors, histograms, images, audio, text, hparams, graphs).")
+@_filters(tags=False, kinds=False, steps=False)
+@click.option("--delete", "delete", is_flag=True, help="Delete the selected runs' event files (the default action).")
+@click.option("--archive", metavar="DIR", type=click.Path(file_okay=False), help="Move the selected runs' event files to DIR/<run>/ instead (DIR must be outside LOGDIR).")
+@click.option("--dry-run", "dry_run", is_flag=True, help="Only list what would go and the bytes freed (the default).")
+@click.option("--yes", "--apply", "apply", is_flag=True, help="Really delete or archive.")
+@_format
+def clean_command(
+    logdir: str,
+    older_than: str | None,
+    before: str | None,
+    empty: bool,
+    no_data: bool,
+    runs: tuple[str, ...],
+    delete: bool,
+    archive: str | None,
+    dry_run: bool,
+    apply: bool,
+    fmt: str,
+) -> None:
+    """Delete or archive runs by age or content; lists what would go unless --yes is given.
+
+    Rules combine with AND: '--empty --older-than 1d' spares a run that started an hour ago.
+    A run's age counts from its last activity: the newest of its last event's wall time and
+    its event files' modification times. Only a run's event files are removed, then its
+    directory if that leaves it empty; other files and nested runs stay. Symlinks are never
+    followed out of LOGDIR: a run or event file that resolves outside it (or is a symlink) is
+    listed as skipped and left alone.
+
+    Prints one row per selected run (run, reason, last_activity, files, bytes, action), then
+    the total freed (on stderr with csv and json). --empty and --no-data also match a run that
+    has just started: add --older-than to spare it.
+
+    \b
+    Examples:
+      tbscope clean runs/ --older-than 90d
+      tbscope clean runs/ --empty --older-than 1d --yes
+      tbscope clean runs/ --no-data --archive old-runs/ --yes
+    """
+    import pandas as pd
+
+    from tbscope import clean as retention
+    from tbscope.reader import scan
+
+    if dry_run and apply:
+        raise click.UsageError("--dry-run and --yes contradict each other; give one")
+    if delete and archive:
+        raise click.UsageError("--delete and --archive contradict each other; give one")
+    rules = retention.Rules(
+        older_than=retention.parse_age(older_than) if older_than is not None else None,
+        before=retention.parse_date(before) if before is not None else None,
+        empty=empty,
+        no_data=no_data,
+    )
+    archive_real = retention.check_archive(archive, logdir) if archive else None
+    lg = scan(logdir, **_scan_args(runs))
+    _read(lg)
+    facts = retention.survey(logdir, lg.run_info().to_pandas())
+    chosen = retention.select(facts, rules, time.time())
+    verb = "archive" if archive else "delete"
+    rows = []
+    failed = 0
+    freed = 0
+    for f, why in chosen:
+        if f.refused:
+            action = f"skipped: {f.refused}"
+            log.warning("%s: %s", f.run, f.refused)
+        elif not apply:
+            action = f"would {verb}"
+            freed += f.bytes
+        else:
+            try:
+                retention.remove(f, logdir, archive_real)
+                action = "archived" if archive else "deleted"
+                freed += f.bytes
+                log.info("%s %s (%d files, %d bytes)", action, f.run, len(f.files), f.bytes)
+            except OSError as e:
+                failed += 1
+                action = f"failed: {e}"
+                log.error("%s: %s", f.run, e)
+        last = f.last_activity
+        rows.append({"run": f.run, "reason": "; ".join(why), "last_activity": last, "files": len(f.files), "bytes": f.bytes, "action": action})
+    df = pd.DataFrame(rows, columns=["run", "reason", "last_activity", "files", "bytes", "action"])
+    df["last_activity"] = pd.to_datetime(df["last_activity"].astype("float64"), unit="s", utc=True)
+    handled = sum(1 for f, _ in chosen if not f.refused) - failed
+    if not apply:
+        summary_line = f"{handled} runs, {_human_bytes(freed)} ({freed} bytes) would be {'moved' if archive else 'freed'}; dry run: add --yes to {verb} them"
+    else:
+        summary_line = f"{handled} runs {'archived' if archive else 'deleted'}, {_human_bytes(freed)} ({freed} bytes) {'moved' if archive else 'freed'}"
+        if failed:
+            summary_line += f"; {failed} failed"
+    if fmt == "table":
+        shown = df.assign(bytes=df["bytes"].map(_human_bytes)).rename(columns={"bytes": "size"})
+        shown["last_activity"] = shown["last_activity"].dt.strftime("%Y-%m-%d %H:%M")
+        if len(shown):
+            _emit(shown, fmt, title=f"runs to {verb} in {logdir}")
+        click.echo(summary_line)
+    else:
+        _emit(df, fmt)
+        click.echo(summary_line, err=True)
+    if failed:
+        sys.exit(1)
+
+
+# Every command's --help ends with the exit statuses too.
+for _cmd in main.commands.values():
+    _cmd.epilog = "Exit status: " + "; ".join(f"{code} {text.split(' (')[0]}" for code, text in EXIT_CODES) + "."
+
+
+def _iter_commands() -> Iterable[tuple[str, click.Command]]:
+    """Commands in the order the reference lists them."""
+    order = ["ls", "tags", "summary", "sql", "export", "check", "clean"]
+    names = sorted(main.commands, key=lambda n: (order.index(n) if n in order else len(order), n))
+    return [(n, main.commands[n]) for n in names]
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -15,6 +16,8 @@ from tbscope.frames import BlobFrame, Frame, TensorFrame
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+
+    from tbscope.query import Result
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 Restarts = Literal["all", "preempt"]
@@ -188,47 +191,144 @@ class Logdir:
         self._ensure()
         return Frame(self._native.hparams(), "hparams")
 
-    def summary(self) -> pd.DataFrame:
-        """One row per run: ``<tag>:last``, ``<tag>:min`` and ``<tag>:max`` of every scalar tag,
-        joined with the run's hparams. A run without hparams of its own takes those of the
-        nearest enclosing run that has them (Keras writes ``run/train`` and ``run/validation``
-        under the run that holds the hparams)."""
+    def summary(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> pd.DataFrame:
+        """One row per run: ``run``, ``max_step``, ``last_wall_time``, the run's hparams
+        (``hparam:<name>``) and, for every scalar tag (sorted by name), one column per statistic.
+
+        ``stats`` (in the order given): ``last`` (the last point as written, NaN included: a
+        diverged run must not look fine), ``first``, ``min``, ``max``, ``mean`` (these skip NaN),
+        ``count`` (non-NaN points), ``argmin``/``argmax`` (the step of the first point holding the
+        minimum/maximum, nullable ``Int64``). Columns are named ``<tag>:<stat>``, except
+        ``<tag>:argmin_step`` and ``<tag>:argmax_step``. A run without hparams of its own takes
+        those of the nearest enclosing run that has them (Keras writes ``run/train`` and
+        ``run/validation`` under the run that holds the hparams); ``hparams=False`` leaves them out.
+        """
+        import numpy as np
         import pandas as pd
 
-        self._ensure()
-        info = self.run_info().to_pandas()[["run", "max_step", "last_wall_time"]]
-        sc = self.scalars().to_pandas()
-        if len(sc):
-            g = sc.groupby(["run", "tag"], observed=True, sort=False)["value"]
-            # The last point as written, NaN included: a diverged run must not look fine.
-            last = sc.drop_duplicates(["run", "tag"], keep="last").set_index(["run", "tag"])["value"]
-            stats = pd.DataFrame({"last": last, "min": g.min(), "max": g.max()})
-            wide = stats.unstack("tag")
-            wide.columns = [f"{tag}:{stat}" for stat, tag in wide.columns]
-            wide = wide[sorted(wide.columns, key=lambda c: (c.rsplit(":", 1)[0], ("last", "min", "max").index(c.rsplit(":", 1)[1])))]
-            wide.index = wide.index.astype(str)
-            wide = wide.reset_index()
-        else:
-            wide = pd.DataFrame({"run": pd.Series([], dtype=str)})
-        # hparams records are run-level facts: tag and step filters (and a runs filter that
-        # leaves out the enclosing session run) must not hide them.
-        a = self._native_args
-        hp_scan = scan(self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"])
-        hp = hp_scan.hparams().to_pandas()
-        hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
-        by_run = {r: row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
-        rows = []
-        for run in info["run"]:
-            src = _nearest(run, by_run)
-            rows.append(by_run[src] if src is not None else {})
-        hparams = pd.DataFrame(rows, columns=hp_cols)
-        hparams.insert(0, "run", info["run"].astype(str).to_numpy())
-        out = info.assign(run=info["run"].astype(str)).merge(hparams, on="run", how="left")
-        return out.merge(wide, on="run", how="left")
+        from tbscope.query import SUMMARY_STATS, check_stats, series_stats, summary_column
 
-        """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
+        chosen = check_stats(stats, SUMMARY_STATS, "summary")
         self._ensure()
-        return Frame(self._native.series(), "series")
+        info = self.run_info().to_arrow()
+        run_names = [str(r) for r in info.column("run").to_pylist()]
+        tags, values = series_stats(self.scalars().to_arrow(), run_names, chosen)
+        cols: dict[str, Any] = {
+            "run": run_names,
+            "max_step": info.column("max_step").to_pandas(),
+            "last_wall_time": info.column("last_wall_time").to_pandas(),
+        }
+        if hparams:
+            hp = self._run_hparams(run_names)
+            for c in hp.columns:
+                if c.startswith("hparam:"):
+                    cols[c] = hp[c].to_numpy()
+        for j, tag in enumerate(tags):
+            for s in chosen:
+                col = values[s][:, j]
+                if s in ("argmin", "argmax"):
+                    # Steps are int64; nullable Int64 keeps them exact where a run has no point.
+                    ok = ~np.isnan(col)
+                    ints = np.zeros(len(col), dtype=np.int64)
+                    ints[ok] = col[ok].astype(np.int64)
+                    cols[summary_column(tag, s)] = pd.arrays.IntegerArray(ints, ~ok)
+                else:
+                    cols[summary_column(tag, s)] = col
+        return pd.DataFrame(cols)
+
+    def _run_hparams(self, run_names: list[str]) -> pd.DataFrame:
+        """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
+        ``hparam:<name>`` column per hyperparameter."""
+        import pandas as pd
+
+        a = self._native_args
+        reusable = a["runs"] is None and a["tags"] is None and a["step_lo"] is None and a["step_hi"] is None and (a["kinds"] is None or "hparams" in a["kinds"])
+        if reusable:
+            hp = self.hparams().to_pandas()
+        else:
+            # hparams records are run-level facts: tag and step filters (and a runs filter that
+            # leaves out the enclosing session run) must not hide them.
+            hp_scan = scan(self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"])
+            hp = hp_scan.hparams().to_pandas()
+        hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
+        by_run = {str(r): row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
+        rows, sources = [], []
+        for run in run_names:
+            src = _nearest(run, by_run)
+            sources.append(src)
+            rows.append(by_run[src] if src is not None else {})
+        out = pd.DataFrame(rows, columns=hp_cols)
+        for c in hp_cols:
+            # A column that is all-missing for these runs keeps the dtype hparams() gave it.
+            if c in hp and out[c].dtype != hp[c].dtype and out[c].notna().all():
+                out[c] = out[c].astype(hp[c].dtype)
+        out.insert(0, "source", sources)
+        out.insert(0, "run", run_names)
+        return out
+
+    def aggregate(
+        self,
+        by: str | re.Pattern[str],
+        *,
+        stats: Iterable[str] = ("mean", "std", "min", "max", "count"),
+        tags: Filter = None,
+    ) -> pd.DataFrame:
+        """Statistics across runs that differ only by seed: one row per (group, tag, step).
+
+        ``by`` says which runs form a group:
+
+        - a regex on run names (``str`` or compiled), searched in each name: the group is named by
+          its capture groups joined together (``r"(.*)_seed\\d+"`` puts ``lr=0.1_seed1`` and
+          ``lr=0.1_seed2`` in group ``lr=0.1``; ``r"(.*)_seed\\d+(.*)"`` also keeps a ``/train``
+          suffix apart), or by the whole match when it has none. Runs it does not match are left out.
+        - ``"hparam:<name>"``: runs whose hparams are equal except ``<name>`` (the seed) form a
+          group named ``a=1, b=x`` (the other hparams, sorted by name). A sub-run that takes its
+          hparams from an enclosing run (``trial/train``) gets that suffix (``a=1, b=x/train``).
+          Runs without hparams are left out.
+
+        Each run contributes one value per (tag, step): the last one written at that step.
+        ``stats`` from ``mean``, ``std`` (sample, ddof=1: NaN for a single run), ``min``, ``max``,
+        ``count`` (runs with a non-NaN value), ``median``, ``var``, ``sem``; all skip NaN, like
+        pandas. Steps that only some runs have are kept, with their count. Nothing is sampled.
+        ``tags`` filters scalar tags like :func:`scan`'s ``tags=``.
+        """
+        import pandas as pd
+
+        import numpy as np
+
+        from tbscope.query import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
+
+        chosen = check_stats(stats, AGGREGATE_STATS, "aggregate")
+        self._ensure()
+        runs = self.runs
+        hp = self._run_hparams(runs) if isinstance(by, str) and by.startswith("hparam:") else None
+        groups = group_runs(by, runs, hp)
+        columns = ["group", "tag", "step", *chosen]
+        sc = self.scalars().to_arrow().select(["run", "tag", "step", "value"]).to_pandas()
+        if not len(sc) or not groups:
+            return pd.DataFrame({c: pd.Series([], dtype=object if c in ("group", "tag") else "int64" if c in ("step", "count") else "float64") for c in columns})
+        keep_tag = tag_matcher(tags)
+        names = sorted(set(groups.values()))
+        code_of = {g: i for i, g in enumerate(names)}
+        # Decided once per distinct run and tag name, then spread over the rows by their codes.
+        run_group = np.array([code_of.get(groups.get(str(r), ""), -1) for r in sc["run"].cat.categories] + [-1], dtype=np.int64)
+        tag_keep = np.array([keep_tag(str(t)) for t in sc["tag"].cat.categories] + [False])
+        gcode = run_group[sc["run"].cat.codes.to_numpy()]
+        mask = (gcode >= 0) & tag_keep[sc["tag"].cat.codes.to_numpy()]
+        sc = sc[mask].assign(group=pd.Categorical.from_codes(gcode[mask], categories=names))
+        # One value per run and step (the last written), so count counts runs.
+        sc = sc.drop_duplicates(["run", "tag", "step"], keep="last")
+        out = sc.groupby(["group", "tag", "step"], observed=True, sort=True)["value"].agg(list(chosen)).reset_index()
+        out["tag"] = out["tag"].cat.remove_unused_categories()
+        out["group"] = out["group"].cat.remove_unused_categories()
+        return out[columns]
+
+    def sql(self, query: str, params: Any = None) -> Result:
+        """Run a SQL query over this scan's tables: see :func:`tbscope.sql`. Returns a
+        :class:`tbscope.query.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
+        from tbscope.query import sql
+
+        return sql(self, query, params=params)
 
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""

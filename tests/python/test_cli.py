@@ -1,7 +1,9 @@
-"""The ``tbscope`` command line: version, help, ``check`` exit codes, ``summary`` formats.
+"""The ``tbscope`` command line: every command, its formats, filters, errors and exit codes.
 
 Most tests use click's CliRunner (in process); a few run the installed console script and
-``python -m tbscope`` as real subprocesses, as users do.
+``python -m tbscope`` as real subprocesses, as users do (a terminal for the spinner, a pipe
+closed early, symlinks on disk). Expected values come from TensorBoard's EventAccumulator,
+from what the fixtures wrote (numpy) and from ``tbscope.read_scalars``.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 import tbscope
 from tfrecord_util import frame
-from tbscope.cli import main
+from tbscope.cli import EXIT_CODES, main
 
 crc32c = pytest.importorskip("crc32c")
 event_pb2 = pytest.importorskip("tensorboard.compat.proto.event_pb2")
@@ -304,3 +307,605 @@ def test_python_dash_m(clean):
     assert r.stdout.splitlines()[0].startswith("run,max_step,")
     assert len(pd.read_csv(io.StringIO(r.stdout))) == 2
 
+
+# --------------------------------------------------------------------------------------------
+# shared: exit codes, usage errors, formats, logging, progress
+# --------------------------------------------------------------------------------------------
+
+
+def one_line_error(r) -> str:
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert len(lines) == 1, r.output
+    assert lines[0].startswith("Error:") and "Traceback" not in r.output
+    return lines[0]
+
+
+def test_main_help_documents_exit_codes():
+    r = run("--help")
+    assert r.exit_code == 0
+    text = " ".join(r.output.split())
+    assert "Exit status:" in text
+    for code, meaning in EXIT_CODES:
+        assert f"{code} {' '.join(meaning.split())}" in text
+
+
+def test_commands_of_issue_4():
+    assert {"ls", "tags", "summary", "sql", "export", "check", "clean"} <= set(main.commands)
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["ls", "{d}", "--steps", "3"], ["--steps", "A:B"]),
+        (["ls", "{d}", "--kinds", "scalars,nope"], ["unknown kind 'nope'", "scalars"]),
+        (["tags", "{d}", "--format", "xml"], ["--format", "'xml' is not one of"]),
+        (["ls", "{d}", "--bogus"], ["No such option", "--bogus"]),
+        (["ls"], ["Missing argument", "LOGDIR"]),
+        (["summary", "{d}", "--tags", "[z-a]"], ["tags"]),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(clean, args, words):
+    r = run(*[a.format(d=clean) for a in args])
+    assert r.exit_code == 2, r.output
+    line = one_line_error(r)
+    for w in words:
+        assert w in line
+
+
+def test_usage_error_points_at_the_command_help(clean):
+    line = one_line_error(run("ls", str(clean), "--steps", "x"))
+    assert "tbscope ls --help" in line
+
+
+@pytest.mark.parametrize("command", ["ls", "tags", "summary", "check"])
+def test_missing_logdir_is_exit_2_for_every_reader(tmp_path, command):
+    r = run(command, str(tmp_path / "nope"))
+    assert r.exit_code == 2
+    assert "check the path" in one_line_error(r)
+
+
+@pytest.mark.parametrize("command", ["ls", "tags", "summary", "check", "sql", "export", "clean"])
+def test_every_reading_command_takes_the_same_format_option(command):
+    opts = {o for p in main.commands[command].params for o in p.opts}
+    assert "--format" in opts
+    fmt = next(p for p in main.commands[command].params if "--format" in p.opts)
+    assert list(fmt.type.choices) == ["table", "csv", "json"]
+
+
+@pytest.mark.parametrize("command", ["ls", "tags", "export"])
+def test_filters_are_the_same_everywhere(command):
+    opts = {o for p in main.commands[command].params for o in p.opts}
+    assert {"--runs", "--tags", "--kinds", "--steps"} <= opts
+
+
+def test_verbose_logs_what_was_read(clean):
+    r = run("-v", "ls", str(clean), "--format", "csv")
+    assert r.exit_code == 0
+    assert "INFO tbscope: read 2 files" in r.stderr
+    assert "INFO" not in r.stdout
+    quiet = run("ls", str(clean), "--format", "csv")
+    assert quiet.stderr == ""
+
+
+def test_table_is_plain_when_piped(clean):
+    r = run("ls", str(clean))
+    assert r.exit_code == 0
+    assert "\x1b[" not in r.output  # no colour codes
+    assert not any(c in r.output for c in "│┃━─")  # no box drawing
+    lines = r.output.splitlines()
+    assert lines[0].split()[:3] == ["run", "kinds", "tags"]
+    assert [line.split()[0] for line in lines[1:]] == ["run0", "run1"]
+    assert all(line == line.rstrip() for line in lines)
+
+
+# --------------------------------------------------------------------------------------------
+# ls and tags, against TensorBoard's own loader
+# --------------------------------------------------------------------------------------------
+
+
+def tb_series(run_dir: Path) -> dict[str, dict]:
+    """tag -> points, first/last step and plugin, from TensorBoard's EventAccumulator."""
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+
+    acc = pea.EventAccumulator(str(run_dir), size_guidance={pea.TENSORS: 0}, purge_orphaned_data=False)
+    acc.Reload()
+    out = {}
+    for tag in acc.Tags()["tensors"]:
+        events = acc.Tensors(tag)
+        steps = [e.step for e in events]
+        out[tag] = {"points": len(events), "first_step": min(steps), "last_step": max(steps), "plugin": acc.SummaryMetadata(tag).plugin_data.plugin_name}
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_ls_machine_formats(clean, fmt):
+    r = run("ls", str(clean), "--format", fmt)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output) if fmt == "json" else pd.read_csv(io.StringIO(r.output)).to_dict("records")
+    assert [row["run"] for row in rows] == ["run0", "run1"]
+    for row in rows:
+        want = tb_series(clean / row["run"])
+        files = [p for p in (clean / row["run"]).iterdir() if "tfevents" in p.name]
+        assert row["kinds"] == "scalars,hparams"
+        assert row["tags"] == len(want)
+        assert row["points"] == sum(s["points"] for s in want.values())
+        assert row["first_step"] == min(s["first_step"] for s in want.values())
+        assert row["last_step"] == max(s["last_step"] for s in want.values()) == 9
+        assert row["files"] == len(files)
+        assert row["bytes"] == sum(p.stat().st_size for p in files)
+        # The newest of the file mtimes and the event wall times (TensorBoard's raw loader).
+        from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+        walls = [e.wall_time for p in files for e in LegacyEventFileLoader(str(p)).Load()]
+        newest = max(max(p.stat().st_mtime for p in files), max(walls))
+        assert pd.Timestamp(row["last_write"]).timestamp() == pytest.approx(newest, abs=2e-6)
+
+
+def test_ls_filters_narrow_the_counts(clean):
+    r = run("ls", str(clean), "--runs", "run1", "--tags", "loss", "--steps", "2:5", "--format", "json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)
+    assert (row["run"], row["kinds"], row["tags"], row["points"], row["first_step"], row["last_step"]) == ("run1", "scalars", 1, 3, 2, 4)
+
+
+def test_ls_table(clean):
+    r = run("ls", str(clean))
+    assert r.exit_code == 0
+    for text in ("run0", "run1", "scalars,hparams", "size", "KiB" if (clean / "run0").stat().st_size > 1024 else "B"):
+        assert text in r.output
+
+
+def test_ls_single_event_file(corrupt):
+    r = run("ls", str(corrupt / "run" / NAME), "--format", "json")
+    assert r.exit_code == 0
+    (row,) = json.loads(r.output)
+    assert row["run"] == "." and row["files"] == 1 and row["points"] == 5  # garbage skipped, every record kept
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_tags_match_tensorboard(clean, fmt):
+    r = run("tags", str(clean), "--format", fmt)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output) if fmt == "json" else pd.read_csv(io.StringIO(r.output)).to_dict("records")
+    assert list(rows[0]) == ["run", "tag", "kind", "points", "first_step", "last_step", "plugin"]
+    got = {(row["run"], row["tag"]): row for row in rows}
+    want = {(run_, tag): s for run_ in ("run0", "run1") for tag, s in tb_series(clean / run_).items()}
+    assert set(got) == set(want)
+    for key, s in want.items():
+        row = got[key]
+        assert (row["points"], row["first_step"], row["last_step"], row["plugin"]) == (s["points"], s["first_step"], s["last_step"], s["plugin"]), key
+    assert got[("run0", "loss")]["kind"] == "scalars"
+    assert got[("run0", "_hparams_/experiment")]["kind"] == "hparams"
+
+
+def test_tags_kinds_filter(clean):
+    r = run("tags", str(clean), "--kinds", "scalars", "--format", "csv")
+    got = pd.read_csv(io.StringIO(r.output))
+    assert set(got["kind"]) == {"scalars"}
+    assert sorted(set(got["tag"])) == ["acc", "loss"]
+    r = run("tags", str(clean), "--kinds", "scalars", "--kinds", "hparams", "--format", "csv")
+    assert set(pd.read_csv(io.StringIO(r.output))["kind"]) == {"scalars", "hparams"}
+
+
+def test_tags_json_empty_is_an_empty_array(clean):
+    r = run("tags", str(clean), "--runs", "nothing-matches", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.output) == []
+
+
+# --------------------------------------------------------------------------------------------
+# summary: --stats, --group-by, --steps
+# --------------------------------------------------------------------------------------------
+
+
+def clean_values(i: int, tag: str) -> np.ndarray:
+    """What the `clean` fixture wrote for run i: loss (i+1)(10-s)/4 and acc s/8, s = 0..9."""
+    s = np.arange(10)
+    return (i + 1) * (10 - s) / 4 if tag == "loss" else s / 8
+
+
+def test_summary_steps_filter(clean):
+    r = run("summary", str(clean), "--steps", ":5", "--format", "json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    for i, row in enumerate(rows):
+        assert row["loss:last"] == clean_values(i, "loss")[4]
+        assert row["acc:max"] == clean_values(i, "acc")[:5].max()
+
+
+def test_summary_stats(clean):
+    r = run("summary", str(clean), "--stats", "last,argmin,argmax", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    got = pd.read_csv(io.StringIO(r.output))
+    for i in range(2):
+        for tag in ("loss", "acc"):
+            v = clean_values(i, tag)
+            assert got.loc[i, f"{tag}:last"] == v[-1]
+            assert got.loc[i, f"{tag}:argmin_step"] == int(np.argmin(v))
+            assert got.loc[i, f"{tag}:argmax_step"] == int(np.argmax(v))
+        assert "loss:min" not in got.columns
+    bad = run("summary", str(clean), "--stats", "last,median-ish")
+    assert bad.exit_code == 2 and "median-ish" in one_line_error(bad)
+
+
+def test_summary_no_hparams(clean):
+    r = run("summary", str(clean), "--no-hparams", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert not any(k.startswith("hparam:") for k in json.loads(r.output)[0])
+
+
+def test_summary_group_by_regex(clean):
+    r = run("summary", str(clean), "--tags", "loss", "--group-by", "run", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    got = pd.read_csv(io.StringIO(r.output))
+    both = np.stack([clean_values(0, "loss"), clean_values(1, "loss")])
+    assert len(got) == 10
+    assert got["mean"].tolist() == pytest.approx(both.mean(axis=0).tolist())
+    assert got["std"].tolist() == pytest.approx(both.std(axis=0, ddof=1).tolist())
+    assert got["count"].tolist() == [2] * 10
+    assert got["step"].tolist() == list(range(10))
+
+
+# --------------------------------------------------------------------------------------------
+# sql
+# --------------------------------------------------------------------------------------------
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+# DuckDB is an optional dependency (tbscope[sql]).
+needs_sql = pytest.mark.skipif(not _has("duckdb"), reason="duckdb is not installed")
+BEST = "SELECT run, max(value) AS best, count(*) AS n FROM scalars WHERE tag = 'loss' GROUP BY run ORDER BY run"
+
+
+@needs_sql
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_sql_matches_read_scalars(clean, fmt):
+    r = run("sql", str(clean), BEST, "--format", fmt)
+    assert r.exit_code == 0, r.output
+    got = pd.DataFrame(json.loads(r.output)) if fmt == "json" else pd.read_csv(io.StringIO(r.output))
+    df = tbscope.read_scalars(clean, tags="loss")
+    want = df.groupby("run", observed=True)["value"].agg(["max", "size"])
+    assert got["run"].tolist() == ["run0", "run1"]
+    assert got["best"].tolist() == want["max"].tolist() == [clean_values(0, "loss").max(), clean_values(1, "loss").max()]
+    assert got["n"].tolist() == want["size"].tolist() == [10, 10]
+
+
+@needs_sql
+def test_sql_table_and_stdin(clean):
+    r = CliRunner().invoke(main, ["sql", str(clean), "-"], input=BEST, prog_name="tbscope")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0].split() == ["run", "best", "n"]
+    assert lines[1].split() == ["run0", "2.5", "10"]
+
+
+@needs_sql
+def test_sql_filters_and_params(clean):
+    r = run("sql", str(clean), "SELECT run, count(*) AS n FROM scalars GROUP BY run ORDER BY run", "--runs", "run1", "--steps", "5:", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output) == [{"run": "run1", "n": 10}]  # 2 tags x steps 5..9
+    r = run("sql", str(clean), "SELECT count(*) AS n FROM scalars WHERE tag = $tag AND step >= $lo", "--param", "tag=acc", "--param", "lo=7", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output) == [{"n": 6}]  # acc at 7, 8, 9 in two runs
+
+
+@needs_sql
+def test_sql_error_is_one_line_exit_2(clean):
+    r = run("sql", str(clean), "SELECT nope FROM scalarz")
+    assert r.exit_code == 2
+    assert "scalarz" in one_line_error(r)
+
+
+@needs_sql
+def test_sql_large_result_streams_as_csv(clean):
+    r = run("sql", str(clean), "SELECT range AS i FROM range(300000)", "--format", "csv")
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    assert lines[0] == "i" and len(lines) == 300001 and lines[-1] == "299999"
+
+
+# --------------------------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv", "jsonl"])
+def test_export_file_equals_direct_read(clean, tmp_path, suffix):
+    out = tmp_path / f"scalars.{suffix}"
+    r = run("export", str(clean), "-o", str(out), "--tags", "loss", "--format", "json")
+    assert r.exit_code == 0, r.output
+    (report,) = json.loads(r.output)
+    want = tbscope.read_scalars(clean, tags="loss")
+    if suffix == "parquet":
+        got = pd.read_parquet(out)
+    elif suffix == "csv":
+        got = pd.read_csv(out)
+    else:
+        got = pd.read_json(out, lines=True)
+    assert report["output"] == str(out) and report["rows"] == len(want) == len(got) == 20
+    assert got["run"].astype(str).tolist() == want["run"].astype(str).tolist()
+    assert got["step"].tolist() == want["step"].tolist()
+    assert got["value"].tolist() == want["value"].tolist()
+
+
+def test_export_partitioned_dataset(clean, tmp_path):
+    import pyarrow.dataset as ds
+
+    out = tmp_path / "dataset"
+    r = run("export", str(clean), "-o", str(out), "--partition-by", "run", "--format", "json")
+    assert r.exit_code == 0, r.output
+    got = ds.dataset(out, format="parquet", partitioning="hive").to_table().to_pandas()
+    want = tbscope.read_scalars(clean)
+    assert len(got) == len(want) == 40
+    key = ["run", "tag", "step"]
+    got = got.astype({"run": str, "tag": str}).sort_values(key).reset_index(drop=True)
+    want = want.astype({"run": str, "tag": str}).sort_values(key).reset_index(drop=True)
+    assert got["value"].tolist() == want["value"].tolist()
+
+
+# --------------------------------------------------------------------------------------------
+# clean (retention)
+# --------------------------------------------------------------------------------------------
+
+OLD = 1_000_000_000.0  # 2001-09-09: far older than any --older-than used below
+
+
+def raw_event(**fields) -> bytes:
+    return frame(event_pb2.Event(**fields).SerializeToString())
+
+
+def write_old_run(d: Path, name: str = "events.out.tfevents.1000000000.old", *, points: bool = True) -> Path:
+    """A run last written in 2001 (event wall times and file mtime)."""
+    d.mkdir(parents=True, exist_ok=True)
+    records = [raw_event(wall_time=OLD, file_version="brain.Event:2")]
+    if points:
+        for s in range(3):
+            value = summary_pb2.Summary.Value(tag="loss", simple_value=1.0 / (s + 1))
+            records.append(raw_event(wall_time=OLD + s, step=s, summary=summary_pb2.Summary(value=[value])))
+    p = d / name
+    p.write_bytes(b"".join(records))
+    os.utime(p, (OLD + 10, OLD + 10))
+    return p
+
+
+@pytest.fixture
+def retention(tmp_path) -> tuple[Path, Path]:
+    """(logdir, outside): runs of every shape clean must tell apart, plus a directory outside
+    the logdir that a symlink inside points to."""
+    from tensorboardX import SummaryWriter
+
+    root = tmp_path / "logs"
+    outside = tmp_path / "outside"
+    old = write_old_run(root / "old")
+    (root / "old" / "model.ckpt").write_bytes(b"keep me")  # not an event file: stays
+    write_old_run(root / "nested")  # an old run with a live run inside it
+    with SummaryWriter(str(root / "nested" / "live"), flush_secs=3600) as w:
+        w.add_scalar("loss", 1.0, 0)
+    with SummaryWriter(str(root / "fresh"), flush_secs=3600) as w:
+        w.add_scalar("loss", 1.0, 0)
+    (root / "zero").mkdir()
+    z = root / "zero" / "events.out.tfevents.1000000000.zero"
+    z.write_bytes(b"")
+    os.utime(z, (OLD, OLD))
+    write_old_run(root / "header" / "deep", points=False)  # only the file_version record
+    nodata = root / "nodata"
+    nodata.mkdir()
+    p = nodata / "events.out.tfevents.1000000000.nodata"
+    p.write_bytes(raw_event(wall_time=OLD, file_version="brain.Event:2") + raw_event(wall_time=OLD, step=4, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+    os.utime(p, (OLD, OLD))
+    # Old data outside the logdir, reached through a symlinked run directory and a symlinked
+    # event file: both must survive whatever clean is told.
+    write_old_run(outside / "run")
+    (root / "ext").symlink_to(outside / "run", target_is_directory=True)
+    (root / "linkfile").mkdir()
+    (root / "linkfile" / "events.out.tfevents.1000000000.link").symlink_to(write_old_run(outside / "file", "events.out.tfevents.1000000000.target"))
+    os.utime(root / "linkfile" / "events.out.tfevents.1000000000.link", (OLD, OLD), follow_symlinks=False)
+    assert old.exists()
+    return root, outside
+
+
+def tree(root: Path) -> dict[str, int]:
+    """Every path under root (symlinks not followed) with its size: a snapshot."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            p = Path(dirpath) / n
+            out[str(p.relative_to(root))] = p.lstat().st_size
+    return out
+
+
+def clean_json(*args: str):
+    r = run("clean", *args, "--format", "json")
+    assert r.exit_code == 0, r.output
+    return {row["run"]: row for row in json.loads(r.stdout)}, r
+
+
+def test_clean_dry_run_is_the_default_and_changes_nothing(retention):
+    root, outside = retention
+    before, before_out = tree(root), tree(outside)
+    rows, r = clean_json(str(root), "--older-than", "30d")
+    assert tree(root) == before and tree(outside) == before_out
+    assert set(rows) == {"old", "nested", "zero", "header/deep", "nodata", "ext", "linkfile"}
+    assert rows["old"]["action"] == "would delete"
+    assert rows["old"]["bytes"] == (root / "old" / "events.out.tfevents.1000000000.old").stat().st_size
+    assert rows["old"]["last_activity"].startswith("2001-09-09")
+    assert rows["ext"]["action"].startswith("skipped") and "outside the logdir" in rows["ext"]["action"]
+    assert rows["linkfile"]["action"].startswith("skipped") and "symlink" in rows["linkfile"]["action"]
+    freed = sum(row["bytes"] for row in rows.values() if row["action"] == "would delete")
+    assert f"({freed} bytes) would be freed" in r.stderr and "--yes" in r.stderr
+    # --dry-run said out loud is the same.
+    again, _ = clean_json(str(root), "--older-than", "30d", "--dry-run")
+    assert again == rows and tree(root) == before
+
+
+def test_clean_delete_removes_only_event_files_and_never_leaves_the_logdir(retention):
+    root, outside = retention
+    before_out = tree(outside)
+    rows, r = clean_json(str(root), "--older-than", "30d", "--yes")
+    deleted = {run_ for run_, row in rows.items() if row["action"] == "deleted"}
+    assert deleted == {"old", "nested", "zero", "header/deep", "nodata"}
+    assert tree(outside) == before_out  # the symlinks' targets survive
+    assert (root / "ext").is_symlink() and (root / "linkfile" / "events.out.tfevents.1000000000.link").is_symlink()
+    after = tree(root)
+    assert "old/model.ckpt" in after and not any("tfevents" in p for p in after if p.startswith("old/"))
+    assert not (root / "zero").exists() and not (root / "header").exists()  # left empty: removed
+    assert not (root / "nodata").exists()
+    assert any(p.startswith("nested/live/events.out.tfevents") for p in after)  # a live nested run stays
+    assert any(p.startswith("fresh/events.out.tfevents") for p in after)
+    assert tbscope.scan(root).runs == ["ext", "fresh", "linkfile", "nested/live"]
+    freed = sum(row["bytes"] for row in rows.values() if row["action"] == "deleted")
+    assert f"({freed} bytes) freed" in r.stderr
+
+
+def test_clean_empty_and_no_data(retention):
+    root, _ = retention
+    rows, _ = clean_json(str(root), "--empty")
+    assert set(rows) == {"zero", "header/deep"}
+    rows, _ = clean_json(str(root), "--no-data")
+    assert set(rows) == {"zero", "header/deep", "nodata"}
+    assert rows["nodata"]["reason"] == "no data"
+
+
+def test_clean_rules_combine_with_and(retention, tmp_path):
+    from tensorboardX import SummaryWriter
+
+    root, _ = retention
+    SummaryWriter(str(root / "just-started")).close()  # a header only, written now
+    rows, _ = clean_json(str(root), "--empty")
+    assert "just-started" in rows
+    rows, _ = clean_json(str(root), "--empty", "--older-than", "1d")
+    assert set(rows) == {"zero", "header/deep"}
+    assert rows["zero"]["reason"].startswith("idle ") and rows["zero"]["reason"].endswith("; empty")
+
+
+def test_clean_before_date(retention):
+    root, _ = retention
+    rows, _ = clean_json(str(root), "--before", "2001-09-10T00:00+00:00", "--runs", "old")
+    assert set(rows) == {"old"}
+    rows, _ = clean_json(str(root), "--before", "2001-09-08T00:00+00:00")
+    assert rows == {}
+
+
+def test_clean_age_uses_the_newest_of_wall_time_and_mtime(retention):
+    root, _ = retention
+    ev = root / "old" / "events.out.tfevents.1000000000.old"
+    os.utime(ev)  # touched now: the events are old, the file is not
+    rows, _ = clean_json(str(root), "--older-than", "30d")
+    assert "old" not in rows
+
+
+def test_clean_archive(retention, tmp_path):
+    root, outside = retention
+    dest = tmp_path / "archive"
+    ev = root / "old" / "events.out.tfevents.1000000000.old"
+    data = ev.read_bytes()
+    rows, _ = clean_json(str(root), "--older-than", "30d", "--runs", "old", "--runs", "header/*", "--archive", str(dest), "--yes")
+    assert {r_: row["action"] for r_, row in rows.items()} == {"old": "archived", "header/deep": "archived"}
+    assert (dest / "old" / ev.name).read_bytes() == data and not ev.exists()
+    assert (dest / "header" / "deep" / "events.out.tfevents.1000000000.old").exists()
+    assert tbscope.read_scalars(dest / "old")["value"].tolist() == [float(np.float32(1 / (s + 1))) for s in range(3)]
+    # Archiving never overwrites: the same run again fails, and its file stays.
+    write_old_run(root / "old")
+    r = run("clean", str(root), "--older-than", "30d", "--runs", "old", "--archive", str(dest), "--yes")
+    assert r.exit_code == 1
+    assert "already exists" in r.output and ev.exists()
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        ([], ["at least one of --older-than"]),
+        (["--older-than", "30x"], ["30x", "30d"]),
+        (["--older-than", "1 month"], ["1 month"]),
+        (["--before", "yesterday"], ["yesterday", "ISO 8601"]),
+        (["--empty", "--dry-run", "--yes"], ["--dry-run", "--yes"]),
+        (["--empty", "--delete", "--archive", "x"], ["--delete", "--archive"]),
+        (["--empty", "--archive", "{root}/inside"], ["inside the logdir"]),
+    ],
+)
+def test_clean_usage_errors(retention, extra, words):
+    root, _ = retention
+    before = tree(root)
+    r = run("clean", str(root), *[e.format(root=root) for e in extra])
+    assert r.exit_code == 2, r.output
+    line = one_line_error(r)
+    for w in words:
+        assert w in line
+    assert tree(root) == before
+
+
+def test_clean_refuses_a_single_file(corrupt):
+    r = run("clean", str(corrupt / "run" / NAME), "--empty")
+    assert r.exit_code == 2
+
+
+def test_parse_age_and_date():
+    from tbscope.clean import parse_age, parse_date
+
+    assert parse_age("30d") == 30 * 86400
+    assert parse_age("12h") == 12 * 3600
+    assert parse_age("90m") == 90 * 60
+    assert parse_age("1d12h") == 36 * 3600
+    assert parse_age("2w") == 14 * 86400
+    assert parse_age("1.5h") == 5400
+    for bad in ("", "d", "30", "30dd", "-1d", "1y"):
+        with pytest.raises(ValueError):
+            parse_age(bad)
+    assert parse_date("2026-01-01T00:00+00:00") == 1767225600.0
+
+
+# --------------------------------------------------------------------------------------------
+# real processes: progress on a terminal, pipes, symlinks
+# --------------------------------------------------------------------------------------------
+
+
+def test_spinner_only_when_stderr_is_a_terminal(clean):
+    import pty
+
+    env = dict(os.environ, COLUMNS="120")
+    master, slave = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "tbscope", "ls", str(clean), "--format", "csv"], stdout=subprocess.PIPE, stderr=slave, env=env) as p:
+        os.close(slave)
+        out = p.stdout.read()
+        assert p.wait(timeout=60) == 0
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    assert b"reading " + str(clean).encode() in err
+    assert out.decode().startswith("run,kinds,")  # data still goes to stdout, uncoloured
+    r = _proc(sys.executable, "-m", "tbscope", "ls", str(clean), "--format", "csv")
+    assert r.returncode == 0 and r.stderr == ""  # no terminal: no spinner
+
+
+@needs_sql
+def test_closed_pipe_exits_quietly(clean):
+    with subprocess.Popen(
+        [sys.executable, "-m", "tbscope", "sql", str(clean), "SELECT range AS i FROM range(2000000)", "--format", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as p:
+        assert p.stdout.readline() == b"i\n"
+        p.stdout.close()  # like `| head -1`
+        err = p.stderr.read()
+        assert p.wait(timeout=60) == 0
+    assert err == b"", err.decode()
+
+
+def test_clean_in_a_real_process_keeps_the_symlink_target(retention):
+    root, outside = retention
+    before = tree(outside)
+    r = _proc(sys.executable, "-m", "tbscope", "clean", str(root), "--older-than", "1d", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert tree(outside) == before
+    assert "outside the logdir" in r.stdout and "deleted" in r.stdout
+    assert "WARNING tbscope: ext:" in r.stderr

@@ -1,0 +1,908 @@
+"""SQL over a logdir (DuckDB), per-run summaries and seed aggregation.
+
+``sql()`` reads only the tables a query names, and pushes the run, tag and step predicates of
+its WHERE clauses into the native scan, so records of other runs are not read and records of
+other tags or steps are not decoded. Pushdown only ever narrows what is read to a superset of
+what the query keeps: DuckDB still applies the whole WHERE clause, so results are the same with
+or without it. Predicates it does not understand are simply left to DuckDB.
+
+The tables reach DuckDB as Arrow tables that DuckDB scans in place (no copy).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any, Union
+
+from tbscope._filters import _escape, compile_filter, glob_to_regex
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    from tbscope.reader import LoadStats, Logdir
+
+__all__ = ["QueryError", "Result", "TABLES", "pushdown", "sql"]
+
+
+class QueryError(ValueError):
+    """The SQL query could not be parsed, bound or run; the message says why."""
+
+
+@dataclass(frozen=True)
+class _Table:
+    """How one SQL table is produced: which kinds its scan reads and which columns can be
+    pushed into that scan (``step`` only where the table has a step per row)."""
+
+    kinds: tuple[str, ...] | None  # None: every kind (the table describes all of them)
+    pushable: tuple[str, ...]
+    doc: str
+
+
+#: The tables a query can name, with what each holds.
+TABLES: dict[str, _Table] = {
+    "scalars": _Table(("scalars",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, value"),
+    "tensors": _Table(("tensors",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, plugin, dtype, shape, content, strings"),
+    "histograms": _Table(("histograms",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, left, right, count, min, max, num, sum, sum_squares"),
+    "text": _Table(("text",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, text"),
+    "images": _Table(("images",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, width, height, colorspace, content_type, blob_file, blob_offset, blob_length"),
+    "audio": _Table(("audio",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, sample_rate, num_channels, length_frames, content_type, label, blob_file, blob_offset, blob_length"),
+    "series": _Table(None, ("run", "tag"), "one row per (run, tag): kind, plugin, display_name, description, points, first_step, last_step"),
+    "runs": _Table(None, ("run",), "one row per run: files, bytes, wall time range, max_step, records, points per kind, data loss"),
+    "hparams": _Table(("hparams",), ("run",), "one row per run with hparams: group_name, start/end time, status, hparam:<name> columns"),
+    "summary": _Table(("scalars", "hparams"), ("run",), "Logdir.summary(): one row per run, hparams and <tag>:<stat> columns"),
+}
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as e:
+        raise ImportError("tbscope.sql needs DuckDB: pip install 'tbscope[sql]' (or pip install duckdb)") from e
+    return duckdb
+
+
+# --------------------------------------------------------------------------------------------
+# Constraints: what a WHERE clause says about run, tag and step, as a superset that a scan can
+# apply. A string column is None (anything), a finite set of names, or a list of anchored
+# native regexes (any may match). Steps are a half-open [lo, hi) with None for unbounded.
+
+_Str = Union[None, frozenset[str], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class _Pred:
+    run: _Str = None
+    tag: _Str = None
+    lo: int | None = None
+    hi: int | None = None
+
+    def get(self, col: str) -> _Str:
+        return self.run if col == "run" else self.tag
+
+
+_TOP = _Pred()
+
+
+def _and_str(a: _Str, b: _Str) -> _Str:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, frozenset) and isinstance(b, frozenset):
+        return a & b
+    # A finite set is the most selective thing a scan can use; two patterns cannot be
+    # intersected in one regex without lookahead, so one of them is kept (still a superset).
+    if isinstance(a, frozenset):
+        return a
+    return b if isinstance(b, frozenset) else a
+
+
+def _as_regexes(s: frozenset[str] | tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(s, tuple):
+        return s
+    return tuple("^" + _escape(x) + "$" for x in sorted(s))
+
+
+def _or_str(a: _Str, b: _Str) -> _Str:
+    if a is None or b is None:
+        return None
+    if isinstance(a, frozenset) and isinstance(b, frozenset):
+        return a | b
+    return tuple(dict.fromkeys(_as_regexes(a) + _as_regexes(b)))
+
+
+def _max_opt(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _min_opt(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _and(a: _Pred, b: _Pred) -> _Pred:
+    return _Pred(_and_str(a.run, b.run), _and_str(a.tag, b.tag), _max_opt(a.lo, b.lo), _min_opt(a.hi, b.hi))
+
+
+def _or(a: _Pred, b: _Pred) -> _Pred:
+    # The union's hull: a bound survives only when both sides have one.
+    lo = None if a.lo is None or b.lo is None else min(a.lo, b.lo)
+    hi = None if a.hi is None or b.hi is None else max(a.hi, b.hi)
+    return _Pred(_or_str(a.run, b.run), _or_str(a.tag, b.tag), lo, hi)
+
+
+def _native_pattern(s: _Str) -> str | None:
+    """One native regex for a constraint (None: no constraint, or one a scan cannot express)."""
+    if s is None:
+        return None
+    if isinstance(s, frozenset) and not s:
+        return None  # contradictory (tag = 'a' AND tag = 'b'): DuckDB returns nothing anyway
+    alts = _as_regexes(s)
+    return alts[0] if len(alts) == 1 else "|".join(f"(?:{a})" for a in alts)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading predicates out of DuckDB's parse tree (json_serialize_sql).
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# Integers a double holds exactly: DuckDB compares a BIGINT step with a DOUBLE literal as
+# doubles, so beyond this a bound derived from the literal could exclude a row DuckDB keeps.
+_EXACT_DOUBLE = 1 << 52
+_JOIN_REFS = {"REGULAR", "CROSS", "NATURAL"}  # ASOF and POSITIONAL pair rows by position or nearness
+_FLIP = {
+    "COMPARE_EQUAL": "COMPARE_EQUAL",
+    "COMPARE_GREATERTHAN": "COMPARE_LESSTHAN",
+    "COMPARE_LESSTHAN": "COMPARE_GREATERTHAN",
+    "COMPARE_GREATERTHANOREQUALTO": "COMPARE_LESSTHANOREQUALTO",
+    "COMPARE_LESSTHANOREQUALTO": "COMPARE_GREATERTHANOREQUALTO",
+}
+
+
+def _like_regex(pattern: str) -> str:
+    """SQL LIKE (no ESCAPE clause: backslash is literal in DuckDB) as an anchored regex."""
+    out = []
+    for c in pattern:
+        out.append(".*" if c == "%" else "." if c == "_" else _escape(c))
+    # (?s): LIKE's % and _ match newlines too.
+    return "^(?s:" + "".join(out) + ")$"
+
+
+def _glob_regex(pattern: str) -> str | None:
+    """DuckDB GLOB with only * and ? (its [...] sets and backslash escapes are left to DuckDB)."""
+    if "[" in pattern or "\\" in pattern:
+        return None
+    out = []
+    for c in pattern:
+        out.append(".*" if c == "*" else "." if c == "?" else _escape(c))
+    return "^(?s:" + "".join(out) + ")$"
+
+
+class _Analyzer:
+    def __init__(self, params: Sequence[Any] | Mapping[str, Any] | None) -> None:
+        self.params = params
+        # id() of each BASE_TABLE node that a WHERE clause constrains, with its constraint.
+        self.attributed: dict[int, _Pred] = {}
+        self.occurrences: list[tuple[str, dict[str, Any]]] = []
+        # Names the query defines itself (WITH ...): one that shadows a tbscope table may
+        # rename its columns, so that table gets no pushdown at all.
+        self.ctes: set[str] = set()
+
+    def walk(self, node: Any) -> None:
+        if isinstance(node, dict):
+            cte_map = node.get("cte_map")
+            if isinstance(cte_map, dict):
+                self.ctes.update(str(c.get("key", "")).lower() for c in cte_map.get("map", []) if isinstance(c, dict))
+            if node.get("type") == "BASE_TABLE":
+                name = str(node.get("table_name", "")).lower()
+                if name in TABLES:
+                    self.occurrences.append((name, node))
+            if node.get("type") == "SELECT_NODE" and "from_table" in node:
+                self.select(node)
+            for v in node.values():
+                self.walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                self.walk(v)
+
+    def select(self, node: dict[str, Any]) -> None:
+        where = node.get("where_clause")
+        if where is None or node.get("sample"):
+            return  # a sample drawn before WHERE would change with a pushed filter
+        refs: list[dict[str, Any]] = []
+        if not self._flatten(node["from_table"], refs):
+            return
+        single = len(refs) == 1
+        for ref in refs:
+            name = str(ref.get("table_name", "")).lower() if ref.get("type") == "BASE_TABLE" else ""
+            # A sample drawn from the table, or columns renamed by AS t(a, b, ...), would make a
+            # pushed filter select other rows.
+            if name not in TABLES or ref.get("sample") or ref.get("column_name_alias"):
+                continue
+            refname = str(ref.get("alias") or ref.get("table_name")).lower()
+            self.attributed[id(ref)] = self.expr(where, refname, single, TABLES[name].pushable)
+
+    def _flatten(self, ref: Any, out: list[dict[str, Any]]) -> bool:
+        """The table references of a FROM clause; False if a join pairs rows in a way that a
+        filter applied before it would change (ASOF, POSITIONAL)."""
+        if not isinstance(ref, dict):
+            return False
+        t = ref.get("type")
+        if t == "JOIN":
+            if ref.get("ref_type", "REGULAR") not in _JOIN_REFS:
+                return False
+            return self._flatten(ref.get("left"), out) and self._flatten(ref.get("right"), out)
+        if t == "EMPTY_FROM" or t == "EMPTY":
+            return True
+        out.append(ref)
+        return True
+
+    # -- expressions ---------------------------------------------------------------------
+
+    def expr(self, e: Any, ref: str, single: bool, cols: tuple[str, ...]) -> _Pred:
+        if not isinstance(e, dict):
+            return _TOP
+        t = e.get("type")
+        if t == "CONJUNCTION_AND":
+            out = _TOP
+            for c in e.get("children", []):
+                out = _and(out, self.expr(c, ref, single, cols))
+            return out
+        if t == "CONJUNCTION_OR":
+            kids = e.get("children", [])
+            if not kids:
+                return _TOP
+            acc = self.expr(kids[0], ref, single, cols)
+            for c in kids[1:]:
+                acc = _or(acc, self.expr(c, ref, single, cols))
+            return acc
+        try:
+            return self.atom(e, ref, single, cols)
+        except (ValueError, TypeError, KeyError, IndexError, InvalidOperation, OverflowError):
+            return _TOP  # anything odd in a predicate: leave it to DuckDB
+
+    def column(self, e: Any, ref: str, single: bool, cols: tuple[str, ...]) -> str | None:
+        if not isinstance(e, dict) or e.get("class") != "COLUMN_REF":
+            return None
+        names = [str(n).lower() for n in e.get("column_names", [])]
+        if len(names) == 1 and single and names[0] in cols:
+            return names[0]
+        if len(names) == 2 and names[0] == ref and names[1] in cols:
+            return names[1]
+        return None
+
+    def literal(self, e: Any) -> str | int | Decimal | None:
+        """A constant's value: str, int (exact), or Decimal for a non-integer number."""
+        if not isinstance(e, dict):
+            return None
+        if e.get("class") == "CONSTANT":
+            lit = e.get("literal") or {}
+            kind, text = lit.get("kind"), lit.get("text")
+            if text is None:
+                return None
+            if kind == "STRING":
+                return str(text)
+            if kind in ("INTEGER", "BIGINT", "HUGEINT", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER"):
+                return int(text)
+            if kind in ("NUMERIC", "DOUBLE", "FLOAT") or str(kind).startswith("DECIMAL"):
+                return Decimal(text)
+            return None
+        if e.get("class") == "PARAMETER" and self.params is not None:
+            ident = str(e.get("identifier"))
+            if isinstance(self.params, Mapping):
+                v = self.params[ident]
+            else:
+                v = self.params[int(ident) - 1]
+            if isinstance(v, bool):
+                return None
+            if isinstance(v, (str, int)):
+                return v
+            if isinstance(v, float) and math.isfinite(v):
+                return Decimal(v)
+        return None
+
+    def atom(self, e: dict[str, Any], ref: str, single: bool, cols: tuple[str, ...]) -> _Pred:
+        t = e.get("type")
+        if e.get("class") == "COMPARISON" and t in _FLIP:
+            col, lit = self.column(e.get("left"), ref, single, cols), self.literal(e.get("right"))
+            if col is None:
+                col, lit, t = self.column(e.get("right"), ref, single, cols), self.literal(e.get("left")), _FLIP[t]
+            if col is None or lit is None:
+                return _TOP
+            if col == "step":
+                return _step_bound(t, lit)
+            if t == "COMPARE_EQUAL" and isinstance(lit, str):
+                return _str_pred(col, frozenset([lit]))
+            return _TOP
+        if t == "COMPARE_BETWEEN":
+            if self.column(e.get("input"), ref, single, cols) != "step":
+                return _TOP
+            return _and(_step_bound("COMPARE_GREATERTHANOREQUALTO", self.literal(e.get("lower"))),
+                        _step_bound("COMPARE_LESSTHANOREQUALTO", self.literal(e.get("upper"))))
+        if t == "COMPARE_IN":
+            kids = e.get("children", [])
+            col = self.column(kids[0], ref, single, cols) if kids else None
+            values = [self.literal(k) for k in kids[1:]]
+            if col is None or not values or any(v is None for v in values):
+                return _TOP
+            if col == "step":
+                out: _Pred | None = None
+                for v in values:
+                    p = _step_bound("COMPARE_EQUAL", v)
+                    if p is _TOP:
+                        return _TOP
+                    out = p if out is None else _or(out, p)
+                return out or _TOP
+            if all(isinstance(v, str) for v in values):
+                return _str_pred(col, frozenset(str(v) for v in values))
+            return _TOP
+        if e.get("class") == "FUNCTION":
+            name = str(e.get("function_name", "")).lower()
+            args = [a.get("expression") for a in e.get("arguments", []) if isinstance(a, dict)]
+            if len(args) != 2:
+                return _TOP
+            col, lit = self.column(args[0], ref, single, cols), self.literal(args[1])
+            if col not in ("run", "tag") or not isinstance(lit, str):
+                return _TOP
+            if name == "~~":  # LIKE
+                return _str_pred(col, (_like_regex(lit),))
+            if name == "~~~":  # GLOB
+                rx = _glob_regex(lit)
+                return _TOP if rx is None else _str_pred(col, (rx,))
+            if name in ("starts_with", "prefix"):
+                return _str_pred(col, ("^(?s:" + _escape(lit) + ".*)$",))
+        return _TOP
+
+
+def _str_pred(col: str, s: frozenset[str] | tuple[str, ...]) -> _Pred:
+    return _Pred(run=s) if col == "run" else _Pred(tag=s)
+
+
+def _step_bound(op: str, lit: str | int | Decimal | None) -> _Pred:
+    """The half-open step range a comparison of ``step`` with a number allows."""
+    if lit is None or isinstance(lit, str):
+        return _TOP
+    x = Decimal(lit)
+    if not x.is_finite() or (not isinstance(lit, int) and abs(x) >= _EXACT_DOUBLE):
+        return _TOP
+    lo: int | None = None
+    hi: int | None = None
+    if op == "COMPARE_EQUAL":
+        if x != x.to_integral_value():
+            return _TOP
+        lo, hi = int(x), int(x) + 1
+    elif op == "COMPARE_GREATERTHAN":
+        lo = math.floor(x) + 1
+    elif op == "COMPARE_GREATERTHANOREQUALTO":
+        lo = math.ceil(x)
+    elif op == "COMPARE_LESSTHAN":
+        hi = math.ceil(x)
+    elif op == "COMPARE_LESSTHANOREQUALTO":
+        hi = math.floor(x) + 1
+    else:
+        return _TOP
+    # Bounds outside int64 say nothing a scan can use (steps are int64 anyway).
+    if lo is not None and lo < _INT64_MIN:
+        lo = None
+    if hi is not None and hi > _INT64_MAX:
+        hi = None
+    if (lo is not None and lo > _INT64_MAX) or (hi is not None and hi < _INT64_MIN) or (lo is None and hi is None):
+        return _TOP
+    return _Pred(lo=lo, hi=hi)
+
+
+@dataclass(frozen=True)
+class Pushdown:
+    """What a query lets one table's scan skip: native run/tag regexes and a step range."""
+
+    runs: str | None = None
+    tags: str | None = None
+    steps: tuple[int | None, int | None] = (None, None)
+
+    @property
+    def empty(self) -> bool:
+        return self.runs is None and self.tags is None and self.steps == (None, None)
+
+
+_DB: Any = None
+_DB_LOCK = threading.Lock()
+
+
+def _cursor() -> Any:
+    """A fresh connection to tbscope's private in-memory database.
+
+    Opening a database costs tens of milliseconds; a cursor on an open one costs microseconds,
+    and tables registered on it stay private to it (concurrent queries do not see each other's).
+    """
+    global _DB
+    duckdb = _duckdb()
+    with _DB_LOCK:
+        if _DB is None:
+            _DB = duckdb.connect(":memory:")
+        return _DB.cursor()
+
+
+def _parse(con: Any, query: str) -> dict[str, Any]:
+    raw = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()[0][0]
+    tree: dict[str, Any] = json.loads(raw)
+    return tree
+
+
+def pushdown(query: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> dict[str, Pushdown]:
+    """The tbscope tables ``query`` names, each with the filters its scan will get.
+
+    A table named several times gets what all its uses allow together (their union); a use
+    whose WHERE clause says nothing usable about it turns its pushdown off.
+
+    >>> pushdown("SELECT * FROM scalars WHERE tag = 'loss' AND step >= 100")  # doctest: +SKIP
+    {'scalars': Pushdown(runs=None, tags='^loss$', steps=(100, None))}
+    """
+    con = _cursor()
+    try:
+        return _pushdown(con, query, params)[0]
+    finally:
+        con.close()
+
+
+def _pushdown(con: Any, query: str, params: Sequence[Any] | Mapping[str, Any] | None) -> tuple[dict[str, Pushdown], bool]:
+    """The pushdown per table, and whether the query is one SELECT statement."""
+    tree = _parse(con, query)
+    if tree.get("error") or len(tree.get("statements", [])) != 1:
+        # Not one SELECT (COPY, CREATE ... AS, EXPLAIN, several statements): every table whose
+        # name appears in the text is read whole, a superset of what the query uses.
+        words = {w.lower() for w in re.findall(r"[A-Za-z_]+", query)}
+        return {n: Pushdown() for n in TABLES if n in words}, False
+    an = _Analyzer(params)
+    an.walk(tree["statements"][0])
+    # CTEs named like a table are read too (harmless: a superset of what the query uses).
+    wanted = sorted({name for name, _ in an.occurrences})
+    out = {n: Pushdown() for n in wanted}
+    preds: dict[str, _Pred] = {}
+    for name, node in an.occurrences:
+        p = an.attributed.get(id(node), _TOP)
+        preds[name] = p if name not in preds else _or(preds[name], p)
+    for name in wanted:
+        p = preds.get(name, _TOP) if name not in an.ctes else _TOP
+        has_step = "step" in TABLES[name].pushable
+        out[name] = Pushdown(
+            runs=_native_pattern(p.run),
+            tags=_native_pattern(p.tag) if "tag" in TABLES[name].pushable else None,
+            steps=(p.lo, p.hi) if has_step else (None, None),
+        )
+    return out, True
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
+
+
+def _hint() -> str:
+    return f" (tables: {', '.join(TABLES)}; see docs/query.md)"
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+
+class Result:
+    """The rows a query returned, held as an Arrow table.
+
+    Implements ``__arrow_c_stream__``, so ``pyarrow.table(result)`` and ``polars.DataFrame(result)``
+    take it directly. ``stats`` maps each table that was read to what its scan read, and
+    ``pushed`` to the filters its scan got.
+    """
+
+    def __init__(self, table: pa.Table, stats: dict[str, LoadStats] | None = None, pushed: dict[str, Pushdown] | None = None) -> None:
+        self._table = table
+        self.stats: dict[str, LoadStats] = stats or {}
+        self.pushed: dict[str, Pushdown] = pushed or {}
+
+    def __repr__(self) -> str:
+        return f"<tbscope.Result: {self.num_rows} rows × {len(self.columns)} columns>"
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    @property
+    def num_rows(self) -> int:
+        return int(self._table.num_rows)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._table.column_names)
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self._table.__arrow_c_stream__(requested_schema)
+
+    def to_arrow(self) -> pa.Table:
+        return self._table
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self._table.to_pandas(split_blocks=True)
+
+    def to_polars(self) -> pl.DataFrame:
+        import polars as pl
+
+        out = pl.from_arrow(self._table)
+        assert isinstance(out, pl.DataFrame)
+        return out
+
+    def iter_batches(self, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+        yield from self._table.to_batches(max_chunksize=max_rows)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        """The rows as Python tuples (small results)."""
+        cols = [c.to_pylist() for c in self._table.columns]
+        return list(zip(*cols))
+
+
+# --------------------------------------------------------------------------------------------
+# sql()
+
+
+def _base(source: str | os.PathLike[str] | Logdir, scan_kwargs: dict[str, Any]) -> Logdir:
+    from tbscope.reader import Logdir, scan
+
+    if isinstance(source, Logdir):
+        if scan_kwargs:
+            raise TypeError(f"sql() takes scan filters ({', '.join(scan_kwargs)}) only with a path; pass them to tbscope.scan() instead")
+        return source
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"sql() takes a logdir path or a tbscope.Logdir; got {type(source).__name__}")
+    return scan(source, **scan_kwargs)
+
+
+def _table_args(base: dict[str, Any], name: str, p: Pushdown) -> dict[str, Any]:
+    """Native reader arguments for one table: the scan's own filters narrowed by the pushdown.
+
+    Where the scan already filters runs or tags, its filter is kept (two regexes cannot be
+    intersected into one); DuckDB applies the query's predicate on top.
+    """
+    spec = TABLES[name]
+    args = dict(base)
+    if args["runs"] is None and p.runs is not None:
+        args["runs"] = p.runs
+    if name == "hparams":
+        # hparams records are run-level facts that tag and step filters must not hide.
+        args["tags"], args["step_lo"], args["step_hi"] = None, None, None
+    elif args["tags"] is None and p.tags is not None:
+        args["tags"] = p.tags
+    lo, hi = p.steps
+    args["step_lo"] = _max_opt(args["step_lo"], lo)
+    args["step_hi"] = _min_opt(args["step_hi"], hi)
+    kinds = base["kinds"]
+    if spec.kinds is not None:
+        want = [k for k in spec.kinds if kinds is None or k in kinds]
+        # A kind the scan leaves out stays out (an empty table), as with Logdir.<kind>().
+        args["kinds"] = want or list(kinds or [])
+    return args
+
+
+def _materialise(lg: Logdir, name: str) -> pa.Table:
+    import pyarrow as pa
+
+    if name == "runs":
+        return lg.run_info().to_arrow()
+    if name == "series":
+        return lg.series().to_arrow()
+    if name == "hparams":
+        return lg.hparams().to_arrow()
+    if name == "summary":
+        return pa.Table.from_pandas(lg.summary(), preserve_index=False)
+    return lg._frame(name).to_arrow()
+
+
+def sql(
+    source: str | os.PathLike[str] | Logdir,
+    query: str,
+    *,
+    params: Sequence[Any] | Mapping[str, Any] | None = None,
+    **scan_kwargs: Any,
+) -> Result:
+    """Run a DuckDB SQL query over a logdir's tables.
+
+    Tables: ``scalars``, ``tensors``, ``histograms``, ``text``, ``images``, ``audio`` (one row
+    per point), ``series`` (per run and tag), ``runs`` (per run), ``hparams`` (per run with
+    hparams) and ``summary`` (:meth:`Logdir.summary`). Only the tables the query names are read,
+    and ``run``/``tag``/``step`` predicates of its WHERE clauses are pushed into the scan.
+
+    ``source`` is a logdir or event file path (with ``scan()`` filters as keyword arguments) or a
+    :class:`tbscope.Logdir`; a Logdir that has already been read is queried from memory.
+    ``params`` fills ``?``/``$1`` (a sequence) or ``$name`` (a mapping) placeholders.
+
+    >>> import tbscope
+    >>> tbscope.sql("runs/", "SELECT run, max(value) FROM scalars WHERE tag = 'acc' GROUP BY run")  # doctest: +SKIP
+    """
+    duckdb = _duckdb()
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a SQL string; got {type(query).__name__}")
+    lg = _base(source, scan_kwargs)
+    con = _cursor()
+    try:
+        return _run(con, duckdb, lg, query, params)
+    finally:
+        con.close()
+
+
+def _run(con: Any, duckdb: Any, lg: Logdir, query: str, params: Sequence[Any] | Mapping[str, Any] | None) -> Result:
+    from tbscope.reader import Logdir
+
+    pushed, select = _pushdown(con, query, params)
+    if not select:
+        # Statements other than one SELECT may create tables: give them a database of their
+        # own so nothing outlives the call.
+        con.close()
+        con = duckdb.connect(":memory:")
+    stats: dict[str, LoadStats] = {}
+    tables: dict[str, pa.Table] = {}
+    if lg._loaded:
+        # Already in memory: reading again with filters would cost more than it saves.
+        for name in pushed:
+            tables[name] = _materialise(lg, name)
+    else:
+        groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]]] = {}
+        for name, p in pushed.items():
+            args = _table_args(lg._native_args, name, p)
+            key = tuple(sorted((k, v if k != "kinds" else None) for k, v in args.items() if k != "kinds"))
+            if key in groups:
+                have, names = groups[key]
+                # One scan serves every table with the same filters; None (all kinds) absorbs.
+                have["kinds"] = None if have["kinds"] is None or args["kinds"] is None else sorted(set(have["kinds"]) | set(args["kinds"]))
+                names.append(name)
+            else:
+                groups[key] = (args, [name])
+        for args, names in groups.values():
+            reader = Logdir(lg.path, args, lg._strict)
+            st = reader.reload()
+            for name in names:
+                stats[name] = st
+                tables[name] = _materialise(reader, name)
+    try:
+        for name, table in tables.items():
+            con.register(name, table)
+        try:
+            rel = con.sql(query, params=params)
+            out = rel.to_arrow_table() if rel is not None else _empty()
+        except duckdb.Error as e:
+            raise QueryError(f"{_one_line(e)}{_hint()}") from e
+    finally:
+        if not select:
+            con.close()
+    return Result(out, stats, pushed)
+
+
+def _empty() -> pa.Table:
+    import pyarrow as pa
+
+    return pa.table({})
+
+
+# --------------------------------------------------------------------------------------------
+# summary(): per (run, tag) statistics in a few vectorised passes over the scalar columns.
+
+SUMMARY_STATS = ("last", "first", "min", "max", "argmin", "argmax", "mean", "count")
+_COLUMN_SUFFIX = {"argmin": "argmin_step", "argmax": "argmax_step"}
+_BLOCK = 1 << 16  # rows per pass: temporaries stay in cache instead of faulting in fresh pages
+_DENSE_LIMIT = 1 << 22
+
+
+def summary_column(tag: str, stat: str) -> str:
+    """The summary column of one tag and statistic: ``<tag>:<stat>``, ``<tag>:argmin_step``."""
+    return f"{tag}:{_COLUMN_SUFFIX.get(stat, stat)}"
+
+
+def check_stats(stats: Iterable[str], allowed: Sequence[str], what: str) -> tuple[str, ...]:
+    if isinstance(stats, str):
+        stats = (stats,)
+    out = tuple(stats)
+    bad = [s for s in out if s not in allowed]
+    if bad:
+        raise ValueError(f"unknown {what} statistic(s) {bad}; choose from {', '.join(allowed)}")
+    if not out:
+        raise ValueError(f"{what} stats= is empty; name at least one of {', '.join(allowed)}")
+    return out
+
+
+def series_stats(table: pa.Table, run_names: Sequence[str], stats: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray[Any, Any]]]:
+    """Per (run, tag) statistics of a scalars table.
+
+    Returns the sorted tag names and, per statistic, a ``[len(run_names), len(tags)]`` array:
+    float64 values (NaN where a run lacks the tag; min/max/mean skip NaN), int64 counts of
+    non-NaN values, and for argmin/argmax the step of the first point holding the extreme as
+    float64 (NaN when there is none).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    run_index = {r: i for i, r in enumerate(run_names)}
+    batches = [b for b in table.select(["run", "tag", "step", "value"]).to_batches() if b.num_rows]
+    parts = []
+    tag_set: set[str] = set()
+    for b in batches:
+        run, tag = b.column(0), b.column(1)
+        if not isinstance(run, pa.DictionaryArray):
+            run = run.dictionary_encode()
+        if not isinstance(tag, pa.DictionaryArray):
+            tag = tag.dictionary_encode()
+        tag_set.update(tag.dictionary.to_pylist())
+        parts.append((run, tag, b.column(2).to_numpy(), b.column(3).to_numpy()))
+    tags = sorted(tag_set)
+    tag_index = {t: i for i, t in enumerate(tags)}
+    R, T = len(run_names), len(tags)
+    K = R * T
+    dense = K <= _DENSE_LIMIT
+
+    def keys_of(run: pa.DictionaryArray, tag: pa.DictionaryArray) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        rmap = np.array([run_index[r] for r in run.dictionary.to_pylist()], dtype=np.int64)
+        tmap = np.array([tag_index[t] for t in tag.dictionary.to_pylist()], dtype=np.int64)
+        return rmap, tmap, run.indices.to_numpy(zero_copy_only=False), tag.indices.to_numpy(zero_copy_only=False)
+
+    coded = [keys_of(run, tag) + (steps, values) for run, tag, steps, values in parts]
+
+    def blocks() -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+        """(key, position, step, value) for every block of rows; positions are global."""
+        off = 0
+        for rmap, tmap, ri, ti, steps, values in coded:
+            n = len(values)
+            for a in range(0, n, _BLOCK):
+                b = min(n, a + _BLOCK)
+                key = rmap[ri[a:b]] * T + tmap[ti[a:b]]
+                yield key, np.arange(off + a, off + b), steps[a:b], values[a:b]
+            off += n
+
+    if dense:
+        ids = None
+        nkeys = K
+    else:
+        # Too many (run, tag) pairs for dense arrays: number the pairs that occur.
+        ids = np.zeros(0, dtype=np.int64)
+        for key, _, _, _ in blocks():
+            ids = np.union1d(ids, key)
+        nkeys = len(ids)
+
+    def compact(key: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return key if ids is None else np.searchsorted(ids, key)
+
+    want = set(stats)
+    nan = np.float64("nan")
+    big = np.iinfo(np.int64).max
+    mn = np.full(nkeys, nan)
+    mx = np.full(nkeys, nan)
+    first = np.full(nkeys, big, dtype=np.int64)
+    last = np.full(nkeys, -1, dtype=np.int64)
+    total = np.zeros(nkeys)
+    count = np.zeros(nkeys, dtype=np.int64)
+    need_min = bool(want & {"min", "argmin"})
+    need_max = bool(want & {"max", "argmax"})
+    need_sum = bool(want & {"mean", "count"})
+    for key, pos, _, v in blocks():
+        k = compact(key)
+        # fmin/fmax skip NaN (NaN only when every value is), the way pandas' min/max do.
+        if need_min:
+            np.fmin.at(mn, k, v)
+        if need_max:
+            np.fmax.at(mx, k, v)
+        np.minimum.at(first, k, pos)
+        np.maximum.at(last, k, pos)
+        if need_sum:
+            ok = ~np.isnan(v)
+            with np.errstate(invalid="ignore"):  # inf + -inf is NaN, as in pandas
+                np.add.at(total, k[ok], v[ok])
+            np.add.at(count, k[ok], 1)
+    argmin = np.full(nkeys, big, dtype=np.int64)
+    argmax = np.full(nkeys, big, dtype=np.int64)
+    if want & {"argmin", "argmax"}:
+        # Second pass: the first row of each series that holds its extreme.
+        for key, pos, _, v in blocks():
+            k = compact(key)
+            if "argmin" in want:
+                hit = v == mn[k]
+                np.minimum.at(argmin, k[hit], pos[hit])
+            if "argmax" in want:
+                hit = v == mx[k]
+                np.minimum.at(argmax, k[hit], pos[hit])
+
+    offsets = np.cumsum([0] + [len(c[5]) for c in coded])
+
+    def gather(positions: np.ndarray[Any, Any], column: int) -> np.ndarray[Any, Any]:
+        """Values (column 5) or steps (column 4) at global row positions; NaN where none."""
+        out = np.full(len(positions), nan)
+        for i, c in enumerate(coded):
+            sel = (positions >= offsets[i]) & (positions < offsets[i + 1])
+            out[sel] = c[column][positions[sel] - offsets[i]]
+        return out
+
+    present = last >= 0
+    results: dict[str, np.ndarray[Any, Any]] = {}
+    for s in stats:
+        if s == "last":
+            r = gather(last, 5)
+        elif s == "first":
+            r = gather(first, 5)
+        elif s == "min":
+            r = mn
+        elif s == "max":
+            r = mx
+        elif s == "argmin":
+            r = gather(argmin, 4)
+        elif s == "argmax":
+            r = gather(argmax, 4)
+        elif s == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = np.where(count > 0, total / np.maximum(count, 1), nan)
+            # inf - inf sums are NaN in pandas too; nothing else to fix.
+        else:  # count
+            r = count
+        if s != "count":
+            r = np.where(present, r, nan)
+        if ids is not None:
+            full = np.zeros(K, dtype=r.dtype) if s == "count" else np.full(K, nan)
+            full[ids] = r
+            r = full
+        results[s] = r.reshape(R, T) if R and T else r.reshape(R, T)
+    return tags, results
+
+
+# --------------------------------------------------------------------------------------------
+# aggregate(): statistics across runs that differ only by seed.
+
+AGGREGATE_STATS = ("mean", "std", "min", "max", "count", "median", "var", "sem")
+
+
+def tag_matcher(tags: Any) -> Callable[[str], bool]:
+    """A Python predicate for a ``tags=`` filter (glob, compiled regex, or a list of them)."""
+    native = compile_filter(tags, "tags")
+    if native is None:
+        return lambda _t: True
+    # The native pattern is built from escapes and constructs Python's re reads the same way.
+    rx = re.compile(native)
+    return lambda t: rx.search(t) is not None
+
+
+def group_runs(by: str | re.Pattern[str], runs: Sequence[str], hparams: pd.DataFrame | None) -> dict[str, str]:
+    """Run name → group name for :meth:`Logdir.aggregate`; runs without a group are left out."""
+    import pandas as pd
+
+    if isinstance(by, str) and by.startswith("hparam:"):
+        if hparams is None:
+            raise ValueError("aggregate(by='hparam:...') needs hparams")
+        seed = by
+        cols = [c for c in hparams.columns if c.startswith("hparam:")]
+        if seed not in cols:
+            names = ", ".join(c.removeprefix("hparam:") for c in cols) or "none"
+            raise ValueError(f"no hyperparameter named {seed.removeprefix('hparam:')!r}; the runs have: {names}")
+        others = [c for c in cols if c != seed]
+        out: dict[str, str] = {}
+        for run, src, row in zip(hparams["run"], hparams["source"], hparams[others + [seed]].to_dict("records")):
+            if src is None or pd.isna(row[seed]) and all(pd.isna(row[c]) for c in others):
+                continue  # no hparams at all
+            name = ", ".join(f"{c.removeprefix('hparam:')}={row[c]}" for c in others if not pd.isna(row[c]))
+            # A Keras-style sub-run (run/train under the run holding the hparams) keeps its
+            # place, so train and validation curves are not averaged together.
+            suffix = run[len(src) + 1 :] if src not in (run, ".") else (run if src == "." and run != "." else "")
+            out[run] = f"{name}/{suffix}" if suffix else name
+        return out
+    if isinstance(by, str):
+        try:
+            rx = re.compile(by)
+        except re.error as e:
+            raise ValueError(f"by= is neither 'hparam:<name>' nor a valid regex: {e}") from e
+    elif isinstance(by, re.Pattern):
+        rx = by
+    else:
+        raise TypeError(f"by= takes a regex on run names or 'hparam:<name>'; got {type(by).__name__}")
+    out = {}
+    for run in runs:
+        m = rx.search(run)
+        if m is None:
+            continue
+        out[run] = "".join(g or "" for g in m.groups()) if rx.groups else m.group(0)
+    return out
