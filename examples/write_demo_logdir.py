@@ -1,6 +1,5 @@
-"""Write a small demo logdir: three seeds of a toy training run, with hparams.
-
-Until tbscope's own writer lands this uses tensorboardX, a writer we did not write.
+"""Write a small demo logdir with tbscope's own writer: two learning rates x three seeds of a
+toy training run, with scalars, histograms, an image, text and hparams.
 
     python examples/write_demo_logdir.py demo-logdir
 """
@@ -14,8 +13,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from tensorboardX import SummaryWriter
-from tensorboardX.summary import hparams
+
+from tbscope import SummaryWriter
 
 
 def write(root: Path) -> None:
@@ -24,23 +23,29 @@ def write(root: Path) -> None:
     for lr in (0.1, 0.01):
         for seed in range(3):
             rng = random.Random(seed)
+            weights_rng = np.random.default_rng(seed)
             run = root / f"lr={lr}" / f"seed={seed}"
-            with SummaryWriter(str(run)) as w:
+            with SummaryWriter(run) as w:
                 loss = 2.0
+                accuracy = 0.0
                 for step in range(0, 2000, 10):
                     loss = loss * (1 - lr * 0.05) + rng.gauss(0, 0.02)
-                    w.add_scalar("train/loss", loss, step)
-                    w.add_scalar("train/lr", lr * 0.5 * (1 + math.cos(math.pi * step / 2000)), step)
+                    # One call per step for everything logged at that step.
+                    w.log(step, {
+                        "train/loss": loss,
+                        "train/lr": lr * 0.5 * (1 + math.cos(math.pi * step / 2000)),
+                    })
                     if step % 200 == 0:
-                        w.add_scalar("eval/accuracy", 1 - loss / 3 + rng.gauss(0, 0.01), step)
-                        w.add_histogram("weights", np.random.default_rng(seed).normal(0, 1 / (1 + step / 500), 1000), step)
+                        accuracy = 1 - loss / 3 + rng.gauss(0, 0.01)
+                        w.add_scalar("eval/accuracy", accuracy, step)
+                        w.add_histogram("weights", weights_rng.normal(0, 1 / (1 + step / 500), 1000), step)
+                # A 32x32 RGB image in CHW layout, floats in [0, 1] as torch users pass them.
+                y, x = np.mgrid[0:32, 0:32] / 31.0
+                w.add_image("samples", np.stack([x, y, np.full_like(x, seed / 2)]), 0)
                 w.add_text("notes", f"seed **{seed}**, lr {lr}", 0)
-                # tensorboardX's add_hparams writes into a new subfolder (and with name="." two
-                # writers clobber one file); writing its three records into the run keeps
-                # hparams and metrics together, as TensorBoard's hparams dashboard expects.
-                records = hparams({"lr": lr, "seed": seed, "optimizer": "sgd"}, {"eval/accuracy": 0.0})
-                for summary in records:
-                    w._get_file_writer().add_summary(summary)
+                # Into the run itself (no extra run folder); eval/accuracy is already a curve
+                # of this run, so the hparams dashboard reads its last value from there.
+                w.add_hparams({"lr": lr, "seed": seed, "optimizer": "sgd"}, {"eval/accuracy": accuracy})
 
 
 if __name__ == "__main__":

@@ -969,8 +969,13 @@ class SummaryWriter:
         if not run_name:
             for data in (exp, ssi, sei):
                 self._w.summary(data, s, None)
+            already = self._scalar_tags_written(list(metric_dict))
             for k, v in metric_dict.items():
-                self.add_scalar(k, v, s)
+                # The dashboard takes a metric's value from the run's own curve when it has one.
+                # A second point at an earlier step would cut that curve short in TensorBoard,
+                # which drops earlier points at or after a step that goes back (a "restart").
+                if k not in already:
+                    self.add_scalar(k, v, s)
             return
         # Torch opens a whole SummaryWriter for the sub-folder and closes it: do the same
         # (its own file, written and closed before we return).
@@ -981,6 +986,23 @@ class SummaryWriter:
                 sub._w.summary(data, s, None)
             for k, v in metric_dict.items():
                 sub.add_scalar(k, v, s)
+
+    def _scalar_tags_written(self, tags: list[str]) -> set[str]:
+        """Which of ``tags`` this writer already wrote as scalars into its own run (read back
+        from its files; URL log_dirs cannot be read back and report none)."""
+        if self._remote or not tags:
+            return set()
+        from tbscope.reader import scan
+
+        self.flush()
+        exact = [re.compile("^" + re.escape(t) + "$") for t in tags]
+        main = os.path.normpath(self._directory)
+        found: set[str] = set()
+        for f in self._files:
+            if os.path.dirname(f) == main and os.path.exists(f):
+                series = scan(f, tags=exact, kinds="scalars").series().to_arrow()
+                found.update(str(t) for t in series.column("tag").to_pylist())
+        return found
 
     # -- tensorboardX extras ----------------------------------------------------------------
 

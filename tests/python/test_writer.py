@@ -730,6 +730,23 @@ def test_add_hparams_default_layout_in_the_run(tmp_path):
     assert "hparams" in plugins
 
 
+def test_add_hparams_leaves_a_logged_metric_curve_alone(tmp_path):
+    """A metric the run already logs is not written again: the extra point at step 0 would
+    make TensorBoard's restart rule drop the whole curve. A new metric still gets its point."""
+    need_summary("hparams")
+    with SummaryWriter(tmp_path) as w:
+        for step in range(10, 110, 10):
+            w.add_scalar("eval/acc", step / 100, step)
+        w.add_hparams({"lr": 0.1}, {"eval/acc": 1.0, "hparam/final": 2.0})
+    df = tbscope.read_scalars(tmp_path)
+    acc = df[df["tag"] == "eval/acc"]
+    assert acc["step"].tolist() == list(range(10, 110, 10))
+    assert df[df["tag"] == "hparam/final"][["step", "value"]].values.tolist() == [[0, 2.0]]
+    # TensorBoard, with its restart rule, still sees the whole curve.
+    preempted = tbscope.read_scalars(tmp_path, restarts="preempt")
+    assert (preempted["tag"] == "eval/acc").sum() == 10
+
+
 def test_add_hparams_torch_layout(tmp_path):
     need_summary("hparams")
     with SummaryWriter(tmp_path, layout="torch") as w:
