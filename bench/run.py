@@ -51,7 +51,7 @@ from benchutil import (  # noqa: E402
 from corpus import Corpus  # noqa: E402
 
 WORKER = BENCH_DIR / "worker.py"
-TOOLS = ("tbscope", "tbparse", "ea", "floor", "reload", "query")
+TOOLS = ("tbscope", "tbparse", "ea", "floor", "reload", "query", "cache")
 ALIASES = {"eventaccumulator": "ea", "event_accumulator": "ea"}
 BASELINES = ("tbparse", "ea")
 TOOL_NAMES = {
@@ -130,6 +130,10 @@ class Bench:
         self.loads: list[Measurement] = []
         self.reloads: list[tuple[str, Measurement]] = []
         self.queries: list[tuple[str, Measurement]] = []
+        # The incremental cache (bench/cachebench.py): open and CLI scenarios, raw results.
+        self.cache_open: dict[str, Any] | None = None
+        self.cache_cli: dict[str, Any] | None = None
+        self.cache_error = ""
         self._expected: dict[tuple[str, int], dict[str, Any]] = {}
 
     # -- plumbing ------------------------------------------------------------------------
@@ -484,6 +488,11 @@ def targets(bench: Bench) -> list[tuple[str, str, str]]:
         ratio = m.median() / ref.median()
         rows.append((f"{QUERY_NAMES[query]} ≤ {TARGET_QUERY_RATIO}× plain read (threads={m.threads})", f"{ratio:.2f}×",
                      verdict(ratio <= TARGET_QUERY_RATIO)))
+    if bench.cache_open is not None or bench.cache_cli is not None:
+        import cachebench
+
+        for target, measured, met in cachebench.targets(bench.cache_open, bench.cache_cli):
+            rows.append((target, measured, verdict(met == "met")))
     return rows
 
 
@@ -524,6 +533,25 @@ def environment() -> dict[str, Any]:
     }
 
 
+def run_cache(bench: Bench, threads: int) -> None:
+    """The incremental cache's scenarios (bench/cachebench.py): the main corpus, then a logdir of
+    100,000 small runs (2,000 with --quick)."""
+    import cachebench
+    import manyruns
+
+    args = bench.args
+    try:
+        bench.log(f"tbscope cache: open (threads={threads}), {bench.main.spec.name}")
+        bench.cache_open = cachebench.bench_open(bench.main.logdir, args.corpus_root, threads, args.repeat, bench.expected(bench.main), bench.log)
+        spec = manyruns.ManyRunsSpec(runs=2_000 if args.quick else 100_000)
+        logdir = manyruns.ensure(spec, args.corpus_root, args.jobs, log=bench.log)
+        bench.log(f"tbscope cache: ls and summary, {spec.name}")
+        bench.cache_cli = cachebench.bench_cli(logdir, args.corpus_root, args.repeat, bench.log)
+    except RuntimeError as e:
+        bench.cache_error = str(e)
+        bench.log(f"  error: {e}")
+
+
 def render(bench: Bench, env: dict[str, Any], elapsed: float) -> str:
     corpora = [c for c in (bench.main, bench.subset) if c is not None]
     pk = env["packages"]
@@ -548,6 +576,11 @@ def render(bench: Bench, env: dict[str, Any], elapsed: float) -> str:
         out += ["", "### Live reload: `tbscope.scan(logdir).reload()`", ""] + reload_table(bench.reloads)
     if bench.queries:
         out += ["", "### Query layer: summary and SQL (`tbscope.scan(...).summary()`, `tbscope.sql`)", ""] + query_table(bench)
+    if bench.cache_open is not None or bench.cache_cli is not None or bench.cache_error:
+        import cachebench
+
+        out += ["", "### Incremental cache: cold read vs warm open (`scan(..., cache=...)`)", ""]
+        out += [f"error: {bench.cache_error}"] if bench.cache_error else cachebench.render(bench.cache_open, bench.cache_cli, human_bytes)
     rows = targets(bench)
     if rows:
         out += ["", "### Targets", "", "| target | measured | verdict |", "|---|---:|---|"]
@@ -610,6 +643,8 @@ def main(argv: list[str] | None = None) -> int:
         bench.run_reloads(max(args.thread_counts))
     if "query" in args.only_set:
         bench.run_queries(max(args.thread_counts))
+    if "cache" in args.only_set:
+        run_cache(bench, max(args.thread_counts))
 
     env = environment()
     report = render(bench, env, time.perf_counter() - started)
@@ -623,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         "loads": [m.to_json() for m in bench.loads],
         "reloads": [{"scenario": s, **m.to_json()} for s, m in bench.reloads],
         "queries": [{"query": q, **m.to_json()} for q, m in bench.queries],
+        "cache": {"open": bench.cache_open, "cli": bench.cache_cli, "error": bench.cache_error},
         "targets": [{"target": a, "measured": b, "verdict": c} for a, b, c in targets(bench)],
     }
     (args.results_dir / "latest.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
@@ -630,7 +666,10 @@ def main(argv: list[str] | None = None) -> int:
 
     measurements = bench.loads + [m for _, m in bench.reloads] + [m for _, m in bench.queries]
     failed = [m for m in measurements if m.status == "error" or m.check.startswith("FAIL")]
-    return 1 if failed else 0
+    cache_checks = [bench.cache_open["check"]] if bench.cache_open else []
+    cache_checks += [bench.cache_cli[c]["check"] for c in ("read", "ls", "summary")] if bench.cache_cli else []
+    cache_failed = bool(bench.cache_error) or any(c.startswith("FAIL") for c in cache_checks)
+    return 1 if failed or cache_failed else 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from tbscope._core import __version__
+from tbscope.cache import CacheInfo
 from tbscope.errors import CorruptRecordError
 from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
@@ -25,10 +26,12 @@ from tbscope.reader import (
     scan,
 )
 from tbscope.query import Result, sql
+from tbscope.rewrite import RewriteStats, rewrite
 from tbscope.writer import SummaryWriter
 
 __all__ = [
     "BlobFrame",
+    "CacheInfo",
     "CorruptRecordError",
     "ExportStats",
     "Frame",
@@ -37,6 +40,7 @@ __all__ = [
     "Problem",
     "Report",
     "Result",
+    "RewriteStats",
     "SummaryWriter",
     "TensorFrame",
     "__version__",
@@ -47,6 +51,7 @@ __all__ = [
     "read_scalars",
     "read_tensors",
     "read_text",
+    "rewrite",
     "scan",
     "sql",
 ]

@@ -3,11 +3,11 @@ instead."""
 
 from collections.abc import Sequence
 from os import PathLike
-from typing import final
+from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__"]
+__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "rewrite"]
 
 __version__: str
 
@@ -47,6 +47,7 @@ class NativeReader:
         max_record_bytes: int = ...,
         provenance: bool = False,
         threads: int = 0,
+        cache_dir: str | PathLike[str] | None = None,
     ) -> NativeReader: ...
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""
@@ -55,9 +56,15 @@ class NativeReader:
     def series(self) -> Table: ...
     def hparams(self) -> Table: ...
     def runs_table(self) -> Table: ...
+    def run_mtimes(self) -> Table:
+        """run, last_modified: the newest mtime of each run's event files (seconds, null when
+        none could be stat'ed), as of the last load."""
     def run_names(self) -> list[str]: ...
     def report(self) -> list[tuple[str, str, str, int, int, str]]: ...
     def file_path(self, rel: str) -> str | None: ...
+    def cache_info(self) -> tuple[str, str, str | None, bool, int, list[str]] | None:
+        """(dir, status, generation, written, runs dropped, warnings) of the last load through
+        the cache; None for a reader without one."""
 
 @final
 class EventWriter:
@@ -127,6 +134,17 @@ class EventWriter:
         wall_time: float | None = None,
     ) -> None:
         """One Event holding one ``simple_value`` per tag."""
+    def scalars_dict(
+        self,
+        metrics: dict[str, float],
+        step: int | None = None,
+        wall_time: float | None = None,
+    ) -> None:
+        """``scalars`` from a dict (subclasses too), read item by item without building
+        lists. A key that is not a str or a value ``float()`` refuses raises TypeError and
+        queues nothing. The encoded Summary of the last call is kept (and with it references
+        to its keys, until ``close()``): a dict with the same key objects in the same order
+        only has its values rewritten."""
     def histogram(
         self,
         tag: str,
@@ -139,6 +157,9 @@ class EventWriter:
         """A legacy HistogramProto of a C-contiguous float64 or float32 buffer, binned as
         PyTorch's ``make_histogram`` does (``np.histogram`` counts; TensorFlow's default
         buckets when ``edges`` is None; ``max_bins`` grouping; trimmed to the support).
+        From 2**16 values on the GIL is released; from 2**17 a second thread may help. The
+        last ``edges`` are kept with their lookup tables, so the same edges every step cost
+        nothing to prepare.
 
         Raises ValueError("The input has no element.") for empty input.
         """
@@ -183,3 +204,26 @@ class EventWriter:
         ``close()`` can be retried."""
     def take(self) -> bytes:
         """Memory mode only: the framed records queued so far, which are then dropped."""
+
+def rewrite(
+    src: str | PathLike[str],
+    dst: str | PathLike[str],
+    *,
+    runs: str | None = None,
+    tags: str | None = None,
+    drop_tags: str | None = None,
+    drop_steps: tuple[int | None, int | None] | None = None,
+    preempt: bool = False,
+    merge: bool = True,
+    force: bool = False,
+    commit: bool = False,
+    threads: int = 0,
+) -> dict[str, Any]:
+    """Rewrite ``src`` into a staging directory next to ``dst`` (``tbscope.rewrite`` is the
+    API). Patterns are native regexes. Returns ``staging`` (None once committed), the counts of
+    ``tbscope.RewriteStats``, ``files_out`` and ``problems`` as report tuples. Raises
+    FileExistsError for an occupied ``dst`` without ``force``, ValueError for an output that is,
+    is inside or contains the input."""
+
+def commit_rewrite(src: str | PathLike[str], staging: str | PathLike[str], dst: str | PathLike[str], *, force: bool = False) -> None:
+    """Publish a staging directory of ``rewrite(commit=False)`` as ``dst``."""

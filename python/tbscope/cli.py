@@ -33,8 +33,8 @@ log = logging.getLogger("tbscope")
 #: Exit statuses, shared by ``--help`` and the generated reference.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success (check: no data lost; clean: every selected run was handled)"),
-    (1, "check found lost data, clean could not remove a run, or reading failed (I/O error, missing optional package)"),
-    (2, "bad usage: unknown command or option, bad value or glob, SQL error, or a path that does not exist"),
+    (1, "check found lost data, clean could not remove a run, rewrite's output did not verify, or reading failed (I/O error, missing optional package)"),
+    (2, "bad usage: unknown command or option, bad value or glob, SQL error, a path that does not exist, or an output that exists"),
 )
 
 # Optional packages and what to install for them.
@@ -152,7 +152,7 @@ _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("-v", "--verbose", is_flag=True, help="Log what was read and how long it took.")
 @click.pass_context
 def main(ctx: click.Context, debug: bool, verbose: bool) -> None:
-    """Read, check, query, export and clean TensorBoard event logs, fast and without TensorFlow.
+    """Read, check, query, export, clean and rewrite TensorBoard event logs, fast and without TensorFlow.
 
     LOGDIR is a directory tree of runs (any directory holding event files is a run) or a single
     event file. Reading commands take the same filters and the same --format.
@@ -255,6 +255,35 @@ def _scan_args(
     return out
 
 
+def _cache_options(f: F) -> F:
+    """--cache/--no-cache and --cache-dir (the incremental cache, docs/cache.md)."""
+    f = click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        metavar="DIR",
+        help="Keep the cache in DIR (implies --cache; the only way to put it inside LOGDIR).",
+    )(f)
+    return click.option(
+        "--cache/--no-cache",
+        "cache",
+        default=None,
+        help="Read through the incremental cache (default: off, on when TBSCOPE_CACHE=1): the next read of LOGDIR reads only what was written since. It lives in $TBSCOPE_CACHE_DIR or ~/.cache/tbscope.",
+    )(f)
+
+
+def _cache_arg(cache: bool | None, cache_dir: str | None) -> dict[str, Any]:
+    """The --cache options as :func:`tbscope.scan`'s ``cache=`` (left out when off)."""
+    from tbscope.cache import CLI_ENV
+
+    if cache_dir is not None:
+        if cache is False:
+            raise click.UsageError("--no-cache and --cache-dir contradict each other; give one")
+        return {"cache": cache_dir}
+    if cache is None:
+        cache = os.environ.get(CLI_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return {"cache": True} if cache else {}
+
+
 def _is_tty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -287,6 +316,9 @@ def _read(lg: Logdir) -> None:
     with _activity(f"reading {lg.path}"):
         st = lg.reload()
     log.info("read %d files, %d bytes, %d records, %d rows in %.3f s", st.files_read, st.bytes_read, st.records, st.rows, time.perf_counter() - t0)
+    info = lg.cache_info
+    if info is not None:
+        log.info("cache %s: %s%s", info.dir, info.status, ", new generation written" if info.written else "")
 
 
 def _human_bytes(n: Any) -> str:
@@ -418,7 +450,17 @@ def _table(df: pd.DataFrame, title: str | None) -> None:
 @click.argument("logdir", type=click.Path())
 @_filters()
 @_format
-def ls_command(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], kinds: tuple[str, ...], steps: tuple[int | None, int | None] | None, fmt: str) -> None:
+@_cache_options
+def ls_command(
+    logdir: str,
+    runs: tuple[str, ...],
+    tags: tuple[str, ...],
+    kinds: tuple[str, ...],
+    steps: tuple[int | None, int | None] | None,
+    fmt: str,
+    cache: bool | None,
+    cache_dir: str | None,
+) -> None:
     """List runs: kinds present, number of tags and points, step range, last write, size.
 
     Columns: run, kinds (those with points), tags, points, first_step, last_step,
@@ -431,24 +473,33 @@ def ls_command(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], kinds:
       tbscope ls runs/
       tbscope ls runs/ --runs 'lr=0.1/*' --format json
     """
+    import numpy as np
     import pandas as pd
 
     from tbscope.reader import scan
 
-    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps))
+    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps), **_cache_arg(cache, cache_dir))
     _read(lg)
     info = lg.run_info().to_pandas()
-    ser = lg.series().to_pandas()
+    # Only the columns used: a logdir of many runs has many series, and strings cost.
+    ser = lg.series().to_arrow().select(["run", "tag", "first_step", "last_step"]).to_pandas()
     info["run"] = info["run"].astype(str)
     ser["run"] = ser["run"].astype(str)
     by_run = ser.groupby("run", sort=False).agg(tags=("tag", "size"), first_step=("first_step", "min"), last_step=("last_step", "max"))
-    mtimes = [_newest_mtime(logdir, run) for run in info["run"]]
-    last = pd.Series([max((t for t in (w, m) if t is not None and not math.isnan(t)), default=math.nan) for w, m in zip(info["last_wall_time"], mtimes)])
+    # The reader stat'ed every event file as it read: no second stat per file here. The newest
+    # of wall time and mtime; fmax skips a missing (NaN) one.
+    newest = lg._run_mtimes()
+    mtimes = np.array([newest.get(run) for run in info["run"]], dtype="float64")
+    last = pd.Series(np.fmax(info["last_wall_time"].to_numpy(dtype="float64", na_value=np.nan), mtimes))
     counts = info[list(KINDS)]
+    # One string per distinct set of kinds present, not one join per run.
+    present = counts.to_numpy() != 0
+    masks = present.astype(np.int64) @ (1 << np.arange(len(KINDS), dtype=np.int64))
+    names = {int(m): ",".join(k for i, k in enumerate(KINDS) if m >> i & 1) for m in np.unique(masks)}
     df = pd.DataFrame(
         {
             "run": info["run"],
-            "kinds": [",".join(k for k in KINDS if row[k]) for row in counts.to_dict("records")],
+            "kinds": [names[int(m)] for m in masks],
             "tags": info["run"].map(by_run["tags"]).fillna(0).astype("int64"),
             "points": counts.sum(axis=1).astype("int64"),
             "first_step": info["run"].map(by_run["first_step"]).astype("Int64"),
@@ -464,24 +515,21 @@ def ls_command(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], kinds:
     _emit(df, fmt, title=f"{len(df)} runs in {logdir}")
 
 
-def _newest_mtime(logdir: str, run: str) -> float | None:
-    """The newest modification time of a run's event files (links followed: this only reads)."""
-    from tbscope.clean import event_files, run_dir
-
-    if os.path.isfile(logdir):
-        return os.stat(logdir).st_mtime
-    try:
-        times = [e.stat().st_mtime for e in event_files(run_dir(logdir, run))]
-    except OSError:
-        return None
-    return max(times, default=None)
-
-
 @main.command("tags")
 @click.argument("logdir", type=click.Path())
 @_filters()
 @_format
-def tags_command(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], kinds: tuple[str, ...], steps: tuple[int | None, int | None] | None, fmt: str) -> None:
+@_cache_options
+def tags_command(
+    logdir: str,
+    runs: tuple[str, ...],
+    tags: tuple[str, ...],
+    kinds: tuple[str, ...],
+    steps: tuple[int | None, int | None] | None,
+    fmt: str,
+    cache: bool | None,
+    cache_dir: str | None,
+) -> None:
     """List series: one row per run and tag with its kind, points, step range and plugin.
 
     Columns: run, tag, kind, points, first_step, last_step, plugin. A tag's kind is decided
@@ -494,7 +542,7 @@ def tags_command(logdir: str, runs: tuple[str, ...], tags: tuple[str, ...], kind
     """
     from tbscope.reader import scan
 
-    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps))
+    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps), **_cache_arg(cache, cache_dir))
     _read(lg)
     ser = lg.series().to_pandas()
     df = ser[["run", "tag", "kind", "points", "first_step", "last_step", "plugin"]]
@@ -575,6 +623,7 @@ def _split_list(value: str | None) -> tuple[str, ...] | None:
 )
 @click.option("--hparams/--no-hparams", default=True, help="Join each run's hyperparameters (default) or leave them out.")
 @_format
+@_cache_options
 def summary(
     logdir: str,
     runs: tuple[str, ...],
@@ -584,6 +633,8 @@ def summary(
     group_by: str | None,
     hparams: bool,
     fmt: str,
+    cache: bool | None,
+    cache_dir: str | None,
 ) -> None:
     """One row per run: last/min/max (and argmin/argmax steps) of each scalar tag, with hparams.
 
@@ -600,7 +651,7 @@ def summary(
     from tbscope.reader import scan
 
     stat_list = _split_list(stats)
-    lg = scan(logdir, kinds=["scalars", "hparams"], **_scan_args(runs, tags, steps=steps))
+    lg = scan(logdir, kinds=["scalars", "hparams"], **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir))
     if group_by is not None:
         aggregate = getattr(lg, "aggregate", None)
         if aggregate is None:
@@ -659,6 +710,7 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, Any] | list[Any] | None:
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter: NAME=VALUE for $NAME, or VALUE for each ? in order. Numbers are numbers; anything else is a string.")
 @_filters(kinds=False)
 @_format
+@_cache_options
 def sql_command(
     logdir: str,
     query: str,
@@ -667,6 +719,8 @@ def sql_command(
     tags: tuple[str, ...],
     steps: tuple[int | None, int | None] | None,
     fmt: str,
+    cache: bool | None,
+    cache_dir: str | None,
 ) -> None:
     """Run an SQL query (DuckDB) over the logdir's tables; QUERY '-' reads it from stdin.
 
@@ -684,7 +738,7 @@ def sql_command(
         query = sys.stdin.read()
     t0 = time.perf_counter()
     with _activity(f"querying {logdir}"):
-        result = run_sql(logdir, query, params=_parse_params(params), **_scan_args(runs, tags, steps=steps))
+        result = run_sql(logdir, query, params=_parse_params(params), **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir))
     log.info("query ran in %.3f s", time.perf_counter() - t0)
     if fmt == "table":
         _emit(result.to_pandas(), fmt)
@@ -716,6 +770,7 @@ def _api(name: str, *modules: str) -> Callable[..., Any]:
 @click.option("--partition-by", type=click.Choice(["run"]), help="Write a Parquet dataset into the --output directory, one partition per run.")
 @_filters()
 @_format
+@_cache_options
 def export_command(
     logdir: str,
     out: str,
@@ -726,6 +781,8 @@ def export_command(
     kinds: tuple[str, ...],
     steps: tuple[int | None, int | None] | None,
     fmt: str,
+    cache: bool | None,
+    cache_dir: str | None,
 ) -> None:
     """Write tables to CSV, Parquet or JSON lines, streamed batch by batch (bounded memory).
 
@@ -740,7 +797,7 @@ def export_command(
     """
     export = _api("export", "tbscope.export", "tbscope.query")
     progress = _stderr_is_tty()
-    kwargs = _scan_args(runs, tags, steps=steps)
+    kwargs = {**_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir)}
     t0 = time.perf_counter()
     stats = export(logdir, out, format=file_format, kinds=tuple(kinds) or ("scalars",), partition_by=partition_by, progress=progress, **kwargs)
     log.info("export took %.3f s", time.perf_counter() - t0)
@@ -881,6 +938,100 @@ def clean_command(
         sys.exit(1)
 
 
+# --------------------------------------------------------------------------------------------
+# rewrite
+# --------------------------------------------------------------------------------------------
+
+
+@main.command("rewrite")
+@click.argument("logdir", type=click.Path())
+@click.option("-o", "--output", "out", required=True, type=click.Path(), help="The new logdir: a path that does not exist, or an empty directory (see --force). Not inside LOGDIR.")
+@_filters(kinds=False, steps=False)
+@click.option("--drop-tags", multiple=True, metavar="GLOB", help="Drop tags matching the glob; repeat for several. Graph records are the tags __run_graph__ and __meta_graph__.")
+@click.option("--drop-steps", metavar="A:B", callback=_parse_steps, help="Drop every point with A <= step < B; A: and :B leave an end open.")
+@click.option(
+    "--restarts",
+    type=click.Choice(["all", "preempt"]),
+    default="all",
+    show_default=True,
+    help="preempt: drop what restarts superseded, TensorBoard's rule (a record at step s drops its tag's earlier records with step >= s).",
+)
+@click.option("--merge/--no-merge", default=True, help="One file per run, records in TensorBoard's read order (the default), or one file per input file, under its name.")
+@click.option("--verify/--no-verify", default=True, help="Read the output back and compare it with the filtered input before it takes its name (the default).")
+@click.option("--force", is_flag=True, help="Replace OUTPUT when it is a non-empty logdir, such as an earlier output (never one holding other files, LOGDIR or a directory holding LOGDIR).")
+@_format
+def rewrite_command(
+    logdir: str,
+    out: str,
+    runs: tuple[str, ...],
+    tags: tuple[str, ...],
+    drop_tags: tuple[str, ...],
+    drop_steps: tuple[int | None, int | None] | None,
+    restarts: str,
+    merge: bool,
+    verify: bool,
+    force: bool,
+    fmt: str,
+) -> None:
+    """Write a new logdir with tags, steps or superseded records left out; LOGDIR is only read.
+
+    Records are copied byte for byte unless some of their values are dropped; corrupt records
+    and truncated tails are left out and listed as warnings, so the output reads cleanly in
+    TensorBoard. Each run's files (restarts, ranks, many small files) become one file unless
+    --no-merge is given. The output is written next to OUTPUT under a hidden name, checked
+    against the filtered input (every kind, value for value) and renamed into place: an
+    interrupted or failed rewrite leaves nothing under OUTPUT. --tags keeps only matching tags,
+    --drop-tags removes matching ones.
+
+    Prints one row: output, runs, files_in, files_out, records_in, records_out,
+    records_rewritten, values_dropped, bytes_in, bytes_out, bytes_skipped, verified, seconds.
+
+    \b
+    Examples:
+      tbscope rewrite runs/ -o trimmed/ --restarts preempt
+      tbscope rewrite runs/ -o small/ --drop-tags samples --drop-steps 0:100
+      tbscope rewrite runs/ -o lr01/ --runs 'lr=0.1/*' --no-merge --format json
+    """
+    import pandas as pd
+
+    from tbscope.rewrite import RewriteError, rewrite
+
+    if drop_steps == (None, None):
+        raise click.BadParameter("':' would drop every step; give at least one end, e.g. 0:100", param_hint="--drop-steps")
+    kwargs = _scan_args(runs, tags)
+    if drop_tags:
+        kwargs["drop_tags"] = list(drop_tags)
+    try:
+        with _activity(f"rewriting {logdir}"):
+            stats = rewrite(logdir, out, drop_steps=drop_steps, restarts="preempt" if restarts == "preempt" else None, merge=merge, verify=verify, force=force, **kwargs)
+    except FileExistsError as e:
+        raise _OneLineUsageError(" ".join(str(e).split()).replace("force=True", "--force")) from e
+    except RewriteError as e:
+        raise click.ClickException(" ".join(str(e).split())) from e
+    for p in stats.report.problems:
+        log.warning("%s (not copied)", p)
+    log.info("rewrote %d records into %d, %d files into %d, in %.3f s", stats.records_in, stats.records_out, stats.files_in, len(stats.files_out), stats.seconds)
+    row: dict[str, Any] = {
+        "output": stats.output,
+        "runs": stats.runs,
+        "files_in": stats.files_in,
+        "files_out": len(stats.files_out),
+        "records_in": stats.records_in,
+        "records_out": stats.records_out,
+        "records_rewritten": stats.records_rewritten,
+        "values_dropped": stats.values_dropped,
+        "bytes_in": stats.bytes_in,
+        "bytes_out": stats.bytes_out,
+        "bytes_skipped": stats.bytes_skipped,
+        "verified": stats.verified,
+        "seconds": round(stats.seconds, 3),
+    }
+    if fmt == "table":
+        for k in ("bytes_in", "bytes_out", "bytes_skipped"):
+            row[k] = _human_bytes(row[k])
+    _emit(pd.DataFrame([row]), fmt)
+
+
 # Every command's --help ends with the exit statuses too.
 for _cmd in main.commands.values():
     _cmd.epilog = "Exit status: " + "; ".join(f"{code} {text.split(' (')[0]}" for code, text in EXIT_CODES) + "."
@@ -888,7 +1039,7 @@ for _cmd in main.commands.values():
 
 def _iter_commands() -> Iterable[tuple[str, click.Command]]:
     """Commands in the order the reference lists them."""
-    order = ["ls", "tags", "summary", "sql", "export", "check", "clean"]
+    order = ["ls", "tags", "summary", "sql", "export", "check", "clean", "rewrite"]
     names = sorted(main.commands, key=lambda n: (order.index(n) if n in order else len(order), n))
     return [(n, main.commands[n]) for n in names]
 

@@ -14,6 +14,9 @@ from tbscope.errors import CorruptRecordError
 from tbscope.frames import BlobFrame, Frame, TensorFrame
 
 if TYPE_CHECKING:
+    from tbscope.cache import Cache, CacheInfo
+
+if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
@@ -87,12 +90,14 @@ class Logdir:
     def __init__(self, path: str | os.PathLike[str], native_args: dict[str, Any], strict: bool) -> None:
         self.path = os.fspath(path)
         # Kept to open more readers: iter_batches() streams with a reader of its own, and
-        # summary() reads hparams records that this scan's filters may leave out.
+        # summary() reads hparams records that this scan's filters may leave out. With a
+        # cache, "cache_dir" travels along, so derived readers use the cache too.
         self._native_args = native_args
         self._native = _core.NativeReader(self.path, **native_args)
         self._strict = strict
         self._loaded = False
         self._seen_problems = 0
+        self._seen_cache_warnings = 0
 
     def __repr__(self) -> str:
         state = f"{len(self.runs)} runs" if self._loaded else "not read yet"
@@ -101,6 +106,17 @@ class Logdir:
     def _load(self) -> LoadStats:
         stats = LoadStats(*self._native.load())
         self._loaded = True
+        info = self._native.cache_info()
+        if info is not None:
+            # A cache that cannot be used or written is worth a warning, never an error: the
+            # data came from the logdir.
+            from tbscope.cache import log as cache_log
+
+            warnings = info[5]
+            for w in warnings[self._seen_cache_warnings :]:
+                cache_log.warning("%s", w)
+            self._seen_cache_warnings = len(warnings)
+            cache_log.debug("cache %s: %s (generation %s, written: %s)", info[0], info[1], info[2], info[3])
         if self._strict:
             problems = self.report.problems
             fresh, self._seen_problems = problems[self._seen_problems :], len(problems)
@@ -114,6 +130,17 @@ class Logdir:
     def reload(self) -> LoadStats:
         """Read what was written since the last read; returns what was read."""
         return self._load()
+
+    @property
+    def cache_info(self) -> CacheInfo | None:
+        """What the cache did on the last read (None when the scan has no cache)."""
+        info = self._native.cache_info()
+        if info is None:
+            return None
+        from tbscope.cache import CacheInfo
+
+        d, status, generation, written, dropped, warnings = info
+        return CacheInfo(d, status, generation, written, dropped, tuple(warnings))
 
     @property
     def runs(self) -> list[str]:
@@ -137,7 +164,9 @@ class Logdir:
 
         About ``max_bytes`` of event files are read at a time and nothing is kept, so memory
         stays bounded; rows come in the same order as from ``scalars()`` and siblings. This
-        Logdir itself is left unread (streaming uses a reader of its own).
+        Logdir itself is left unread (streaming uses a reader of its own). With ``cache=``, the
+        batches come from the cache: mapped from its files when warm, but a cache miss reads the
+        logdir whole first (to write the cache).
 
         >>> for batch in tbscope.scan("runs/").iter_batches("scalars"):  # doctest: +SKIP
         ...     process(batch.to_pandas())
@@ -146,6 +175,13 @@ class Logdir:
 
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
+        if "cache_dir" in self._native_args:
+            # Through the cache, the rows are a mapping of its files: batches of the table cost
+            # no memory of their own (the page cache holds them), so there is nothing to stream.
+            other = Logdir(self.path, self._native_args, self._strict)
+            frame = other.hparams_records() if kind == "hparams" else other._frame(kind)
+            yield from frame.to_arrow().to_batches(max_chunksize=max_rows)
+            return
         native = _core.NativeReader(self.path, **self._native_args)
         for table in native.stream(kind, max_bytes):
             yield from pa.table(table).to_batches(max_chunksize=max_rows)
@@ -248,7 +284,9 @@ class Logdir:
         else:
             # hparams records are run-level facts: tag and step filters (and a runs filter that
             # leaves out the enclosing session run) must not hide them.
-            hp_scan = scan(self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"])
+            hp_scan = scan(
+                self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")
+            )
             hp = hp_scan.hparams().to_pandas()
         hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
         by_run = {str(r): row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
@@ -335,6 +373,15 @@ class Logdir:
         self._ensure()
         return Frame(self._native.series(), "series")
 
+    def _run_mtimes(self) -> dict[str, float | None]:
+        """Per run, the newest modification time of its event files (seconds), as stat'ed by
+        the last read: what ``tbscope ls`` shows as a run's last write, without a stat per file."""
+        import pyarrow as pa
+
+        self._ensure()
+        t = pa.table(self._native.run_mtimes())
+        return dict(zip(t.column("run").to_pylist(), t.column("last_modified").to_pylist()))
+
     def run_info(self) -> Frame:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
@@ -373,6 +420,7 @@ def scan(
     provenance: bool = False,
     threads: int | None = None,
     max_record_bytes: int = 256 << 20,
+    cache: Cache = None,
 ) -> Logdir:
     """Open a logdir, an event file or a directory tree of runs, lazily.
 
@@ -389,6 +437,10 @@ def scan(
     verify: check data CRCs (length CRCs are always checked).
     provenance: add ``file`` and ``offset`` columns to every table.
     threads: worker threads; default ``TBSCOPE_NUM_THREADS`` or the number of CPUs.
+    cache: ``True`` keeps the read in a cache directory outside the logdir
+        (``$TBSCOPE_CACHE_DIR``, else ``~/.cache/tbscope``, one subdirectory per logdir), so that
+        scanning it again reads only what was written since; a path puts the cache there. The
+        cache holds the whole logdir: any filters are answered from it. See ``docs/cache.md``.
 
     >>> import tbscope
     >>> logdir = tbscope.scan("runs/", tags="loss*")  # doctest: +SKIP
@@ -402,6 +454,9 @@ def scan(
         if bad:
             raise ValueError(f"unknown kind(s) {bad}; choose from {', '.join(KINDS)}")
     lo, hi = parse_steps(steps)
+    from tbscope.cache import resolve
+
+    cache_dir = resolve(path, cache)
     native_args: dict[str, Any] = dict(
         runs=compile_filter(runs, "runs"),
         tags=compile_filter(tags, "tags"),
@@ -414,6 +469,9 @@ def scan(
         provenance=provenance,
         threads=threads or 0,
     )
+    if cache_dir is not None:
+        # Left out otherwise, so readers built from these arguments stay as before.
+        native_args["cache_dir"] = cache_dir
     return Logdir(path, native_args, strict)
 
 

@@ -7,6 +7,7 @@
 //! with [`histogram`] binning values like PyTorch. No Python here: `tbscope-py` is a thin
 //! binding over [`load::Reader`] and [`writer::EventWriter`].
 
+pub mod cache;
 pub mod columns;
 pub mod data_compat;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod logdir;
 pub mod masked_crc;
 pub mod proto;
 pub mod restarts;
+pub mod rewrite;
 pub mod tensor;
 pub mod tf_record;
 pub mod writer;

@@ -71,42 +71,96 @@ pub struct ReportEntry {
     pub reason: String,
 }
 
+// The state below is what a reload continues from; the cache (`cache.rs`) saves and restores it.
 #[derive(Debug, Clone)]
-struct FileState {
-    path: PathBuf,
-    id: i32,
-    cursor: Cursor,
-    size: u64,
-    mtime: Option<std::time::SystemTime>,
-    records: u64,
-    tail: u64,
-    file_version: Option<String>,
-    writer: Option<String>,
+pub(crate) struct FileState {
+    pub(crate) path: PathBuf,
+    pub(crate) id: i32,
+    pub(crate) cursor: Cursor,
+    pub(crate) size: u64,
+    pub(crate) mtime: Option<std::time::SystemTime>,
+    /// Device and inode when last planned: a file replaced under the same name gets a new one.
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) records: u64,
+    pub(crate) tail: u64,
+    /// Shared, like tag names: every file of a logdir usually has the same ones.
+    pub(crate) file_version: Option<Arc<str>>,
+    pub(crate) writer: Option<Arc<str>>,
     /// The last read could not open or read it; try again next time.
-    failed: bool,
+    pub(crate) failed: bool,
 }
 
 #[derive(Debug, Clone)]
-struct TagState {
-    kind: Option<Kind>,
-    meta: Option<SeriesMeta>,
-    points: u64,
-    first_step: i64,
-    last_step: i64,
+pub(crate) struct TagState {
+    pub(crate) kind: Option<Kind>,
+    /// Shared: a restored cache holds one copy per distinct metadata, not one per series.
+    pub(crate) meta: Option<Arc<SeriesMeta>>,
+    pub(crate) points: u64,
+    pub(crate) first_step: i64,
+    pub(crate) last_step: i64,
+}
+
+/// A run's files in path order (read order). Runs hold a few files, so a sorted vector serves
+/// better than a tree: a B-tree node takes ~2 KB however few entries it holds, which a logdir of
+/// 100,000 runs restored from the cache pays in page faults.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FileMap(Vec<FileState>);
+
+impl FileMap {
+    pub(crate) fn with_capacity(n: usize) -> FileMap {
+        FileMap(Vec::with_capacity(n))
+    }
+    fn find(&self, p: &Path) -> std::result::Result<usize, usize> {
+        self.0.binary_search_by(|f| f.path.as_path().cmp(p))
+    }
+    pub(crate) fn get(&self, p: &Path) -> Option<&FileState> {
+        self.find(p).ok().map(|i| &self.0[i])
+    }
+    pub(crate) fn get_mut(&mut self, p: &Path) -> Option<&mut FileState> {
+        self.find(p).ok().map(|i| &mut self.0[i])
+    }
+    /// Adds (or replaces) the file at `f.path`; in-order insertion, the usual case, appends.
+    pub(crate) fn insert(&mut self, f: FileState) {
+        if self.0.last().is_none_or(|l| l.path < f.path) {
+            self.0.push(f);
+            return;
+        }
+        match self.find(&f.path) {
+            Ok(i) => self.0[i] = f,
+            Err(i) => self.0.insert(i, f),
+        }
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub(crate) fn values(&self) -> std::slice::Iter<'_, FileState> {
+        self.0.iter()
+    }
+    pub(crate) fn keys(&self) -> impl DoubleEndedIterator<Item = &PathBuf> {
+        self.0.iter().map(|f| &f.path)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
-struct RunState {
-    id: i32,
-    files: BTreeMap<PathBuf, FileState>,
-    tags: HashMap<String, TagState>,
-    tag_order: Vec<String>,
-    first_wall: Option<f64>,
-    last_wall: Option<f64>,
-    max_step: Option<i64>,
-    sessions: Vec<SessionEvent>,
-    corrupt: u64,
+pub(crate) struct RunState {
+    pub(crate) id: i32,
+    pub(crate) files: FileMap,
+    /// Tag names are shared between runs (and with `tag_order`) for the same reason.
+    pub(crate) tags: HashMap<Arc<str>, TagState>,
+    pub(crate) tag_order: Vec<Arc<str>>,
+    pub(crate) first_wall: Option<f64>,
+    pub(crate) last_wall: Option<f64>,
+    pub(crate) max_step: Option<i64>,
+    pub(crate) sessions: Vec<SessionEvent>,
+    pub(crate) corrupt: u64,
 }
+
+/// Discovered runs with each event file's metadata (None: it could not be stat'ed).
+pub(crate) type Found = Vec<(String, Vec<(PathBuf, Option<std::fs::Metadata>)>)>;
 
 /// What one load or reload did.
 #[derive(Debug, Clone, Copy, Default)]
@@ -119,20 +173,23 @@ pub struct LoadStats {
 
 /// A logdir being read, with everything read so far.
 pub struct Reader {
-    root: PathBuf,
-    opts: ReaderOptions,
-    runs: BTreeMap<String, RunState>,
-    run_names: Vec<String>,
-    tag_names: Vec<String>,
-    tag_index: HashMap<String, i32>,
-    file_names: Vec<String>,
-    plugin_names: Vec<String>,
-    plugin_index: HashMap<String, i32>,
-    batches: [Vec<RecordBatch>; 8],
-    report: Vec<ReportEntry>,
+    pub(crate) root: PathBuf,
+    pub(crate) opts: ReaderOptions,
+    pub(crate) runs: BTreeMap<String, RunState>,
+    pub(crate) run_names: Vec<String>,
+    pub(crate) tag_names: Vec<String>,
+    pub(crate) tag_index: HashMap<String, i32>,
+    pub(crate) file_names: Vec<String>,
+    pub(crate) plugin_names: Vec<String>,
+    pub(crate) plugin_index: HashMap<String, i32>,
+    pub(crate) batches: [Vec<RecordBatch>; 8],
+    pub(crate) report: Vec<ReportEntry>,
+    /// Set when the reader works through a cache directory: its state then holds the unfiltered
+    /// load and the scan's filters are applied on output (see `cache.rs`).
+    pub(crate) cached: Option<Box<crate::cache::Cached>>,
 }
 
-fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
+pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
     if let Some(&i) = index.get(s) {
         return i;
     }
@@ -140,6 +197,48 @@ fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) ->
     names.push(s.to_string());
     index.insert(s.to_string(), i);
     i
+}
+
+/// A file's name in `file`/`blob_file` columns: its path below the logdir with `/`, or its
+/// file name when the logdir is one file.
+pub(crate) fn rel_name(root: &Path, root_is_file: bool, path: &Path) -> String {
+    if root_is_file {
+        return path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    }
+    path.strip_prefix(root).map_or_else(
+        |_| path.to_string_lossy().into_owned(),
+        |p| {
+            // Paths built by joining names (all of ours) are already in normal form.
+            if let Some(s) = p.to_str() {
+                if !s.contains("//") && !s.contains("./") && !s.ends_with('/') {
+                    return s.to_string();
+                }
+            }
+            p.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/")
+        },
+    )
+}
+
+/// Stats every discovered event file once (links followed, as reading does).
+pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
+    found
+        .into_iter()
+        .map(|(run, files)| {
+            let files = files
+                .into_iter()
+                .map(|p| {
+                    let m = std::fs::metadata(&p).ok();
+                    (p, m)
+                })
+                .collect();
+            (run, files)
+        })
+        .collect()
 }
 
 /// The number of worker threads for `requested` (0 = automatic).
@@ -174,28 +273,35 @@ impl Reader {
             plugin_index: HashMap::new(),
             batches: Default::default(),
             report: Vec::new(),
+            cached: None,
         })
     }
 
-    fn rel(&self, path: &Path) -> String {
-        if self.root.is_file() {
-            return path
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        }
-        path.strip_prefix(&self.root).map_or_else(
-            |_| path.to_string_lossy().into_owned(),
-            |p| {
-                p.components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/")
-            },
-        )
+    /// Prepares to read `root` through the cache in `dir`: the first load restores what the
+    /// cache holds and reads only what changed since; every load that changed something
+    /// publishes a new cache generation. `opts` are the scan's own: the cache always holds the
+    /// unfiltered load and the filters are applied to what it returns.
+    pub fn with_cache(root: &Path, opts: ReaderOptions, dir: &Path) -> Result<Reader> {
+        let (base, view) = crate::cache::split_options(opts);
+        let mut r = Reader::new(root, base)?;
+        r.cached = Some(Box::new(crate::cache::Cached::new(dir, view)));
+        Ok(r)
+    }
+
+    /// What the cache did (None for a reader without one).
+    pub fn cache_info(&self) -> Option<crate::cache::CacheInfo> {
+        self.cached.as_ref().map(|c| c.info())
+    }
+
+    pub(crate) fn rel(&self, path: &Path) -> String {
+        rel_name(&self.root, self.root.is_file(), path)
     }
 
     /// Reads everything new since the last call (everything, the first time) and keeps it.
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
+        if self.cached.is_some() {
+            return crate::cache::load(self, cancel);
+        }
         let work = self.plan()?;
         let (stats, batches) = self.read(work, cancel)?;
         for (kind, b) in batches {
@@ -209,6 +315,18 @@ impl Reader {
     pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
         let (found, errors) =
             discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
+        let any = !found.is_empty();
+        self.plan_found(stat_found(found), errors, any)
+    }
+
+    /// [`Reader::plan`] on runs already discovered and stat'ed (`any_found`: whether discovery
+    /// found any run, `found` possibly holding only those that may have changed).
+    pub(crate) fn plan_found(
+        &mut self,
+        found: Found,
+        errors: Vec<(PathBuf, std::io::Error)>,
+        any_found: bool,
+    ) -> Result<Vec<(String, PathBuf, Cursor)>> {
         for (path, e) in errors {
             let rel = self.rel(&path);
             let (run, file, severity, reason) = if path.is_dir() {
@@ -234,21 +352,12 @@ impl Reader {
                 self.report.push(entry);
             }
         }
-        if found.is_empty() && self.runs.is_empty() && self.report.is_empty() {
-            self.report.push(ReportEntry {
-                run: String::new(),
-                file: String::new(),
-                severity: Severity::Warning,
-                offset: 0,
-                length: 0,
-                reason: format!(
-                    "no event files under {} (a run is a directory holding files named *tfevents*)",
-                    self.root.display()
-                ),
-            });
+        if !any_found && self.runs.is_empty() && self.report.is_empty() {
+            self.report.push(no_runs_entry(&self.root));
         }
         // Which files changed: new ones, and ones whose size or mtime moved.
         let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
+        let mut root_is_file: Option<bool> = None;
         for (run, files) in &found {
             if !self.runs.contains_key(run) {
                 let id = self.run_names.len() as i32;
@@ -261,38 +370,46 @@ impl Reader {
                     },
                 );
             }
-            for path in files {
-                let meta = std::fs::metadata(path).ok();
+            for (path, meta) in files {
+                use std::os::unix::fs::MetadataExt;
                 let size = meta.as_ref().map_or(0, |m| m.len());
                 let mtime = meta.as_ref().and_then(|m| m.modified().ok());
-                let rel = self.rel(path);
+                let (dev, ino) = meta.as_ref().map_or((0, 0), |m| (m.dev(), m.ino()));
                 let state = self.runs.get_mut(run).unwrap();
                 match state.files.get(path) {
                     Some(f) if !f.failed && f.size == size && f.mtime == mtime => continue,
                     Some(f) => work.push((run.clone(), path.clone(), f.cursor)),
                     None => {
+                        // Named only when new: a logdir of many runs re-planned through the
+                        // cache would otherwise pay a stat (root.is_file) per known file.
+                        let rel = rel_name(
+                            &self.root,
+                            *root_is_file.get_or_insert_with(|| self.root.is_file()),
+                            path,
+                        );
                         let id = self.file_names.len() as i32;
                         self.file_names.push(rel);
-                        state.files.insert(
-                            path.clone(),
-                            FileState {
-                                path: path.clone(),
-                                id,
-                                cursor: Cursor::default(),
-                                size: 0,
-                                mtime: None,
-                                records: 0,
-                                tail: 0,
-                                file_version: None,
-                                writer: None,
-                                failed: false,
-                            },
-                        );
+                        state.files.insert(FileState {
+                            path: path.clone(),
+                            id,
+                            cursor: Cursor::default(),
+                            size: 0,
+                            mtime: None,
+                            dev,
+                            ino,
+                            records: 0,
+                            tail: 0,
+                            file_version: None,
+                            writer: None,
+                            failed: false,
+                        });
                         work.push((run.clone(), path.clone(), Cursor::default()));
                     }
                 }
                 let f = state.files.get_mut(path).unwrap();
                 f.mtime = mtime;
+                f.dev = dev;
+                f.ino = ino;
             }
         }
         Ok(work)
@@ -315,7 +432,7 @@ impl Reader {
                 let k = self.runs[&run]
                     .tags
                     .iter()
-                    .filter_map(|(t, s)| s.kind.map(|kind| (t.clone(), Known { kind })))
+                    .filter_map(|(t, s)| s.kind.map(|kind| (t.to_string(), Known { kind })))
                     .collect();
                 (run, k)
             })
@@ -538,11 +655,11 @@ impl Reader {
                     f.records += chunk.records;
                     f.tail = chunk.tail;
                     f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
-                    if chunk.file_version.is_some() {
-                        f.file_version.clone_from(&chunk.file_version);
+                    if let Some(v) = &chunk.file_version {
+                        f.file_version = Some(Arc::from(v.as_str()));
                     }
-                    if chunk.writer.is_some() {
-                        f.writer.clone_from(&chunk.writer);
+                    if let Some(v) = &chunk.writer {
+                        f.writer = Some(Arc::from(v.as_str()));
                     }
                     file_id = f.id;
                     rel = self.file_names[f.id as usize].clone();
@@ -586,21 +703,27 @@ impl Reader {
                         continue;
                     }
                     let state = self.runs.get_mut(&run).unwrap();
-                    let ts = state
-                        .tags
-                        .entry(lt.name.clone())
-                        .or_insert_with(|| TagState {
-                            kind: None,
-                            meta: None,
-                            points: 0,
-                            first_step: i64::MAX,
-                            last_step: i64::MIN,
-                        });
-                    if ts.points == 0 && ts.kind.is_none() && !state.tag_order.contains(&lt.name) {
-                        state.tag_order.push(lt.name.clone());
+                    if !state.tags.contains_key(lt.name.as_str()) {
+                        state.tags.insert(
+                            Arc::from(lt.name.as_str()),
+                            TagState {
+                                kind: None,
+                                meta: None,
+                                points: 0,
+                                first_step: i64::MAX,
+                                last_step: i64::MIN,
+                            },
+                        );
+                    }
+                    let ts = state.tags.get_mut(lt.name.as_str()).unwrap();
+                    if ts.points == 0
+                        && ts.kind.is_none()
+                        && !state.tag_order.iter().any(|t| **t == *lt.name)
+                    {
+                        state.tag_order.push(Arc::from(lt.name.as_str()));
                     }
                     if ts.meta.is_none() {
-                        ts.meta.clone_from(&lt.meta);
+                        ts.meta = lt.meta.clone().map(Arc::new);
                     }
                     match (ts.kind, lt.kind) {
                     (None, k) => ts.kind = k,
@@ -642,7 +765,7 @@ impl Reader {
         let tag_name = &self.tag_names[tag as usize];
         let plugin = self.runs[run_name]
             .tags
-            .get(tag_name)
+            .get(tag_name.as_str())
             .and_then(|t| t.meta.as_ref())
             .map_or(String::new(), |m| m.plugin_name.clone());
         intern(&mut self.plugin_names, &mut self.plugin_index, &plugin)
@@ -684,8 +807,18 @@ impl Reader {
             .collect()
     }
 
+    /// Forgets everything read from `run` (its files, tags, facts and report lines), so the next
+    /// plan reads it again from the start. The caller drops its rows.
+    pub(crate) fn forget_run(&mut self, run: &str) {
+        self.runs.remove(run);
+        self.report.retain(|e| e.run != run);
+    }
+
     /// Everything read so far for `kind`, with restart handling and the step bound applied.
     pub fn table(&self, kind: Kind) -> Result<Vec<RecordBatch>> {
+        if let Some(c) = &self.cached {
+            return c.table(self, kind);
+        }
         let batches = &self.batches[kind as usize];
         if self.opts.restarts == Restarts::All && self.opts.step_lo.is_none() {
             return Ok(batches.clone());
@@ -699,27 +832,41 @@ impl Reader {
 
     /// The schema of `kind`'s table even when it has no rows.
     pub fn schema(&self, kind: Kind) -> Arc<Schema> {
+        if let Some(c) = &self.cached {
+            return c.schema(kind);
+        }
         if let Some(b) = self.batches[kind as usize].first() {
             return b.schema();
         }
-        let mut empty = Tables::default();
-        let none = |_: i32, _: i32| 0;
-        let dicts = Dicts {
-            runs: &[],
-            tags: &[],
-            files: &[],
-            plugin_of: &none,
-            plugins: &[],
-        };
-        to_batch(&mut empty, kind, &dicts, self.opts.file.provenance).schema()
+        empty_schema(kind, self.opts.file.provenance)
     }
 
     pub fn run_names(&self) -> Vec<String> {
+        if let Some(c) = &self.cached {
+            return c.run_names(self);
+        }
         self.runs.keys().cloned().collect()
     }
 
     /// One row per (run, tag): kind and metadata.
     pub fn series(&self) -> RecordBatch {
+        if let Some(c) = &self.cached {
+            return c.series(self);
+        }
+        let kinds = self.opts.file.kinds;
+        self.series_with(&|_, _, ts, k| {
+            kinds
+                .contains(k)
+                .then_some((ts.points, ts.first_step, ts.last_step))
+        })
+    }
+
+    /// The series table with `pick` deciding, per (run, tag, state, kind), whether the row is
+    /// there and with which (points, first step, last step).
+    pub(crate) fn series_with(
+        &self,
+        pick: &dyn Fn(&str, &str, &TagState, Kind) -> Option<(u64, i64, i64)>,
+    ) -> RecordBatch {
         let mut run = Vec::new();
         let mut tag = Vec::new();
         let mut kind = Vec::new();
@@ -735,21 +882,21 @@ impl Reader {
             for tname in &state.tag_order {
                 let ts = &state.tags[tname];
                 let Some(k) = ts.kind else { continue };
-                if !self.opts.file.kinds.contains(k) {
+                let Some((n, lo, hi)) = pick(rname, tname, ts, k) else {
                     continue;
-                }
-                let m = ts.meta.clone().unwrap_or_default();
+                };
+                let m = ts.meta.as_deref().cloned().unwrap_or_default();
                 run.push(rname.clone());
-                tag.push(tname.clone());
+                tag.push(tname.to_string());
                 kind.push(k.name().to_string());
                 plugin.push(m.plugin_name);
                 content.push(m.plugin_content);
                 display.push(m.display_name);
                 desc.push(m.description);
                 class.push(m.data_class);
-                points.push(ts.points as i64);
-                first.push((ts.points > 0).then_some(ts.first_step));
-                last.push((ts.points > 0).then_some(ts.last_step));
+                points.push(n as i64);
+                first.push((n > 0).then_some(lo));
+                last.push((n > 0).then_some(hi));
             }
         }
         let cols: Vec<(&str, ArrayRef)> = vec![
@@ -773,6 +920,26 @@ impl Reader {
 
     /// One row per run: files, bytes, time range, steps, per-kind points, data loss.
     pub fn runs_table(&self) -> RecordBatch {
+        if let Some(c) = &self.cached {
+            return c.runs_table(self);
+        }
+        self.runs_table_with(&|_, s| {
+            let mut counts = [0i64; 8];
+            for t in s.tags.values() {
+                if let Some(k) = t.kind {
+                    counts[k as usize] += t.points as i64;
+                }
+            }
+            Some((s.max_step, counts))
+        })
+    }
+
+    /// The runs table with `facts` deciding, per run, whether its row is there and with which
+    /// max step and per-kind point counts.
+    pub(crate) fn runs_table_with(
+        &self,
+        facts: &dyn Fn(&str, &RunState) -> Option<(Option<i64>, [i64; 8])>,
+    ) -> RecordBatch {
         let mut name = Vec::new();
         let mut files = Vec::new();
         let mut bytes = Vec::new();
@@ -786,12 +953,15 @@ impl Reader {
         let mut writer = Vec::new();
         let mut per_kind: Vec<Vec<i64>> = vec![Vec::new(); 8];
         for (rname, s) in &self.runs {
+            let Some((ms, counts)) = facts(rname, s) else {
+                continue;
+            };
             name.push(rname.clone());
             files.push(s.files.len() as i64);
             bytes.push(s.files.values().map(|f| f.size).sum::<u64>());
             first.push(s.first_wall);
             last.push(s.last_wall);
-            max_step.push(s.max_step);
+            max_step.push(ms);
             records.push(s.files.values().map(|f| f.records).sum::<u64>());
             corrupt.push(s.corrupt);
             tail.push(s.files.values().map(|f| f.tail).sum::<u64>());
@@ -806,15 +976,9 @@ impl Reader {
             writer.push(
                 s.files
                     .values()
-                    .find_map(|f| f.writer.clone())
+                    .find_map(|f| f.writer.as_deref().map(str::to_string))
                     .unwrap_or_default(),
             );
-            let mut counts = [0i64; 8];
-            for t in s.tags.values() {
-                if let Some(k) = t.kind {
-                    counts[k as usize] += t.points as i64;
-                }
-            }
             for (v, c) in per_kind.iter_mut().zip(counts) {
                 v.push(c);
             }
@@ -848,36 +1012,51 @@ impl Reader {
         batch(cols)
     }
 
+    /// Per run (as `run_names`), the newest modification time of its event files in seconds
+    /// (null when none could be stat'ed), as of the last load.
+    pub fn run_mtimes(&self) -> RecordBatch {
+        let names = self.run_names();
+        let newest: Vec<Option<f64>> = names
+            .iter()
+            .map(|n| {
+                self.runs[n]
+                    .files
+                    .values()
+                    .filter_map(|f| f.mtime)
+                    .max()
+                    .map(|t| match t.duration_since(std::time::UNIX_EPOCH) {
+                        Ok(d) => d.as_secs_f64(),
+                        Err(e) => -e.duration().as_secs_f64(),
+                    })
+            })
+            .collect();
+        batch(vec![
+            ("run", string_array(names)),
+            ("last_modified", Arc::new(Float64Array::from(newest))),
+        ])
+    }
+
     /// One row per run that has hparams records: session fields and a column per hparam.
     pub fn hparams(&self) -> Result<RecordBatch> {
-        use arrow_array::cast::AsArray;
-        use arrow_array::types::Int32Type;
-        let mut sessions: BTreeMap<String, crate::hparams::Session> = BTreeMap::new();
-        for b in &self.batches[Kind::Hparams as usize] {
-            // Dictionaries are compacted per batch: go through the values, not global ids.
-            let runs = b.column(0).as_dictionary::<Int32Type>();
-            let run_values = runs.values().as_string::<i32>();
-            let idx = b
-                .schema()
-                .index_of("plugin_content")
-                .expect("hparams batches carry content");
-            let content = b.column(idx).as_binary::<i64>();
-            for i in 0..b.num_rows() {
-                let run = run_values.value(runs.keys().value(i) as usize);
-                let s = sessions.entry(run.to_string()).or_default();
-                crate::hparams::apply(content.value(i), s).map_err(|e| {
-                    Error::Other(format!("run {run}: hparams record is not valid: {e}"))
-                })?;
-            }
+        if let Some(c) = &self.cached {
+            // Like a read: the filters apply, preemption does not (hparams are run facts).
+            return hparams_of(&c.filtered(Kind::Hparams)?);
         }
-        Ok(crate::hparams::table(
-            &sessions.into_iter().collect::<Vec<_>>(),
-        ))
+        hparams_of(&self.batches[Kind::Hparams as usize])
     }
 
     /// The health report: one row per problem found so far.
     pub fn report(&self) -> &[ReportEntry] {
         &self.report
+    }
+
+    /// The report of what this reader's filters select (a cached reader's own report covers
+    /// the whole logdir).
+    pub fn report_entries(&self) -> std::borrow::Cow<'_, [ReportEntry]> {
+        match &self.cached {
+            Some(c) => std::borrow::Cow::Owned(c.report(self)),
+            None => std::borrow::Cow::Borrowed(&self.report),
+        }
     }
 
     /// Absolute path of a file by its dictionary name (for lazy blob reads).
@@ -888,6 +1067,62 @@ impl Reader {
             .find(|f| self.file_names[f.id as usize] == rel)
             .map(|f| f.path.clone())
     }
+}
+
+/// The report line of a read that found no run.
+pub(crate) fn no_runs_entry(root: &Path) -> ReportEntry {
+    ReportEntry {
+        run: String::new(),
+        file: String::new(),
+        severity: Severity::Warning,
+        offset: 0,
+        length: 0,
+        reason: format!(
+            "no event files under {} (a run is a directory holding files named *tfevents*)",
+            root.display()
+        ),
+    }
+}
+
+/// The schema of `kind`'s table when it has no rows.
+pub(crate) fn empty_schema(kind: Kind, provenance: bool) -> Arc<Schema> {
+    let mut empty = Tables::default();
+    let none = |_: i32, _: i32| 0;
+    let dicts = Dicts {
+        runs: &[],
+        tags: &[],
+        files: &[],
+        plugin_of: &none,
+        plugins: &[],
+    };
+    to_batch(&mut empty, kind, &dicts, provenance).schema()
+}
+
+/// The hparams table (one row per run with sessions) from hparams record batches.
+pub(crate) fn hparams_of(batches: &[RecordBatch]) -> Result<RecordBatch> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int32Type;
+    let mut sessions: BTreeMap<String, crate::hparams::Session> = BTreeMap::new();
+    for b in batches {
+        // Dictionaries are compacted per batch: go through the values, not global ids.
+        let runs = b.column(0).as_dictionary::<Int32Type>();
+        let run_values = runs.values().as_string::<i32>();
+        let idx = b
+            .schema()
+            .index_of("plugin_content")
+            .expect("hparams batches carry content");
+        let content = b.column(idx).as_binary::<i64>();
+        for i in 0..b.num_rows() {
+            let run = run_values.value(runs.keys().value(i) as usize);
+            let s = sessions.entry(run.to_string()).or_default();
+            crate::hparams::apply(content.value(i), s).map_err(|e| {
+                Error::Other(format!("run {run}: hparams record is not valid: {e}"))
+            })?;
+        }
+    }
+    Ok(crate::hparams::table(
+        &sessions.into_iter().collect::<Vec<_>>(),
+    ))
 }
 
 fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {

@@ -100,7 +100,8 @@ struct NativeReader {
 impl NativeReader {
     #[new]
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
-                        restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0))]
+                        restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
+                        cache_dir=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
@@ -114,6 +115,7 @@ impl NativeReader {
         max_record_bytes: u64,
         provenance: bool,
         threads: usize,
+        cache_dir: Option<PathBuf>,
     ) -> PyResult<Self> {
         let restarts = match restarts {
             "all" => Restarts::All,
@@ -148,7 +150,11 @@ impl NativeReader {
             threads,
             step_lo: if preempt { step_lo } else { None },
         };
-        let reader = Reader::new(&path, opts).map_err(to_py_err)?;
+        let reader = match cache_dir {
+            Some(dir) => Reader::with_cache(&path, opts, &dir),
+            None => Reader::new(&path, opts),
+        }
+        .map_err(to_py_err)?;
         Ok(NativeReader {
             inner: Arc::new(Mutex::new(reader)),
         })
@@ -224,6 +230,12 @@ impl NativeReader {
         Table::one(r.runs_table())
     }
 
+    /// Per run, the newest mtime of its event files (seconds) as of the last load.
+    fn run_mtimes(&self) -> Table {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Table::one(r.run_mtimes())
+    }
+
     fn run_names(&self) -> Vec<String> {
         self.inner
             .lock()
@@ -234,7 +246,7 @@ impl NativeReader {
     /// The health report: (run, file, severity, offset, length, reason) tuples.
     fn report(&self) -> Vec<(String, String, &'static str, u64, u64, String)> {
         let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.report()
+        r.report_entries()
             .iter()
             .map(|e| {
                 (
@@ -249,6 +261,22 @@ impl NativeReader {
             .collect()
     }
 
+    /// What the cache did on the last load: (dir, status, generation, written, runs dropped,
+    /// warnings), or None without a cache.
+    fn cache_info(&self) -> Option<CacheInfoTuple> {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.cache_info().map(|c| {
+            (
+                c.dir.to_string_lossy().into_owned(),
+                c.status,
+                c.generation,
+                c.written,
+                c.runs_dropped,
+                c.warnings,
+            )
+        })
+    }
+
     /// The absolute path of a file named in `blob_file`/`file` columns.
     fn file_path(&self, rel: &str) -> Option<PathBuf> {
         self.inner
@@ -259,6 +287,16 @@ impl NativeReader {
 }
 
 type Work = Vec<(String, PathBuf, tbscope_core::event_file::Cursor)>;
+
+/// `NativeReader.cache_info()`: (dir, status, generation, written, runs dropped, warnings).
+type CacheInfoTuple = (
+    String,
+    &'static str,
+    Option<String>,
+    bool,
+    usize,
+    Vec<String>,
+);
 
 /// Runs `f` on the reader in a helper thread while this thread waits without the GIL, checking
 /// for signals every 50 ms: Ctrl-C sets the cancel flag and raises KeyboardInterrupt.
@@ -392,6 +430,142 @@ impl Table {
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// Log surgery (`tbscope_core::rewrite`): written into a staging directory, published by
+// `commit_rewrite` once the Python side has verified it (or at once with `commit=True`).
+
+/// `rewrite`'s errors: an occupied output is FileExistsError, everything else as usual.
+fn rewrite_err(e: Error) -> PyErr {
+    match e {
+        Error::Io { source, path } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            pyo3::exceptions::PyFileExistsError::new_err(format!("{path}: {source}"))
+        }
+        e => to_py_err(e),
+    }
+}
+
+/// Runs `f` on a helper thread while this one waits without the GIL; Ctrl-C sets the cancel
+/// flag (the rewrite stops within a few thousand records) and raises KeyboardInterrupt.
+fn detached<T: Send + 'static>(
+    py: Python<'_>,
+    f: impl FnOnce(&AtomicBool) -> tbscope_core::Result<T> + Send + 'static,
+) -> PyResult<T> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("tbscope-rewrite".into())
+        .spawn(move || {
+            let _ = tx.send(f(&flag));
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start a worker thread: {e}")))?;
+    let rx = Mutex::new(rx);
+    loop {
+        match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
+            Ok(res) => return res.map_err(rewrite_err),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    cancel.store(true, Ordering::Relaxed);
+                    // Wait for the worker to remove its staging directory.
+                    let _ = py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_secs(30)));
+                    return Err(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PyOSError::new_err(
+                    "the rewrite thread stopped unexpectedly",
+                ))
+            }
+        }
+    }
+}
+
+/// Rewrites `src` into a staging directory next to `dst` and returns what it did as a dict
+/// (`staging`: where the output is, or None once committed; counts; `files_out`; `problems`
+/// as report tuples). With `commit`, publishes it as `dst` at once.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, runs=None, tags=None, drop_tags=None, drop_steps=None,
+                    preempt=false, merge=true, force=false, commit=false, threads=0))]
+#[allow(clippy::too_many_arguments)]
+fn rewrite<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    runs: Option<String>,
+    tags: Option<String>,
+    drop_tags: Option<String>,
+    drop_steps: Option<(Option<i64>, Option<i64>)>,
+    preempt: bool,
+    merge: bool,
+    force: bool,
+    commit: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use tbscope_core::rewrite as rw;
+    let opts = rw::RewriteOptions {
+        runs: regex(runs, "runs")?,
+        tags: regex(tags, "tags")?,
+        drop_tags: regex(drop_tags, "drop_tags")?,
+        drop_steps,
+        preempt,
+        merge,
+        threads,
+        ..Default::default()
+    };
+    let (stats, staging) = detached(py, move |cancel| {
+        let staging = rw::stage(&src, &dst, force)?;
+        let stats = match rw::write(&src, &staging, &opts, cancel) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&staging);
+                return Err(e);
+            }
+        };
+        if commit {
+            rw::commit(&src, &staging, &dst, force)?;
+            return Ok((stats, None));
+        }
+        Ok((stats, Some(staging)))
+    })?;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("staging", staging)?;
+    d.set_item("runs", stats.runs)?;
+    d.set_item("files_in", stats.files_in)?;
+    d.set_item("files_out", stats.files_out)?;
+    d.set_item("records_in", stats.records_in)?;
+    d.set_item("records_out", stats.records_out)?;
+    d.set_item("records_dropped", stats.records_dropped)?;
+    d.set_item("records_rewritten", stats.records_rewritten)?;
+    d.set_item("values_dropped", stats.values_dropped)?;
+    d.set_item("metadata_moved", stats.metadata_moved)?;
+    d.set_item("bytes_in", stats.bytes_in)?;
+    d.set_item("bytes_out", stats.bytes_out)?;
+    d.set_item("bytes_skipped", stats.bytes_skipped)?;
+    let problems: Vec<_> = stats
+        .problems
+        .into_iter()
+        .map(|e| {
+            (
+                e.run,
+                e.file,
+                e.severity.name(),
+                e.offset,
+                e.length,
+                e.reason,
+            )
+        })
+        .collect();
+    d.set_item("problems", problems)?;
+    Ok(d)
+}
+
+/// Publishes a staging directory from `rewrite(commit=False)` as `dst` (checks run again).
+#[pyfunction]
+#[pyo3(signature = (src, staging, dst, *, force=false))]
+fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> PyResult<()> {
+    tbscope_core::rewrite::commit(&src, &staging, &dst, force).map_err(rewrite_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -399,6 +573,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Table>()?;
     m.add_class::<Stream>()?;
     m.add_class::<writer::EventWriter>()?;
+    m.add_function(wrap_pyfunction!(rewrite, m)?)?;
+    m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add(
         "CorruptRecordError",
         m.py().get_type::<CorruptRecordError>(),

@@ -1,0 +1,282 @@
+"""The incremental cache (issue #4): cold read against warm open, measured in fresh processes.
+
+Two scenarios, each timed in-process after imports, in a fresh interpreter per run (the median
+of --repeat is reported), with a warm page cache:
+
+1. The main corpus (10M scalar events): ``tbscope.scan(logdir, threads=N)`` +
+   ``scalars().to_arrow()`` without a cache ("cold"), with an empty cache directory ("miss": the
+   cold read plus writing the cache) and with the cache written ("warm"). Rows are checked against
+   the generator's formula, like every other tbscope row.
+2. A logdir of 100,000 runs x 100 scalar events (``manyruns.py``): the CLI functions ``tbscope
+   ls LOGDIR --format csv`` and ``tbscope summary LOGDIR --format csv`` called in-process
+   (``tbscope.cli.main.main([...], standalone_mode=False)``, stdout to a file), without and with
+   ``--cache-dir``; warm output must equal cold output byte for byte. The read alone
+   (``scan(...).reload()`` + ``run_info()`` + ``series()``) is timed too, to show how much of a
+   command is reading and how much is the command's own work (building and printing 100,000 rows).
+
+    .venv/bin/python bench/cachebench.py                     # both scenarios, printed as markdown
+    .venv/bin/python bench/run.py --only cache               # the same inside the main report
+    .venv/bin/python bench/cachebench.py --many-runs 2000    # a small many-runs logdir
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchutil import BENCH_DIR, warm_page_cache  # noqa: E402
+
+HERE = Path(__file__).resolve()
+TARGET_OPEN = 5.0  # warm open of the main corpus at least this many times faster than a cold read
+TARGET_CLI = 10.0  # warm ls/summary on 100,000 runs at least this many times faster than cold
+
+
+# --------------------------------------------------------------------------------------------
+# One measurement (runs in a fresh interpreter: `cachebench.py --task JSON OUT`)
+
+
+def _task(task: dict[str, Any]) -> dict[str, Any]:
+    import pandas  # noqa: F401 - every tool's imports come before the clock starts
+    import pyarrow  # noqa: F401
+
+    import tbscope
+    from tbscope.cli import main as cli_main
+
+    kind = task["task"]
+    cache = task.get("cache")
+    if kind == "open":
+        started = time.perf_counter()
+        lg = tbscope.scan(task["logdir"], threads=task["threads"], cache=cache)
+        table = lg.scalars().to_arrow()
+        seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        df = table.to_pandas(split_blocks=True)
+        pandas_seconds = time.perf_counter() - started
+        from worker import frame_digest
+
+        info = lg.cache_info
+        return {
+            "seconds": seconds,
+            "to_pandas_seconds": pandas_seconds,
+            "rows": table.num_rows,
+            "status": info.status if info else "off",
+            "warnings": list(info.warnings) if info else [],
+            "digest": frame_digest(df, "run"),
+        }
+    if kind == "read":
+        started = time.perf_counter()
+        lg = tbscope.scan(task["logdir"], cache=cache)
+        lg.reload()
+        runs = lg.run_info().to_arrow()
+        lg.series().to_arrow()
+        seconds = time.perf_counter() - started
+        info = lg.cache_info
+        return {"seconds": seconds, "runs": runs.num_rows, "status": info.status if info else "off"}
+    if kind == "cli":
+        args = [task["cmd"], task["logdir"], "--format", "csv"] + (["--cache-dir", cache] if cache else [])
+        out_path = task["out"]
+        saved = sys.stdout
+        with open(out_path, "w") as out:
+            sys.stdout = out
+            started = time.perf_counter()
+            try:
+                cli_main.main(args, standalone_mode=False)
+            finally:
+                seconds = time.perf_counter() - started
+                sys.stdout = saved
+        digest = hashlib.sha256(Path(out_path).read_bytes()).hexdigest()
+        return {"seconds": seconds, "output_sha256": digest, "output_bytes": os.path.getsize(out_path)}
+    raise ValueError(f"unknown task {kind!r}")
+
+
+def run_task(task: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
+    """One task in a fresh interpreter; its result dict, or {"error": ...}."""
+    with tempfile.TemporaryDirectory(prefix="tbscope-cachebench-") as tmp:
+        out = Path(tmp) / "result.json"
+        task = {**task, "out": str(Path(tmp) / "stdout.txt")} if task["task"] == "cli" else task
+        proc = subprocess.run([sys.executable, str(HERE), "--task", json.dumps(task), str(out)], capture_output=True, text=True, timeout=timeout)
+        if out.is_file():
+            result: dict[str, Any] = json.loads(out.read_text())
+            return result
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
+
+
+# --------------------------------------------------------------------------------------------
+# The scenarios
+
+
+def _median(runs: list[dict[str, Any]], key: str = "seconds") -> float:
+    return float(statistics.median(r[key] for r in runs))
+
+
+def _series(task: dict[str, Any], repeat: int, log: Callable[[str], None], before: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    runs = []
+    for i in range(repeat):
+        if before is not None:
+            before()
+        r = run_task(task)
+        if "error" in r:
+            raise RuntimeError(f"{task['task']} {task.get('cmd', '')} ({task.get('mode')}): {r['error']}")
+        runs.append(r)
+        log(f"  {task['task']} {task.get('cmd', '')} {task.get('mode')}: run {i + 1}/{repeat}: {r['seconds']:.3f}s")
+    return runs
+
+
+def bench_open(logdir: Path, cache_root: Path, threads: int, repeat: int, expected: dict[str, Any] | None, log: Callable[[str], None]) -> dict[str, Any]:
+    """Scenario 1: cold read, cache miss (read + write) and warm open of one logdir."""
+    cache = cache_root / f".cache-open-{logdir.parent.name}"
+    warm_page_cache(logdir)
+    base = {"task": "open", "logdir": str(logdir), "threads": threads}
+    out: dict[str, Any] = {"logdir": str(logdir), "threads": threads}
+    out["cold"] = _series({**base, "mode": "cold"}, repeat, log)
+    out["miss"] = _series({**base, "mode": "miss", "cache": str(cache)}, repeat, log, before=lambda: shutil.rmtree(cache, ignore_errors=True))
+    out["warm"] = _series({**base, "mode": "warm", "cache": str(cache)}, repeat, log)
+    out["cache_bytes"] = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+    statuses = {r["status"] for r in out["warm"]}
+    checks = []
+    if statuses != {"hit"}:
+        checks.append(f"warm status {sorted(statuses)}")
+    if any(r["warnings"] for mode in ("miss", "warm") for r in out[mode]):
+        checks.append("cache warnings")
+    if expected is not None and any(r["digest"] != expected for mode in ("cold", "miss", "warm") for r in out[mode]):
+        checks.append("rows differ from the generator's")
+    out["check"] = "FAIL (" + "; ".join(checks) + ")" if checks else "PASS"
+    shutil.rmtree(cache, ignore_errors=True)
+    return out
+
+
+def bench_cli(logdir: Path, cache_root: Path, repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """Scenario 2: cold and warm `tbscope ls` / `tbscope summary` (and the read alone)."""
+    cache = cache_root / ".cache-cli-manyruns"
+    shutil.rmtree(cache, ignore_errors=True)
+    warm_page_cache(logdir)
+    log("  writing the cache (untimed)")
+    prep = run_task({"task": "read", "logdir": str(logdir), "cache": str(cache), "mode": "prepare"})
+    if "error" in prep:
+        raise RuntimeError(prep["error"])
+    out: dict[str, Any] = {"logdir": str(logdir), "runs": prep["runs"]}
+    for cmd in ("read", "ls", "summary"):
+        task = {"task": "read"} if cmd == "read" else {"task": "cli", "cmd": cmd}
+        task["logdir"] = str(logdir)
+        cold = _series({**task, "mode": "cold"}, repeat, log)
+        warm = _series({**task, "mode": "warm", "cache": str(cache)}, repeat, log)
+        check = "PASS"
+        if cmd == "read":
+            if {r["status"] for r in warm} != {"hit"}:
+                check = "FAIL (warm read was not a cache hit)"
+        elif {r["output_sha256"] for r in cold + warm} != {cold[0]["output_sha256"]}:
+            check = "FAIL (warm output differs from cold)"
+        out[cmd] = {"cold": cold, "warm": warm, "check": check}
+    out["cache_bytes"] = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+    shutil.rmtree(cache, ignore_errors=True)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def _fmt(s: float) -> str:
+    return f"{s:.3f}" if s < 10 else f"{s:.1f}"
+
+
+def render(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | None, mib: Callable[[float], str]) -> list[str]:
+    lines: list[str] = []
+    if open_result is not None:
+        o = open_result
+        cold, miss, warm = (_median(o[m]) for m in ("cold", "miss", "warm"))
+        lines += [
+            f"Main corpus, `tbscope.scan(logdir, threads={o['threads']}{{, cache=DIR}}).scalars().to_arrow()`, "
+            "timed in a fresh process after imports (median):",
+            "",
+            "| run | time (s) | × cold | then `.to_pandas()` (s) | rows |",
+            "|---|---:|---:|---:|---|",
+            f"| cold (no cache) | {_fmt(cold)} | 1.00× | {_fmt(_median(o['cold'], 'to_pandas_seconds'))} | {o['check']} |",
+            f"| cache miss: cold read + writing the cache | {_fmt(miss)} | {miss / cold:.2f}× | {_fmt(_median(o['miss'], 'to_pandas_seconds'))} | {o['check']} |",
+            f"| warm: opened from the cache | {_fmt(warm)} | {warm / cold:.3f}× ({cold / warm:.0f}× faster) | {_fmt(_median(o['warm'], 'to_pandas_seconds'))} | {o['check']} |",
+            "",
+            f"Cache size: {mib(o['cache_bytes'])}.",
+        ]
+    if cli_result is not None:
+        c = cli_result
+        if lines:
+            lines.append("")
+        lines += [
+            f"{c['runs']:,} runs × 100 scalar events, commands called in-process after imports "
+            "(`tbscope.cli.main.main([...], standalone_mode=False)`, stdout to a file), median:",
+            "",
+            "| command | cold (s) | warm (s) | cold / warm | output |",
+            "|---|---:|---:|---:|---|",
+        ]
+        names = {
+            "read": "the read alone: `scan().reload()`, `run_info()`, `series()`",
+            "ls": "`tbscope ls LOGDIR --format csv`",
+            "summary": "`tbscope summary LOGDIR --format csv`",
+        }
+        for cmd in ("read", "ls", "summary"):
+            r = c[cmd]
+            cold, warm = _median(r["cold"]), _median(r["warm"])
+            lines.append(f"| {names[cmd]} | {_fmt(cold)} | {_fmt(warm)} | {cold / warm:.1f}× | {r['check']} |")
+        lines += ["", f"Cache size: {mib(c['cache_bytes'])}."]
+    return lines
+
+
+def targets(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    rows = []
+    if open_result is not None:
+        ratio = _median(open_result["cold"]) / _median(open_result["warm"])
+        rows.append((f"warm open of the corpus ≥ {TARGET_OPEN:.0f}× faster than a cold read", f"{ratio:.0f}×", "met" if ratio >= TARGET_OPEN else "missed"))
+    if cli_result is not None:
+        for cmd in ("ls", "summary"):
+            r = cli_result[cmd]
+            ratio = _median(r["cold"]) / _median(r["warm"])
+            rows.append((f"warm `tbscope {cmd}` on {cli_result['runs']:,} runs ≥ {TARGET_CLI:.0f}× faster than cold", f"{ratio:.1f}×", "met" if ratio >= TARGET_CLI else "missed"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--task"]:
+        result = _task(json.loads(argv[1]))
+        Path(argv[2]).write_text(json.dumps(result))
+        return 0
+    import corpus
+    import manyruns
+    from benchutil import canonical_digest, human_bytes
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    corpus.add_corpus_args(parser)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)")
+    args = parser.parse_args(argv)
+    spec, _ = corpus.specs_from_args(args)
+    main_corpus = corpus.ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs)
+    table = corpus.expected_table(spec)
+    expected = canonical_digest(table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"], table["steps"], table["values"]).to_json()
+    open_result = bench_open(main_corpus.logdir, args.corpus_root, args.threads, args.repeat, expected, print)
+    cli_result = None
+    if args.many_runs:
+        logdir = manyruns.ensure(manyruns.ManyRunsSpec(runs=args.many_runs), args.corpus_root, args.jobs)
+        cli_result = bench_cli(logdir, args.corpus_root, args.repeat, print)
+    print("\n".join(render(open_result, cli_result, human_bytes)))
+    for a, b, c in targets(open_result, cli_result):
+        print(f"| {a} | {b} | {c} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2329 @@
+//! The incremental cache: a reader's state and rows kept in a directory of their own, so that
+//! opening a logdir again reads only the bytes written since.
+//!
+//! A cache directory holds:
+//!
+//! ```text
+//! CURRENT        the name of the published generation; replaced by an atomic rename
+//! gen-*/         a published generation: `manifest` and `<segment>.<kind>.arrow` files
+//! tmp-*/         a generation being written (named after its host and process)
+//! .lock          flock()ed while a generation is published and old ones are removed
+//! ```
+//!
+//! A generation is immutable. Its rows live in *segments*: one Arrow IPC file per kind per
+//! load that added rows, uncompressed so that opening maps it and reads nothing. A new
+//! generation hard-links the segments it keeps from the one it started from and writes only new
+//! rows, so re-opening a logdir that grew costs the new rows, not the whole cache. The manifest
+//! (our own binary encoding, checksummed) holds everything a reload continues from: per run its
+//! files (device, inode, size, mtime, cursor), tags (kind, first metadata, points, steps), facts
+//! and report lines, plus the *pieces*: which rows of which segment belong to which run, in
+//! output order. Dropping a run (its file was replaced, truncated or deleted) drops its pieces;
+//! rows nobody points at go when the segments are compacted.
+//!
+//! The cache always holds the unfiltered load. A scan's filters are applied to what it returns:
+//! rows are selected through their run and tag dictionaries and step column, and the series and
+//! runs tables are derived from the saved per-tag state (or, with a step range, from the rows).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, DictionaryArray, Int32Array, RecordBatch};
+use arrow_array::{RecordBatchOptions, StringArray};
+use arrow_buffer::Buffer;
+use arrow_schema::{DataType, Schema, SchemaRef};
+use regex::Regex;
+
+use crate::data_compat::{plugin_names, Kind, KindSet};
+use crate::error::{Error, Result};
+use crate::event_file::{Cursor, Options, SeriesMeta, SessionEvent, Severity};
+use crate::load::{
+    empty_schema, rel_name, stat_found, thread_count, FileState, Found, LoadStats, Reader,
+    ReaderOptions, ReportEntry, RunState, TagState,
+};
+use crate::logdir::discover;
+
+/// Bump when the manifest or segment layout changes: older caches are then read again.
+const FORMAT_VERSION: u32 = 1;
+const MAGIC: &[u8; 8] = b"TBSCACHE";
+/// Past this many segments the small ones are merged (see `compact_if_needed`).
+const MAX_SEGMENTS: usize = 8;
+/// A table in more slices than this is compacted whole: every consumer that wants one array
+/// (pandas) concatenates slices, and a slice per run of a large logdir would cost more than the
+/// rewrite. Runs that grow add a slice each (their new rows sit in a newer segment).
+const MAX_SLICES: usize = 4096;
+/// Temporary directories of a process on another host (whose liveness cannot be checked) are
+/// removed once they are this old.
+const STALE_TMP: Duration = Duration::from_secs(24 * 3600);
+
+/// A scan's filters, applied to what the cache returns.
+#[derive(Debug, Clone)]
+pub(crate) struct View {
+    runs: Option<Regex>,
+    tags: Option<Regex>,
+    kinds: KindSet,
+    /// The step range as the native read applies it (with `preempt`, only the upper bound; the
+    /// lower one is applied after preemption by `Reader::table`).
+    step_lo: Option<i64>,
+    step_hi: Option<i64>,
+    provenance: bool,
+}
+
+impl View {
+    fn run_ok(&self, run: &str) -> bool {
+        self.runs.as_ref().is_none_or(|re| re.is_match(run))
+    }
+    fn tag_ok(&self, tag: &str) -> bool {
+        self.tags.as_ref().is_none_or(|re| re.is_match(tag))
+    }
+    fn has_steps(&self) -> bool {
+        self.step_lo.is_some() || self.step_hi.is_some()
+    }
+    fn step_ok(&self, s: i64) -> bool {
+        self.step_lo.is_none_or(|lo| s >= lo) && self.step_hi.is_none_or(|hi| s < hi)
+    }
+}
+
+/// The options of the load the cache holds (everything, unfiltered) and the scan's filters.
+pub(crate) fn split_options(opts: ReaderOptions) -> (ReaderOptions, View) {
+    let view = View {
+        runs: opts.runs.clone(),
+        tags: opts.file.tags.clone(),
+        kinds: opts.file.kinds,
+        step_lo: opts.file.step_lo,
+        step_hi: opts.file.step_hi,
+        provenance: opts.file.provenance,
+    };
+    let base = ReaderOptions {
+        file: Options {
+            verify: opts.file.verify,
+            max_len: opts.file.max_len,
+            provenance: opts.file.provenance,
+            kinds: KindSet::ALL,
+            tags: None,
+            step_lo: None,
+            step_hi: None,
+        },
+        runs: None,
+        // Applied to the view's rows by `table`, as for a reader without a cache.
+        restarts: opts.restarts,
+        threads: opts.threads,
+        step_lo: opts.step_lo,
+    };
+    (base, view)
+}
+
+/// What the cache did on the last load.
+#[derive(Debug, Clone, Default)]
+pub struct CacheInfo {
+    pub dir: PathBuf,
+    /// "unread" (no load yet), "miss" (no usable cache: everything was read from the logdir),
+    /// "hit" (nothing changed since the cache was written) or "updated" (new bytes read, or
+    /// runs read again because their files were replaced, truncated or deleted).
+    pub status: &'static str,
+    /// The generation in use (restored or published).
+    pub generation: Option<String>,
+    /// The last load published a new generation.
+    pub written: bool,
+    /// Runs dropped from the cache on the last load (files replaced, truncated or deleted, or
+    /// the run gone); those still in the logdir were read again.
+    pub runs_dropped: usize,
+    /// Why the cache could not be used or written, one line each (never an error: the data
+    /// then comes from the logdir).
+    pub warnings: Vec<String>,
+}
+
+/// Rows added by one load, one batch per kind.
+struct Segment {
+    name: String,
+    batches: [Option<RecordBatch>; 8],
+    /// A published generation holding this segment's files, to hard-link them from.
+    home: Option<PathBuf>,
+}
+
+/// Rows `start..start + len` of a segment's table, all of one run.
+#[derive(Debug, Clone)]
+struct Piece {
+    seg: usize,
+    start: usize,
+    len: usize,
+    run: Arc<str>,
+}
+
+/// The cache side of a [`Reader`] created with [`Reader::with_cache`].
+pub struct Cached {
+    dir: PathBuf,
+    view: View,
+    segments: Vec<Segment>,
+    /// Per kind, the rows in output order (run name, then load order within a run).
+    pieces: [Vec<Piece>; 8],
+    /// Directory listings as of the last discovery, keyed by path below the root.
+    dirs: HashMap<PathBuf, DirListing>,
+    opened: bool,
+    info: CacheInfo,
+}
+
+impl Cached {
+    pub(crate) fn new(dir: &Path, view: View) -> Cached {
+        Cached {
+            dir: dir.to_path_buf(),
+            view,
+            segments: Vec::new(),
+            pieces: Default::default(),
+            dirs: HashMap::new(),
+            opened: false,
+            info: CacheInfo {
+                dir: dir.to_path_buf(),
+                status: "unread",
+                ..Default::default()
+            },
+        }
+    }
+
+    pub(crate) fn info(&self) -> CacheInfo {
+        self.info.clone()
+    }
+
+    fn warn(&mut self, msg: String) {
+        self.info.warnings.push(msg);
+    }
+}
+
+/// A load through the cache: restore (the first time), drop what changed under us, read what
+/// is new, publish a generation when anything changed.
+pub(crate) fn load(r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
+    let mut c = r.cached.take().expect("a reader with a cache");
+    let out = c.load(r, cancel);
+    r.cached = Some(c);
+    out
+}
+
+impl Cached {
+    fn load(&mut self, r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
+        self.info.written = false;
+        self.info.runs_dropped = 0;
+        let mut rebuilt = false;
+        let t0 = std::time::Instant::now();
+        let mut marks: Vec<(&str, Duration)> = Vec::new();
+        if !self.opened {
+            self.opened = true;
+            clean_tmp(&self.dir);
+            match self.restore(r) {
+                Ok(Restore::Restored) => {}
+                Ok(Restore::Missing) => rebuilt = true,
+                Err(why) => {
+                    let msg = format!(
+                        "cache {} not used ({why}); reading the logdir and rewriting the cache",
+                        self.dir.display()
+                    );
+                    self.warn(msg);
+                    rebuilt = true;
+                }
+            }
+        }
+        marks.push(("restore", t0.elapsed()));
+        // Stats are most of a warm open on a logdir of many runs: spread them over threads.
+        let threads = thread_count(r.opts.threads);
+        let pool = if threads > 1 {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("tbscope-stat-{i}"))
+                .build()
+                .ok()
+        } else {
+            None
+        };
+        let (found, errors, dirs) =
+            discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
+        marks.push(("discover", t0.elapsed()));
+        let found = stat_found_with(found, pool.as_ref());
+        drop(pool);
+        marks.push(("stat", t0.elapsed()));
+        let relisted = dirs.len() != self.dirs.len()
+            || dirs
+                .iter()
+                .any(|(k, v)| self.dirs.get(k).is_none_or(|o| !same_listing(o, v)));
+        self.dirs = dirs;
+        let (stale, untouched) = stale_runs(r, &found);
+        marks.push(("validate", t0.elapsed()));
+        let any_found = !found.is_empty();
+        let found: Found = found
+            .into_iter()
+            .zip(untouched)
+            .filter(|(_, same)| !same)
+            .map(|(f, _)| f)
+            .collect();
+        for run in &stale {
+            r.forget_run(run);
+            for p in self.pieces.iter_mut() {
+                p.retain(|x| &*x.run != run.as_str());
+            }
+        }
+        self.info.runs_dropped = stale.len();
+        let report_len = r.report.len();
+        let work = r.plan_found(found, errors, any_found)?;
+        let changed =
+            rebuilt || !stale.is_empty() || !work.is_empty() || r.report.len() != report_len;
+        marks.push(("plan", t0.elapsed()));
+        let (stats, batches) = r.read(work, cancel)?;
+        if !batches.is_empty() {
+            self.add_segment(batches);
+        }
+        marks.push(("read", t0.elapsed()));
+        self.info.status = if rebuilt {
+            "miss"
+        } else if changed {
+            "updated"
+        } else {
+            "hit"
+        };
+        // A listing that changed without changing the data (a directory settled, an entry
+        // that is not an event file) is still worth keeping: the next open skips listing it.
+        if changed || relisted {
+            if let Err(e) = self.compact_if_needed() {
+                self.warn(format!("cache segments could not be compacted: {e}"));
+            }
+            match self.publish(r) {
+                Ok(generation) => {
+                    self.info.generation = Some(generation);
+                    self.info.written = true;
+                }
+                Err(e) => {
+                    let msg = format!(
+                        "cache {} not written ({e}); the next scan reads the logdir again",
+                        self.dir.display()
+                    );
+                    self.warn(msg);
+                }
+            }
+            marks.push(("publish", t0.elapsed()));
+        }
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            let mut last = Duration::ZERO;
+            let parts: Vec<String> = marks
+                .iter()
+                .map(|(what, at)| {
+                    let d = *at - last;
+                    last = *at;
+                    format!("{what} {d:?}")
+                })
+                .collect();
+            eprintln!("tbscope cache {}: {}", self.info.status, parts.join(", "));
+        }
+        Ok(stats)
+    }
+
+    /// Adds one load's batches as a segment; its rows are in run order, each run contiguous.
+    fn add_segment(&mut self, batches: Vec<(Kind, RecordBatch)>) {
+        let seg = self.segments.len();
+        let mut s = Segment {
+            name: unique_name("s"),
+            batches: Default::default(),
+            home: None,
+        };
+        for (kind, b) in batches {
+            let mut fresh = run_pieces(seg, &b);
+            // Stable: a run's earlier rows (older segments) stay first.
+            fresh.sort_by(|a, b| a.run.cmp(&b.run));
+            let old = std::mem::take(&mut self.pieces[kind as usize]);
+            self.pieces[kind as usize] = merge_pieces(old, fresh);
+            s.batches[kind as usize] = Some(b);
+        }
+        self.segments.push(s);
+    }
+
+    /// The rows of `kind` in output order, as slices of the segments (no copies).
+    fn served(&self, kind: Kind) -> Vec<RecordBatch> {
+        let mut out = Vec::new();
+        let mut cur: Option<(usize, usize, usize)> = None;
+        let flush = |c: Option<(usize, usize, usize)>, out: &mut Vec<RecordBatch>| {
+            if let Some((seg, start, len)) = c {
+                let b = self.segments[seg].batches[kind as usize]
+                    .as_ref()
+                    .expect("pieces point at batches");
+                out.push(if start == 0 && len == b.num_rows() {
+                    b.clone()
+                } else {
+                    b.slice(start, len)
+                });
+            }
+        };
+        for p in &self.pieces[kind as usize] {
+            match cur {
+                Some((s, st, l)) if s == p.seg && st + l == p.start => {
+                    cur = Some((s, st, l + p.len));
+                }
+                _ => {
+                    flush(cur, &mut out);
+                    cur = Some((p.seg, p.start, p.len));
+                }
+            }
+        }
+        flush(cur, &mut out);
+        out
+    }
+
+    /// Keeps the segment count bounded without rewriting the bulk of the cache on every open
+    /// of a growing logdir: past MAX_SEGMENTS, the small segments (all but the largest) are
+    /// merged into one; everything is merged into one when they have grown to half the largest,
+    /// when a quarter of the rows belong to dropped runs, or when a table has become more than
+    /// MAX_SLICES slices.
+    fn compact_if_needed(&mut self) -> Result<()> {
+        let mut live = 0usize;
+        let mut slices = 0usize;
+        for k in Kind::ALL {
+            live += self.pieces[k as usize].iter().map(|p| p.len).sum::<usize>();
+            slices = slices.max(self.served(k).len());
+        }
+        let rows: Vec<usize> = self
+            .segments
+            .iter()
+            .map(|s| s.batches.iter().flatten().map(|b| b.num_rows()).sum())
+            .collect();
+        let total: usize = rows.iter().sum();
+        let used: HashSet<usize> = self.pieces.iter().flatten().map(|p| p.seg).collect();
+        if used.len() < self.segments.len() {
+            // Forget segments no piece points at.
+            self.keep_segments(&used);
+            return self.compact_if_needed();
+        }
+        let full = slices > MAX_SLICES || (total - live) * 4 > live.max(1);
+        if !full && self.segments.len() <= MAX_SEGMENTS {
+            return Ok(());
+        }
+        let largest = (0..rows.len()).max_by_key(|&i| rows[i]).unwrap_or(0);
+        let big = rows.get(largest).copied().unwrap_or(0);
+        let merge: HashSet<usize> = if full || (total - big) * 2 > big {
+            (0..self.segments.len()).collect()
+        } else {
+            (0..self.segments.len()).filter(|&i| i != largest).collect()
+        };
+        self.merge_segments(&merge)
+    }
+
+    /// Replaces the segments in `merge` by one holding their live rows, in output order.
+    fn merge_segments(&mut self, merge: &HashSet<usize>) -> Result<()> {
+        let new_seg = self.segments.len();
+        let mut merged = Segment {
+            name: unique_name("s"),
+            batches: Default::default(),
+            home: None,
+        };
+        for k in Kind::ALL {
+            let mut parts = Vec::new();
+            let mut at = 0;
+            for p in self.pieces[k as usize].iter_mut() {
+                if !merge.contains(&p.seg) {
+                    continue;
+                }
+                let b = self.segments[p.seg].batches[k as usize]
+                    .as_ref()
+                    .expect("pieces point at batches");
+                parts.push(b.slice(p.start, p.len));
+                *p = Piece {
+                    seg: new_seg,
+                    start: at,
+                    len: p.len,
+                    run: p.run.clone(),
+                };
+                at += p.len;
+            }
+            if !parts.is_empty() {
+                merged.batches[k as usize] = Some(concat_compact(&parts)?);
+            }
+        }
+        self.segments.push(merged);
+        let used: HashSet<usize> = self.pieces.iter().flatten().map(|p| p.seg).collect();
+        self.keep_segments(&used);
+        Ok(())
+    }
+
+    fn keep_segments(&mut self, used: &HashSet<usize>) {
+        let mut new_index = vec![usize::MAX; self.segments.len()];
+        let mut kept = Vec::new();
+        for (i, s) in std::mem::take(&mut self.segments).into_iter().enumerate() {
+            if used.contains(&i) {
+                new_index[i] = kept.len();
+                kept.push(s);
+            }
+        }
+        self.segments = kept;
+        for p in self.pieces.iter_mut().flatten() {
+            p.seg = new_index[p.seg];
+        }
+    }
+}
+
+/// Maximal row ranges of one run in a batch (its run column is a dictionary).
+fn run_pieces(seg: usize, b: &RecordBatch) -> Vec<Piece> {
+    let runs = b.column(0).as_dictionary::<Int32Type>();
+    let names = runs.values().as_string::<i32>();
+    let names: Vec<Arc<str>> = (0..names.len())
+        .map(|i| Arc::from(names.value(i)))
+        .collect();
+    let keys = runs.keys().values();
+    let mut out: Vec<Piece> = Vec::new();
+    let mut start = 0;
+    for i in 1..=keys.len() {
+        if i == keys.len() || keys[i] != keys[start] {
+            out.push(Piece {
+                seg,
+                start,
+                len: i - start,
+                run: names[keys[start] as usize].clone(),
+            });
+            start = i;
+        }
+    }
+    out
+}
+
+/// Merges two run-ordered piece lists; for one run, `old` comes first.
+fn merge_pieces(old: Vec<Piece>, fresh: Vec<Piece>) -> Vec<Piece> {
+    let mut out = Vec::with_capacity(old.len() + fresh.len());
+    let mut a = old.into_iter().peekable();
+    let mut b = fresh.into_iter().peekable();
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => {
+                if x.run <= y.run {
+                    out.push(a.next().unwrap());
+                } else {
+                    out.push(b.next().unwrap());
+                }
+            }
+            (Some(_), None) => out.push(a.next().unwrap()),
+            (None, Some(_)) => out.push(b.next().unwrap()),
+            (None, None) => break,
+        }
+    }
+    out
+}
+
+/// Runs whose cached rows cannot be continued: gone from the logdir, or with a file that was
+/// deleted, replaced (another inode), truncated, or that grew while a later file exists (its
+/// new rows would come after rows they precede); also runs with a new file sorting before one
+/// already read. Everything else is continued from the saved cursors, as a reload does.
+///
+/// Also says, per entry of `found`, whether the run is untouched (every file as it was): the
+/// plan can skip those, which is most of a warm open of a logdir of many runs.
+fn stale_runs(r: &Reader, found: &Found) -> (Vec<String>, Vec<bool>) {
+    let mut stale = Vec::new();
+    let mut untouched = vec![false; found.len()];
+    // Both in run-name order.
+    let mut found_iter = found.iter().enumerate().peekable();
+    for (run, state) in &r.runs {
+        while found_iter.next_if(|(_, (f, _))| f < run).is_some() {}
+        let Some((i, (_, files))) = found_iter.next_if(|(_, (f, _))| f == run) else {
+            stale.push(run.clone());
+            continue;
+        };
+        match run_change(state, files) {
+            Change::None => untouched[i] = true,
+            Change::Appended => {}
+            Change::Stale => stale.push(run.clone()),
+        }
+    }
+    (stale, untouched)
+}
+
+enum Change {
+    None,
+    /// New bytes or new files that continue the run in order.
+    Appended,
+    Stale,
+}
+
+fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Change {
+    let last = state.files.keys().next_back();
+    // Both in path order: every cached file must still be there.
+    let mut found_paths = files.iter().map(|(p, _)| p).peekable();
+    for p in state.files.keys() {
+        while found_paths.next_if(|f| *f < p).is_some() {}
+        if found_paths.next_if(|f| *f == p).is_none() {
+            return Change::Stale;
+        }
+    }
+    let mut change = Change::None;
+    for (path, meta) in files {
+        match (state.files.get(path), meta) {
+            (None, _) => {
+                if last.is_some_and(|l| path < l) {
+                    return Change::Stale;
+                }
+                change = Change::Appended;
+            }
+            (Some(_), None) => return Change::Stale,
+            (Some(f), Some(m)) => {
+                let grew = m.len() != f.size;
+                if (m.dev(), m.ino()) != (f.dev, f.ino)
+                    || m.len() < f.size
+                    || (grew && Some(path) != last)
+                {
+                    return Change::Stale;
+                }
+                if grew || f.failed || m.modified().ok() != f.mtime {
+                    change = Change::Appended;
+                }
+            }
+        }
+    }
+    change
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scan's view of the cached load
+
+impl Cached {
+    /// `kind`'s rows that the view selects, before restart handling.
+    pub(crate) fn filtered(&self, kind: Kind) -> Result<Vec<RecordBatch>> {
+        if !self.view.kinds.contains(kind) {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for b in self.served(kind) {
+            if let Some(b) = self.select(&b)? {
+                out.push(b);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn table(&self, r: &Reader, kind: Kind) -> Result<Vec<RecordBatch>> {
+        let batches = self.filtered(kind)?;
+        if r.opts.restarts == crate::load::Restarts::All && r.opts.step_lo.is_none() {
+            return Ok(batches);
+        }
+        crate::restarts::apply(
+            &batches,
+            r.opts.restarts == crate::load::Restarts::Preempt,
+            r.opts.step_lo,
+        )
+    }
+
+    pub(crate) fn schema(&self, kind: Kind) -> SchemaRef {
+        let first = self
+            .segments
+            .iter()
+            .find_map(|s| s.batches[kind as usize].as_ref());
+        match first {
+            Some(b) => self.project(b.schema().as_ref()).0,
+            None => empty_schema(kind, self.view.provenance),
+        }
+    }
+
+    /// The schema without the provenance columns when the cache has them and the view does not
+    /// want them, with the indices of the columns kept.
+    fn project(&self, schema: &Schema) -> (SchemaRef, Option<Vec<usize>>) {
+        if self.view.provenance || schema.index_of("offset").is_err() {
+            return (Arc::new(schema.clone()), None);
+        }
+        let keep: Vec<usize> = (0..schema.fields().len())
+            .filter(|&i| !matches!(schema.field(i).name().as_str(), "file" | "offset"))
+            .collect();
+        (
+            Arc::new(schema.project(&keep).expect("indices are in range")),
+            Some(keep),
+        )
+    }
+
+    /// The rows of one batch the view selects: run and tag through their dictionaries, then
+    /// the step range. Filtered batches get compacted dictionaries, as a filtered read has.
+    fn select(&self, b: &RecordBatch) -> Result<Option<RecordBatch>> {
+        let v = &self.view;
+        let mut mask: Option<Vec<bool>> = None;
+        for (col, re) in [(0, &v.runs), (1, &v.tags)] {
+            let Some(re) = re else { continue };
+            let dict = b.column(col).as_dictionary::<Int32Type>();
+            let values = dict.values().as_string::<i32>();
+            let ok: Vec<bool> = (0..values.len())
+                .map(|i| re.is_match(values.value(i)))
+                .collect();
+            if ok.iter().all(|&x| x) {
+                continue;
+            }
+            let keys = dict.keys().values();
+            match &mut mask {
+                None => mask = Some(keys.iter().map(|&k| ok[k as usize]).collect()),
+                Some(m) => {
+                    for (x, &k) in m.iter_mut().zip(keys.iter()) {
+                        *x &= ok[k as usize];
+                    }
+                }
+            }
+        }
+        if v.has_steps() {
+            let steps = b.column(2).as_primitive::<Int64Type>().values();
+            match &mut mask {
+                None => mask = Some(steps.iter().map(|&s| v.step_ok(s)).collect()),
+                Some(m) => {
+                    for (x, &s) in m.iter_mut().zip(steps.iter()) {
+                        *x &= v.step_ok(s);
+                    }
+                }
+            }
+        }
+        let b = match mask {
+            Some(m) if !m.iter().all(|&x| x) => {
+                if !m.iter().any(|&x| x) {
+                    return Ok(None);
+                }
+                let f = arrow_select::filter::filter_record_batch(b, &BooleanArray::from(m))
+                    .map_err(|e| Error::Other(format!("filtering cached rows failed: {e}")))?;
+                compact_dicts(&f)?
+            }
+            _ => b.clone(),
+        };
+        let (schema, keep) = self.project(b.schema().as_ref());
+        Ok(Some(match keep {
+            None => b,
+            Some(keep) => {
+                let cols = keep.iter().map(|&i| b.column(i).clone()).collect();
+                RecordBatch::try_new(schema, cols)
+                    .map_err(|e| Error::Other(format!("projecting cached rows failed: {e}")))?
+            }
+        }))
+    }
+
+    pub(crate) fn run_names(&self, r: &Reader) -> Vec<String> {
+        r.runs
+            .keys()
+            .filter(|n| self.view.run_ok(n))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn report(&self, r: &Reader) -> Vec<ReportEntry> {
+        // Lines about a file or directory outside any run (discovery) stay, as in a filtered
+        // read; lines of runs the view leaves out go.
+        let mut out: Vec<ReportEntry> = r
+            .report
+            .iter()
+            .filter(|e| e.run.is_empty() || e.file.is_empty() || self.view.run_ok(&e.run))
+            .cloned()
+            .collect();
+        // A read whose runs filter matches nothing says so, when it has nothing else to say.
+        if out.is_empty() && !r.runs.keys().any(|n| self.view.run_ok(n)) {
+            out.push(crate::load::no_runs_entry(&r.root));
+        }
+        out
+    }
+
+    pub(crate) fn series(&self, r: &Reader) -> RecordBatch {
+        let v = &self.view;
+        if !v.has_steps() {
+            return r.series_with(&|run, tag, ts, k| {
+                (v.run_ok(run) && v.tag_ok(tag) && v.kinds.contains(k)).then_some((
+                    ts.points,
+                    ts.first_step,
+                    ts.last_step,
+                ))
+            });
+        }
+        let stats = self.step_stats();
+        r.series_with(&|run, tag, _, k| {
+            if !(v.run_ok(run) && v.tag_ok(tag) && v.kinds.contains(k)) {
+                return None;
+            }
+            stats
+                .get(&(run.to_string(), tag.to_string(), k))
+                .map(|s| (s.points, s.first, s.last))
+        })
+    }
+
+    pub(crate) fn runs_table(&self, r: &Reader) -> RecordBatch {
+        let v = &self.view;
+        if !v.has_steps() {
+            return r.runs_table_with(&|run, s| {
+                if !v.run_ok(run) {
+                    return None;
+                }
+                let mut counts = [0i64; 8];
+                for (t, ts) in &s.tags {
+                    if let Some(k) = ts.kind {
+                        if v.tag_ok(t) && v.kinds.contains(k) {
+                            counts[k as usize] += ts.points as i64;
+                        }
+                    }
+                }
+                Some((s.max_step, counts))
+            });
+        }
+        // With a step range, a read counts only points in range and dates the run by the
+        // summaries in range (of any tag): derive both from the rows.
+        let stats = self.step_stats();
+        let mut per_run: HashMap<&str, (Option<i64>, [i64; 8])> = HashMap::new();
+        for ((run, tag, k), s) in &stats {
+            let Some(state) = r.runs.get(run) else {
+                continue;
+            };
+            let ts = state.tags.get(tag.as_str());
+            let e = per_run.entry(run.as_str()).or_insert((None, [0; 8]));
+            if !event_blob(tag, ts, *k) {
+                e.0 = Some(e.0.map_or(s.last, |m: i64| m.max(s.last)));
+            }
+            if v.tag_ok(tag) && v.kinds.contains(*k) && ts.and_then(|t| t.kind) == Some(*k) {
+                e.1[*k as usize] += s.points as i64;
+            }
+        }
+        r.runs_table_with(&|run, _| {
+            if !v.run_ok(run) {
+                return None;
+            }
+            Some(per_run.get(run).copied().unwrap_or((None, [0; 8])))
+        })
+    }
+
+    /// Points and step range per (run, tag, table) within the view's runs and step range (all
+    /// tags and kinds: the runs table needs the others too).
+    fn step_stats(&self) -> HashMap<(String, String, Kind), StepStats> {
+        let v = &self.view;
+        let mut out: HashMap<(String, String, Kind), StepStats> = HashMap::new();
+        for k in Kind::ALL {
+            for b in self.served(k) {
+                let runs = b.column(0).as_dictionary::<Int32Type>();
+                let tags = b.column(1).as_dictionary::<Int32Type>();
+                let run_names = runs.values().as_string::<i32>();
+                let tag_names = tags.values().as_string::<i32>();
+                let run_ok: Vec<bool> = (0..run_names.len())
+                    .map(|i| v.run_ok(run_names.value(i)))
+                    .collect();
+                let steps = b.column(2).as_primitive::<Int64Type>().values();
+                let mut local: HashMap<(i32, i32), StepStats> = HashMap::new();
+                for ((&r, &t), &s) in runs
+                    .keys()
+                    .values()
+                    .iter()
+                    .zip(tags.keys().values().iter())
+                    .zip(steps.iter())
+                {
+                    if !run_ok[r as usize] || !v.step_ok(s) {
+                        continue;
+                    }
+                    local.entry((r, t)).or_default().add(s);
+                }
+                for ((r, t), s) in local {
+                    let key = (
+                        run_names.value(r as usize).to_string(),
+                        tag_names.value(t as usize).to_string(),
+                        k,
+                    );
+                    out.entry(key).or_default().merge(&s);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct StepStats {
+    points: u64,
+    first: i64,
+    last: i64,
+}
+
+impl Default for StepStats {
+    fn default() -> Self {
+        StepStats {
+            points: 0,
+            first: i64::MAX,
+            last: i64::MIN,
+        }
+    }
+}
+
+impl StepStats {
+    fn add(&mut self, s: i64) {
+        self.points += 1;
+        self.first = self.first.min(s);
+        self.last = self.last.max(s);
+    }
+    fn merge(&mut self, o: &StepStats) {
+        self.points += o.points;
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+    }
+}
+
+/// Blob rows that come from an Event's graph fields rather than a summary: those do not date a
+/// run's max step.
+fn event_blob(tag: &str, ts: Option<&TagState>, k: Kind) -> bool {
+    k == Kind::Blobs
+        && (tag == "__run_graph__"
+            || tag == "__meta_graph__"
+            || ts
+                .and_then(|t| t.meta.as_ref())
+                .is_some_and(|m| m.plugin_name == plugin_names::GRAPH_TAGGED_RUN_METADATA))
+}
+
+fn is_string_dict(t: &DataType) -> bool {
+    matches!(t, DataType::Dictionary(k, v) if **k == DataType::Int32 && **v == DataType::Utf8)
+}
+
+/// Drops dictionary values no row uses (a filtered read's dictionaries hold only its values).
+fn compact_dicts(b: &RecordBatch) -> Result<RecordBatch> {
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(b.num_columns());
+    for (i, f) in b.schema().fields().iter().enumerate() {
+        let col = b.column(i);
+        if !is_string_dict(f.data_type()) || col.null_count() > 0 {
+            cols.push(col.clone());
+            continue;
+        }
+        let dict = col.as_dictionary::<Int32Type>();
+        let values = dict.values().as_string::<i32>();
+        let mut remap = vec![-1i32; values.len()];
+        for &k in dict.keys().values().iter() {
+            remap[k as usize] = 0;
+        }
+        let mut used = Vec::new();
+        for (j, r) in remap.iter_mut().enumerate() {
+            if *r == 0 {
+                *r = used.len() as i32;
+                used.push(values.value(j));
+            }
+        }
+        if used.len() == values.len() {
+            cols.push(col.clone());
+            continue;
+        }
+        let keys: Int32Array = dict
+            .keys()
+            .values()
+            .iter()
+            .map(|&k| remap[k as usize])
+            .collect();
+        let values = Arc::new(StringArray::from_iter_values(used));
+        cols.push(Arc::new(
+            DictionaryArray::<Int32Type>::try_new(keys, values)
+                .map_err(|e| Error::Other(format!("compacting a dictionary failed: {e}")))?,
+        ));
+    }
+    RecordBatch::try_new_with_options(
+        b.schema(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )
+    .map_err(|e| Error::Other(format!("compacting dictionaries failed: {e}")))
+}
+
+/// One batch from several of the same schema; string dictionaries are merged (values in order
+/// of first use), other columns concatenated.
+fn concat_compact(parts: &[RecordBatch]) -> Result<RecordBatch> {
+    if parts.len() == 1 {
+        return compact_dicts(&parts[0]);
+    }
+    let schema = parts[0].schema();
+    let err =
+        |e: arrow_schema::ArrowError| Error::Other(format!("compacting the cache failed: {e}"));
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for (i, f) in schema.fields().iter().enumerate() {
+        let arrays: Vec<&dyn Array> = parts.iter().map(|b| b.column(i).as_ref()).collect();
+        if !is_string_dict(f.data_type()) || arrays.iter().any(|a| a.null_count() > 0) {
+            cols.push(arrow_select::concat::concat(&arrays).map_err(err)?);
+            continue;
+        }
+        let mut index: HashMap<&str, i32> = HashMap::new();
+        let mut values: Vec<&str> = Vec::new();
+        let mut keys: Vec<i32> = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
+        for a in &arrays {
+            let d = a.as_dictionary::<Int32Type>();
+            let v = d.values().as_string::<i32>();
+            let mut map = vec![-1i32; v.len()];
+            for &k in d.keys().values().iter() {
+                let m = &mut map[k as usize];
+                if *m < 0 {
+                    let s = v.value(k as usize);
+                    *m = *index.entry(s).or_insert_with(|| {
+                        values.push(s);
+                        values.len() as i32 - 1
+                    });
+                }
+                keys.push(*m);
+            }
+        }
+        let values = Arc::new(StringArray::from_iter_values(values));
+        cols.push(Arc::new(
+            DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values).map_err(err)?,
+        ));
+    }
+    RecordBatch::try_new(schema, cols).map_err(err)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generations on disk
+
+enum Restore {
+    Restored,
+    /// No cache yet, or one that cannot serve this scan: read everything.
+    Missing,
+}
+
+fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}{now:016x}-{:x}-{n:x}", std::process::id())
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
+    // truncates, and we stop at the first NUL either way.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "host".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    // Only characters that are safe in a file name and cannot be confused with the separator.
+    String::from_utf8_lossy(&buf[..end])
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+fn valid_generation(name: &str) -> bool {
+    name.starts_with("gen-")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Test hook: `TBSCOPE_CACHE_TEST_STALL=<phase>:<seconds>` sleeps at `written` (a generation
+/// complete in its temporary directory) or `renamed` (renamed, not yet current), so tests can
+/// kill a writer or race two of them at a known point.
+fn stall(phase: &str) {
+    if let Ok(v) = std::env::var("TBSCOPE_CACHE_TEST_STALL") {
+        if let Some((p, secs)) = v.split_once(':') {
+            if p == phase {
+                if let Ok(s) = secs.parse::<f64>() {
+                    std::thread::sleep(Duration::from_secs_f64(s.max(0.0)));
+                }
+            }
+        }
+    }
+}
+
+/// Removes temporary directories left by processes that died while writing (this host's, by
+/// process id; others' once a day old). A live writer's directory is never touched.
+fn clean_tmp(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let host = hostname();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_prefix("tmp-") else {
+            continue;
+        };
+        let mut parts = rest.splitn(3, '-');
+        let (h, pid) = (parts.next(), parts.next());
+        let dead = match (h, pid.and_then(|p| p.parse::<i32>().ok())) {
+            (Some(h), Some(pid)) if h == host => {
+                // SAFETY: kill with signal 0 only checks whether the process exists.
+                let rc = unsafe { libc::kill(pid, 0) };
+                rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            }
+            _ => e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE_TMP),
+        };
+        if dead {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// An exclusive flock on `<dir>/.lock`, released on drop (and by the kernel if we die).
+struct Lock(File);
+
+impl Lock {
+    fn take(dir: &Path) -> std::io::Result<Lock> {
+        use std::os::fd::AsRawFd;
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".lock"))?;
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(Lock(f));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking a descriptor we own; closing it would release it anyway.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn segment_file(seg: &str, kind: Kind) -> String {
+    format!("{seg}.{}.arrow", kind.name())
+}
+
+impl Cached {
+    /// Writes a generation into a temporary directory, then makes it current: a rename of the
+    /// directory and an atomic replacement of CURRENT, under the lock. Readers see the old
+    /// generation or the new one, never a part of one.
+    fn publish(&mut self, r: &Reader) -> std::result::Result<String, String> {
+        let io = |what: &str, p: &Path, e: std::io::Error| format!("{what} {}: {e}", p.display());
+        fs::create_dir_all(&self.dir).map_err(|e| io("cannot create", &self.dir, e))?;
+        // tmp-<host>-<pid>-<nonce>: the host (no dashes in it) and the process tell a later
+        // run whether the writer is dead (see clean_tmp).
+        let tmp = self.dir.join(format!(
+            "tmp-{}-{}-{}",
+            hostname(),
+            std::process::id(),
+            unique_name("").replace('-', "")
+        ));
+        fs::create_dir(&tmp).map_err(|e| io("cannot create", &tmp, e))?;
+        let result = self.write_into(r, &tmp);
+        if let Err(e) = result {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        stall("written");
+        let generation = unique_name("gen-");
+        let gdir = self.dir.join(&generation);
+        let published = (|| {
+            let _lock = Lock::take(&self.dir).map_err(|e| io("cannot lock", &self.dir, e))?;
+            let previous = fs::read_to_string(self.dir.join("CURRENT"))
+                .ok()
+                .map(|s| s.trim().to_string());
+            fs::rename(&tmp, &gdir).map_err(|e| io("cannot rename", &tmp, e))?;
+            stall("renamed");
+            let pointer = self.dir.join(format!("CURRENT.{}", unique_name("tmp-")));
+            let written = (|| {
+                let mut f = File::create(&pointer)?;
+                f.write_all(format!("{generation}\n").as_bytes())?;
+                f.sync_all()?;
+                fs::rename(&pointer, self.dir.join("CURRENT"))?;
+                sync_dir(&self.dir)
+            })();
+            if let Err(e) = written {
+                let _ = fs::remove_file(&pointer);
+                let _ = fs::remove_dir_all(&gdir);
+                return Err(io("cannot publish in", &self.dir, e));
+            }
+            // Older generations go, except the one that was current until now: a reader may
+            // have just read its name and not opened it yet.
+            if let Ok(entries) = fs::read_dir(&self.dir) {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name.starts_with("gen-")
+                        && name != generation
+                        && previous.as_deref() != Some(name.as_str())
+                    {
+                        let _ = fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = published {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        for s in &mut self.segments {
+            s.home = Some(gdir.clone());
+        }
+        Ok(generation)
+    }
+
+    fn write_into(&self, r: &Reader, tmp: &Path) -> std::result::Result<(), String> {
+        let mut sizes: Vec<[u64; 8]> = Vec::with_capacity(self.segments.len());
+        for s in &self.segments {
+            let mut rows = [0u64; 8];
+            for k in Kind::ALL {
+                let Some(b) = &s.batches[k as usize] else {
+                    continue;
+                };
+                rows[k as usize] = b.num_rows() as u64;
+                let name = segment_file(&s.name, k);
+                let dest = tmp.join(&name);
+                let linked = s
+                    .home
+                    .as_ref()
+                    .is_some_and(|h| fs::hard_link(h.join(&name), &dest).is_ok());
+                if !linked {
+                    write_ipc(&dest, b)
+                        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+                }
+            }
+            sizes.push(rows);
+        }
+        let manifest = encode_manifest(r, &self.segments, &sizes, &self.pieces, &self.dirs)?;
+        let path = tmp.join("manifest");
+        (|| {
+            let mut f = File::create_new(&path)?;
+            f.write_all(&manifest)?;
+            f.sync_all()?;
+            sync_dir(tmp)
+        })()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// Restores the reader from the current generation.
+    fn restore(&mut self, r: &mut Reader) -> std::result::Result<Restore, String> {
+        for attempt in 0..2 {
+            let current = match fs::read_to_string(self.dir.join("CURRENT")) {
+                Ok(s) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Restore::Missing),
+                Err(e) => return Err(format!("cannot read CURRENT: {e}")),
+            };
+            let generation = current.trim();
+            if !valid_generation(generation) {
+                return Err("CURRENT does not name a generation".into());
+            }
+            let gdir = self.dir.join(generation);
+            match self.restore_from(r, &gdir) {
+                // Removed between reading CURRENT and opening it (two newer generations were
+                // published meanwhile): read CURRENT again.
+                Err(RestoreError::Gone) if attempt == 0 => continue,
+                Err(RestoreError::Gone) => return Err(format!("generation {generation} vanished")),
+                Err(RestoreError::Bad(why)) => return Err(why),
+                Ok(Restore::Restored) => {
+                    self.info.generation = Some(generation.to_string());
+                    return Ok(Restore::Restored);
+                }
+                Ok(other) => return Ok(other),
+            }
+        }
+        Ok(Restore::Missing)
+    }
+
+    fn restore_from(
+        &mut self,
+        r: &mut Reader,
+        gdir: &Path,
+    ) -> std::result::Result<Restore, RestoreError> {
+        let t0 = std::time::Instant::now();
+        let bytes = fs::read(gdir.join("manifest")).map_err(RestoreError::io)?;
+        let bad = |e: String| RestoreError::Bad(format!("manifest: {e}"));
+        let (h, body) = decode_header(&bytes).map_err(bad)?;
+        if h.tbscope != env!("CARGO_PKG_VERSION") {
+            return Err(RestoreError::Bad(format!(
+                "written by tbscope {}, this is {}",
+                h.tbscope,
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        let root = fs::canonicalize(&r.root).map_err(|e| RestoreError::Bad(e.to_string()))?;
+        if h.root != root.as_os_str().as_bytes() {
+            return Err(RestoreError::Bad(format!(
+                "it belongs to {}",
+                String::from_utf8_lossy(&h.root)
+            )));
+        }
+        let o = &r.opts.file;
+        if h.verify != o.verify || h.max_len != o.max_len {
+            return Err(RestoreError::Bad(format!(
+                "written with verify={} max_record_bytes={}, this scan uses verify={} max_record_bytes={}",
+                h.verify, h.max_len, o.verify, o.max_len
+            )));
+        }
+        if self.view.provenance && !h.provenance {
+            // Not a problem, just a cache without the columns asked for: build one with them.
+            return Ok(Restore::Missing);
+        }
+        let t_read = t0.elapsed();
+        let m = decode_body(body, &r.root).map_err(bad)?;
+        let t_decode = t0.elapsed();
+        let mut segments = Vec::with_capacity(m.segments.len());
+        for (name, rows) in &m.segments {
+            let mut s = Segment {
+                name: name.clone(),
+                batches: Default::default(),
+                home: Some(gdir.to_path_buf()),
+            };
+            for k in Kind::ALL {
+                if rows[k as usize] == 0 {
+                    continue;
+                }
+                let b = read_ipc(&gdir.join(segment_file(name, k)))?;
+                if b.num_rows() as u64 != rows[k as usize] {
+                    return Err(RestoreError::Bad(format!(
+                        "segment {name} has {} {} rows, the manifest says {}",
+                        b.num_rows(),
+                        k.name(),
+                        rows[k as usize]
+                    )));
+                }
+                s.batches[k as usize] = Some(b);
+            }
+            segments.push(s);
+        }
+        for (k, pieces) in m.pieces.iter().enumerate() {
+            for p in pieces {
+                let rows = segments[p.seg].batches[k]
+                    .as_ref()
+                    .map_or(0, |b| b.num_rows());
+                if p.start.checked_add(p.len).is_none_or(|end| end > rows) {
+                    return Err(RestoreError::Bad("a piece points past its segment".into()));
+                }
+            }
+        }
+        let t_segments = t0.elapsed();
+        // Everything checked: take it.
+        r.opts.file.provenance = h.provenance;
+        r.runs = m.runs;
+        r.run_names = m.run_names;
+        r.file_names = m.file_names;
+        r.report = m.report;
+        self.segments = segments;
+        self.pieces = m.pieces;
+        self.dirs = m.dirs;
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope cache restore: read {t_read:?}, decode {:?}, segments {:?}",
+                t_decode - t_read,
+                t_segments - t_decode,
+            );
+        }
+        Ok(Restore::Restored)
+    }
+}
+
+/// Two listings that say the same (the reader's state need not be written again for them).
+fn same_listing(a: &DirListing, b: &DirListing) -> bool {
+    (a.dev, a.ino, a.mtime, a.unsure, a.has_files) == (b.dev, b.ino, b.mtime, b.unsure, b.has_files)
+        && a.subdirs == b.subdirs
+        && a.odd == b.odd
+}
+
+enum RestoreError {
+    /// A file of the generation is missing: it was removed as we read it.
+    Gone,
+    Bad(String),
+}
+
+impl RestoreError {
+    fn io(e: std::io::Error) -> RestoreError {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            RestoreError::Gone
+        } else {
+            RestoreError::Bad(e.to_string())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arrow IPC files, mapped
+
+fn write_ipc(path: &Path, b: &RecordBatch) -> std::result::Result<(), String> {
+    let f = File::create_new(path).map_err(|e| e.to_string())?;
+    let mut w =
+        arrow_ipc::writer::FileWriter::try_new(BufWriter::with_capacity(1 << 20, f), &b.schema())
+            .map_err(|e| e.to_string())?;
+    w.write(b).map_err(|e| e.to_string())?;
+    w.finish().map_err(|e| e.to_string())?;
+    let f = w
+        .into_inner()
+        .map_err(|e| e.to_string())?
+        .into_inner()
+        .map_err(|e| e.to_string())?;
+    f.sync_all().map_err(|e| e.to_string())
+}
+
+/// A read-only private mapping of a whole file, unmapped when the last buffer using it goes.
+///
+/// Cache files are never modified in place (a generation is written once and only ever
+/// removed), so the mapping cannot shrink under us the way an event file being truncated
+/// would; removing the file leaves an existing mapping intact.
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and lives until drop; nothing mutates it.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+impl std::panic::RefUnwindSafe for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+fn map_file(f: &File, len: usize) -> std::io::Result<Mapping> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a fresh read-only private mapping of an open file; checked for failure below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Mapping {
+        ptr: NonNull::new(p.cast()).expect("mmap does not return null on success"),
+        len,
+    })
+}
+
+/// The one record batch of an IPC file, its buffers pointing into a mapping of the file.
+fn read_ipc(path: &Path) -> std::result::Result<RecordBatch, RestoreError> {
+    let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
+    let f = File::open(path).map_err(RestoreError::io)?;
+    let len = f.metadata().map_err(RestoreError::io)?.len() as usize;
+    if len < 16 {
+        return Err(bad("too short for an Arrow file".into()));
+    }
+    let map = map_file(&f, len).map_err(|e| bad(e.to_string()))?;
+    let ptr = map.ptr;
+    // SAFETY: the mapping is `len` readable bytes and is kept alive by the buffer's owner.
+    let buf = unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) };
+    let trailer: [u8; 10] = buf[len - 10..].try_into().expect("10 bytes");
+    let footer_len =
+        arrow_ipc::reader::read_footer_length(trailer).map_err(|e| bad(e.to_string()))?;
+    if footer_len + 10 > len {
+        return Err(bad("footer runs past the start".into()));
+    }
+    let footer = arrow_ipc::root_as_footer(&buf[len - 10 - footer_len..len - 10])
+        .map_err(|e| bad(e.to_string()))?;
+    let schema = footer
+        .schema()
+        .ok_or_else(|| bad("no schema".into()))
+        .and_then(|s| arrow_ipc::convert::try_fb_to_schema(s).map_err(|e| bad(e.to_string())))?;
+    let mut decoder = arrow_ipc::reader::FileDecoder::new(Arc::new(schema), footer.version());
+    let block_data = |b: &arrow_ipc::Block| -> std::result::Result<Buffer, RestoreError> {
+        let start = b.offset() as usize;
+        let n = b.metaDataLength() as usize + b.bodyLength() as usize;
+        if b.offset() < 0 || start.checked_add(n).is_none_or(|end| end > len) {
+            return Err(bad("a block runs past the end".into()));
+        }
+        Ok(buf.slice_with_length(start, n))
+    };
+    for block in footer.dictionaries().iter().flatten() {
+        let data = block_data(block)?;
+        decoder
+            .read_dictionary(block, &data)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    let batches = footer
+        .recordBatches()
+        .ok_or_else(|| bad("no record batch".into()))?;
+    if batches.len() != 1 {
+        return Err(bad(format!("{} record batches, expected 1", batches.len())));
+    }
+    let block = batches.get(0);
+    let data = block_data(block)?;
+    decoder
+        .read_record_batch(block, &data)
+        .map_err(|e| bad(e.to_string()))?
+        .ok_or_else(|| bad("empty record batch message".into()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The manifest: a small binary encoding (varints, length-prefixed bytes) with a CRC-32C, read in
+// one pass. Repeated strings (tag names, metadata, file versions) are stored once; file paths as
+// names within their run's directory. A logdir of 100,000 small runs has a manifest of ~20 MB.
+
+#[derive(Default)]
+struct Enc(Vec<u8>);
+
+impl Enc {
+    fn u(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn i(&mut self, v: i64) {
+        self.u(((v << 1) ^ (v >> 63)) as u64);
+    }
+    fn f(&mut self, v: f64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn b(&mut self, v: &[u8]) {
+        self.u(v.len() as u64);
+        self.0.extend_from_slice(v);
+    }
+    fn s(&mut self, v: &str) {
+        self.b(v.as_bytes());
+    }
+    fn flag(&mut self, v: bool) {
+        self.u(v as u64);
+    }
+    fn opt_f(&mut self, v: Option<f64>) {
+        self.flag(v.is_some());
+        if let Some(v) = v {
+            self.f(v);
+        }
+    }
+    /// `v` after the bytes it shares with `prev` (sorted names share long prefixes).
+    fn prefixed(&mut self, prev: &[u8], v: &[u8]) {
+        let shared = prev.iter().zip(v).take_while(|(a, b)| a == b).count();
+        self.u(shared as u64);
+        self.b(&v[shared..]);
+    }
+}
+
+struct Dec<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+type DResult<T> = std::result::Result<T, String>;
+
+impl<'a> Dec<'a> {
+    fn u(&mut self) -> DResult<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.buf.get(self.pos).ok_or("ends early")?;
+            self.pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+        }
+        Err("bad varint".into())
+    }
+    /// A count or length: never more than the bytes left, so a damaged one cannot make us
+    /// allocate much.
+    fn n(&mut self) -> DResult<usize> {
+        let v = self.u()?;
+        if v > (self.buf.len() - self.pos) as u64 {
+            return Err("count past the end".into());
+        }
+        Ok(v as usize)
+    }
+    fn i(&mut self) -> DResult<i64> {
+        let v = self.u()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+    fn f(&mut self) -> DResult<f64> {
+        let b = self.buf.get(self.pos..self.pos + 8).ok_or("ends early")?;
+        self.pos += 8;
+        Ok(f64::from_le_bytes(b.try_into().unwrap()))
+    }
+    fn b(&mut self) -> DResult<&'a [u8]> {
+        let n = self.n()?;
+        let b = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(b)
+    }
+    fn s(&mut self) -> DResult<String> {
+        String::from_utf8(self.b()?.to_vec()).map_err(|_| "bad UTF-8".to_string())
+    }
+    fn flag(&mut self) -> DResult<bool> {
+        Ok(self.u()? != 0)
+    }
+    fn opt_f(&mut self) -> DResult<Option<f64>> {
+        Ok(if self.flag()? { Some(self.f()?) } else { None })
+    }
+    /// Replaces `buf` (the previous value) by the next one, which shares a prefix with it.
+    fn prefixed_into(&mut self, buf: &mut Vec<u8>) -> DResult<()> {
+        let shared = self.u()? as usize;
+        if shared > buf.len() {
+            return Err("bad shared prefix".into());
+        }
+        buf.truncate(shared);
+        buf.extend_from_slice(self.b()?);
+        Ok(())
+    }
+    /// An index into a table of `len` entries.
+    fn index(&mut self, len: usize) -> DResult<usize> {
+        let i = self.u()? as usize;
+        if i >= len {
+            return Err("index out of range".into());
+        }
+        Ok(i)
+    }
+}
+
+fn severity_code(s: Severity) -> u64 {
+    match s {
+        Severity::Corrupt => 0,
+        Severity::Warning => 1,
+        Severity::Truncated => 2,
+        Severity::Error => 3,
+        Severity::Info => 4,
+    }
+}
+
+fn severity_of(c: u64) -> DResult<Severity> {
+    Ok(match c {
+        0 => Severity::Corrupt,
+        1 => Severity::Warning,
+        2 => Severity::Truncated,
+        3 => Severity::Error,
+        4 => Severity::Info,
+        _ => return Err("bad severity".into()),
+    })
+}
+
+/// Seconds and nanoseconds since the epoch, for times before it too.
+fn time_parts(t: SystemTime) -> (i64, u64) {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, u64::from(d.subsec_nanos())),
+        Err(e) => {
+            let d = e.duration();
+            let (s, n) = (d.as_secs() as i64, u64::from(d.subsec_nanos()));
+            if n == 0 {
+                (-s, 0)
+            } else {
+                (-s - 1, 1_000_000_000 - n)
+            }
+        }
+    }
+}
+
+fn time_of(secs: i64, nanos: u64) -> SystemTime {
+    let base = if secs >= 0 {
+        UNIX_EPOCH + Duration::from_secs(secs as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+    };
+    base + Duration::from_nanos(nanos)
+}
+
+/// The directory of a run: the root for ".", else the run name below it.
+fn run_dir(root: &Path, run: &str) -> PathBuf {
+    if run == "." {
+        root.to_path_buf()
+    } else {
+        root.join(run)
+    }
+}
+
+/// A string table: each distinct string once, referenced by index.
+#[derive(Default)]
+struct Strings<'a> {
+    index: HashMap<&'a str, u64>,
+    list: Vec<&'a str>,
+}
+
+impl<'a> Strings<'a> {
+    fn id(&mut self, s: &'a str) -> u64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u64;
+        self.index.insert(s, i);
+        self.list.push(s);
+        i
+    }
+}
+
+type MetaKey<'a> = (&'a str, &'a [u8], &'a str, &'a str, i32);
+
+fn encode_manifest(
+    r: &Reader,
+    segments: &[Segment],
+    rows: &[[u64; 8]],
+    pieces: &[Vec<Piece>; 8],
+    dirs: &HashMap<PathBuf, DirListing>,
+) -> std::result::Result<Vec<u8>, String> {
+    let mut e = Enc::default();
+    e.0.extend_from_slice(MAGIC);
+    e.0.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    e.s(env!("CARGO_PKG_VERSION"));
+    let root = fs::canonicalize(&r.root).map_err(|err| format!("{}: {err}", r.root.display()))?;
+    e.b(root.as_os_str().as_bytes());
+    e.flag(r.opts.file.verify);
+    e.u(r.opts.file.max_len);
+    e.flag(r.opts.file.provenance);
+    e.u(segments.len() as u64);
+    for (s, rows) in segments.iter().zip(rows) {
+        e.s(&s.name);
+        for &n in rows {
+            e.u(n);
+        }
+    }
+    // Tables of repeated strings and metadata, then runs referring to them.
+    let mut strings = Strings::default();
+    let mut metas: HashMap<MetaKey<'_>, u64> = HashMap::new();
+    let mut meta_list: Vec<&SeriesMeta> = Vec::new();
+    for st in r.runs.values() {
+        for (t, ts) in &st.tags {
+            strings.id(t);
+            if let Some(m) = &ts.meta {
+                let key = (
+                    m.plugin_name.as_str(),
+                    m.plugin_content.as_slice(),
+                    m.display_name.as_str(),
+                    m.description.as_str(),
+                    m.data_class,
+                );
+                if let std::collections::hash_map::Entry::Vacant(slot) = metas.entry(key) {
+                    slot.insert(meta_list.len() as u64);
+                    meta_list.push(m);
+                }
+            }
+        }
+        for f in st.files.values() {
+            for v in [&f.file_version, &f.writer].into_iter().flatten() {
+                strings.id(v);
+            }
+        }
+    }
+    e.u(strings.list.len() as u64);
+    for s in &strings.list {
+        e.s(s);
+    }
+    e.u(meta_list.len() as u64);
+    for m in &meta_list {
+        e.s(&m.plugin_name);
+        e.b(&m.plugin_content);
+        e.s(&m.display_name);
+        e.s(&m.description);
+        e.i(i64::from(m.data_class));
+    }
+    let root_is_file = r.root.is_file();
+    let mut run_index: HashMap<&str, u64> = HashMap::with_capacity(r.runs.len());
+    e.u(r.runs.len() as u64);
+    let mut prev: &[u8] = b"";
+    for (name, st) in &r.runs {
+        run_index.insert(name.as_str(), run_index.len() as u64);
+        e.prefixed(prev, name.as_bytes());
+        prev = name.as_bytes();
+        e.opt_f(st.first_wall);
+        e.opt_f(st.last_wall);
+        e.flag(st.max_step.is_some());
+        e.i(st.max_step.unwrap_or(0));
+        e.u(st.corrupt);
+        e.u(st.sessions.len() as u64);
+        for s in &st.sessions {
+            e.i(s.step);
+            e.f(s.wall);
+            e.i(i64::from(s.status));
+            e.u(s.offset);
+        }
+        let dir = run_dir(&r.root, name);
+        e.u(st.files.len() as u64);
+        for f in st.files.values() {
+            let path = &f.path;
+            if root_is_file {
+                e.u(2);
+            } else if path.parent() == Some(dir.as_path()) {
+                e.u(1);
+                e.b(path.file_name().unwrap_or_default().as_bytes());
+            } else {
+                e.u(0);
+                e.b(path
+                    .strip_prefix(&r.root)
+                    .map_err(|_| format!("{} is outside the logdir", path.display()))?
+                    .as_os_str()
+                    .as_bytes());
+            }
+            let display = &r.file_names[f.id as usize];
+            let usual = *display == rel_name(&r.root, root_is_file, path);
+            e.flag(!usual);
+            if !usual {
+                e.s(display);
+            }
+            e.u(f.dev);
+            e.u(f.ino);
+            e.u(f.cursor.offset);
+            e.u(f.size);
+            e.flag(f.mtime.is_some());
+            let (secs, nanos) = f.mtime.map_or((0, 0), time_parts);
+            e.i(secs);
+            e.u(nanos);
+            e.u(f.records);
+            e.u(f.tail);
+            for v in [&f.file_version, &f.writer] {
+                e.u(v.as_deref().map_or(0, |s| strings.id(s) + 1));
+            }
+            e.flag(f.failed);
+        }
+        e.u(st.tag_order.len() as u64);
+        for t in &st.tag_order {
+            let ts = &st.tags[t];
+            e.u(strings.id(t));
+            e.u(ts.kind.map_or(0, |k| k as u64 + 1));
+            let meta = ts.meta.as_ref().map_or(0, |m| {
+                let key = (
+                    m.plugin_name.as_str(),
+                    m.plugin_content.as_slice(),
+                    m.display_name.as_str(),
+                    m.description.as_str(),
+                    m.data_class,
+                );
+                metas[&key] + 1
+            });
+            e.u(meta);
+            e.u(ts.points);
+            e.i(ts.first_step);
+            e.i(ts.last_step);
+        }
+    }
+    for kind in pieces {
+        e.u(kind.len() as u64);
+        for p in kind {
+            e.u(p.seg as u64);
+            e.u(p.start as u64);
+            e.u(p.len as u64);
+            let run = run_index
+                .get(&*p.run)
+                .ok_or_else(|| format!("rows of run {} without its state", p.run))?;
+            e.u(*run);
+        }
+    }
+    e.u(r.report.len() as u64);
+    for x in &r.report {
+        e.s(&x.run);
+        e.s(&x.file);
+        e.u(severity_code(x.severity));
+        e.u(x.offset);
+        e.u(x.length);
+        e.s(&x.reason);
+    }
+    let mut dir_list: Vec<(&PathBuf, &DirListing)> = dirs.iter().collect();
+    dir_list.sort_by(|a, b| a.0.cmp(b.0));
+    e.u(dir_list.len() as u64);
+    let mut prev: &[u8] = b"";
+    for (rel, d) in dir_list {
+        let bytes = rel.as_os_str().as_bytes();
+        e.prefixed(prev, bytes);
+        prev = bytes;
+        e.u(d.dev);
+        e.u(d.ino);
+        e.i(d.mtime.0);
+        e.u(d.mtime.1);
+        e.flag(d.unsure);
+        e.flag(d.has_files);
+        for names in [&d.subdirs, &d.odd] {
+            e.u(names.len() as u64);
+            for n in names {
+                e.b(n.as_bytes());
+            }
+        }
+    }
+    let crc = crc32c::crc32c(&e.0);
+    e.0.extend_from_slice(&crc.to_le_bytes());
+    Ok(e.0)
+}
+
+/// The options a cache was written with.
+struct Header {
+    tbscope: String,
+    root: Vec<u8>,
+    verify: bool,
+    max_len: u64,
+    provenance: bool,
+}
+
+/// A decoded manifest, with file paths rebuilt below the reader's root.
+struct Manifest {
+    segments: Vec<(String, [u64; 8])>,
+    runs: BTreeMap<String, RunState>,
+    run_names: Vec<String>,
+    file_names: Vec<String>,
+    pieces: [Vec<Piece>; 8],
+    report: Vec<ReportEntry>,
+    dirs: HashMap<PathBuf, DirListing>,
+}
+
+/// Checks magic, checksum and format version; returns the header and where the body starts.
+fn decode_header(buf: &[u8]) -> DResult<(Header, Dec<'_>)> {
+    if buf.len() < MAGIC.len() + 8 || &buf[..MAGIC.len()] != MAGIC {
+        return Err("not a tbscope cache manifest".into());
+    }
+    let (body, crc) = buf.split_at(buf.len() - 4);
+    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
+        return Err("checksum mismatch (damaged)".into());
+    }
+    let version = u32::from_le_bytes(body[8..12].try_into().unwrap());
+    if version != FORMAT_VERSION {
+        return Err(format!(
+            "cache format {version}, this tbscope reads format {FORMAT_VERSION}"
+        ));
+    }
+    let mut d = Dec { buf: body, pos: 12 };
+    let h = Header {
+        tbscope: d.s()?,
+        root: d.b()?.to_vec(),
+        verify: d.flag()?,
+        max_len: d.u()?,
+        provenance: d.flag()?,
+    };
+    Ok((h, d))
+}
+
+fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
+    let root_is_file = root.is_file();
+    let nseg = d.n()?;
+    let mut segments = Vec::with_capacity(nseg);
+    for _ in 0..nseg {
+        let name = d.s()?;
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err("bad segment name".into());
+        }
+        let mut rows = [0u64; 8];
+        for r in rows.iter_mut() {
+            *r = d.u()?;
+        }
+        segments.push((name, rows));
+    }
+    let nstr = d.n()?;
+    let mut strings: Vec<Arc<str>> = Vec::with_capacity(nstr);
+    for _ in 0..nstr {
+        strings.push(Arc::from(d.s()?.as_str()));
+    }
+    let nmeta = d.n()?;
+    let mut metas: Vec<Arc<SeriesMeta>> = Vec::with_capacity(nmeta);
+    for _ in 0..nmeta {
+        metas.push(Arc::new(SeriesMeta {
+            plugin_name: d.s()?,
+            plugin_content: d.b()?.to_vec(),
+            display_name: d.s()?,
+            description: d.s()?,
+            data_class: d.i()? as i32,
+        }));
+    }
+    let nruns = d.n()?;
+    let mut runs = BTreeMap::new();
+    let mut run_names = Vec::with_capacity(nruns);
+    let mut run_arcs: Vec<Arc<str>> = Vec::with_capacity(nruns);
+    let mut file_names = Vec::with_capacity(nruns);
+    let mut prev: Vec<u8> = Vec::new();
+    for _ in 0..nruns {
+        d.prefixed_into(&mut prev)?;
+        let name = std::str::from_utf8(&prev)
+            .map_err(|_| "bad UTF-8".to_string())?
+            .to_string();
+        let first_wall = d.opt_f()?;
+        let last_wall = d.opt_f()?;
+        let has_max = d.flag()?;
+        let max = d.i()?;
+        let corrupt = d.u()?;
+        let ns = d.n()?;
+        let mut sessions = Vec::with_capacity(ns);
+        for _ in 0..ns {
+            sessions.push(SessionEvent {
+                step: d.i()?,
+                wall: d.f()?,
+                status: d.i()? as i32,
+                offset: d.u()?,
+            });
+        }
+        let dir = run_dir(root, &name);
+        let nf = d.n()?;
+        let mut files = crate::load::FileMap::with_capacity(nf);
+        for _ in 0..nf {
+            let path = match d.u()? {
+                2 => root.to_path_buf(),
+                1 => dir.join(std::ffi::OsStr::from_bytes(d.b()?)),
+                0 => root.join(std::ffi::OsStr::from_bytes(d.b()?)),
+                _ => return Err("bad file path".into()),
+            };
+            let display = if d.flag()? {
+                d.s()?
+            } else {
+                rel_name(root, root_is_file, &path)
+            };
+            let dev = d.u()?;
+            let ino = d.u()?;
+            let cursor = Cursor { offset: d.u()? };
+            let size = d.u()?;
+            let has_mtime = d.flag()?;
+            let secs = d.i()?;
+            let nanos = d.u()?;
+            let records = d.u()?;
+            let tail = d.u()?;
+            let mut opt: [Option<Arc<str>>; 2] = [None, None];
+            for v in opt.iter_mut() {
+                let i = d.index(strings.len() + 1)?;
+                if i > 0 {
+                    *v = Some(strings[i - 1].clone());
+                }
+            }
+            let failed = d.flag()?;
+            let [file_version, writer] = opt;
+            let id = file_names.len() as i32;
+            file_names.push(display);
+            files.insert(FileState {
+                path,
+                id,
+                cursor,
+                size,
+                mtime: has_mtime.then(|| time_of(secs, nanos)),
+                dev,
+                ino,
+                records,
+                tail,
+                file_version,
+                writer,
+                failed,
+            });
+        }
+        let nt = d.n()?;
+        let mut tags = HashMap::with_capacity(nt);
+        let mut tag_order = Vec::with_capacity(nt);
+        for _ in 0..nt {
+            let t = strings[d.index(strings.len())?].clone();
+            let kind = match d.u()? {
+                0 => None,
+                k => Some(*Kind::ALL.get(k as usize - 1).ok_or("bad kind")?),
+            };
+            let meta = match d.index(metas.len() + 1)? {
+                0 => None,
+                i => Some(metas[i - 1].clone()),
+            };
+            let ts = TagState {
+                kind,
+                meta,
+                points: d.u()?,
+                first_step: d.i()?,
+                last_step: d.i()?,
+            };
+            tags.insert(t.clone(), ts);
+            tag_order.push(t);
+        }
+        run_arcs.push(Arc::from(name.as_str()));
+        let state = RunState {
+            id: run_names.len() as i32,
+            files,
+            tags,
+            tag_order,
+            first_wall,
+            last_wall,
+            max_step: has_max.then_some(max),
+            sessions,
+            corrupt,
+        };
+        run_names.push(name.clone());
+        runs.insert(name, state);
+    }
+    let mut pieces: [Vec<Piece>; 8] = Default::default();
+    for kind in pieces.iter_mut() {
+        let n = d.n()?;
+        kind.reserve(n);
+        for _ in 0..n {
+            let seg = d.index(segments.len())?;
+            let start = d.u()? as usize;
+            let len = d.u()? as usize;
+            let run = run_arcs[d.index(run_arcs.len())?].clone();
+            kind.push(Piece {
+                seg,
+                start,
+                len,
+                run,
+            });
+        }
+    }
+    let nrep = d.n()?;
+    let mut report = Vec::with_capacity(nrep);
+    for _ in 0..nrep {
+        report.push(ReportEntry {
+            run: d.s()?,
+            file: d.s()?,
+            severity: severity_of(d.u()?)?,
+            offset: d.u()?,
+            length: d.u()?,
+            reason: d.s()?,
+        });
+    }
+    let ndirs = d.n()?;
+    let mut dirs = HashMap::with_capacity(ndirs);
+    let mut prev: Vec<u8> = Vec::new();
+    for _ in 0..ndirs {
+        d.prefixed_into(&mut prev)?;
+        let rel = prev.clone();
+        let mut listing = DirListing {
+            dev: d.u()?,
+            ino: d.u()?,
+            mtime: (d.i()?, d.u()?),
+            unsure: d.flag()?,
+            has_files: d.flag()?,
+            subdirs: Vec::new(),
+            odd: Vec::new(),
+        };
+        for names in [&mut listing.subdirs, &mut listing.odd] {
+            let n = d.n()?;
+            names.reserve(n);
+            for _ in 0..n {
+                names.push(std::ffi::OsStr::from_bytes(d.b()?).to_os_string());
+            }
+        }
+        dirs.insert(PathBuf::from(std::ffi::OsString::from_vec(rel)), listing);
+    }
+    if d.pos != d.buf.len() {
+        return Err("trailing bytes".into());
+    }
+    Ok(Manifest {
+        segments,
+        runs,
+        run_names,
+        file_names,
+        pieces,
+        report,
+        dirs,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery that lists only directories that changed
+
+/// What a directory held when it was last listed. A directory's mtime moves whenever an entry
+/// is added, removed or renamed in it, so while (device, inode, mtime) stay the same its listing
+/// does too and only a stat is needed; the event files themselves are still stat'ed every time
+/// (appending to a file does not touch its directory).
+#[derive(Debug, Clone)]
+pub(crate) struct DirListing {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, u64),
+    /// Listed within a few seconds of its last change (a change in the same clock tick would
+    /// not move the mtime), or holding symlinks (their targets change without the directory
+    /// knowing): list it again next time.
+    unsure: bool,
+    /// It holds event files: the files of the run named after it, as the reader has them.
+    has_files: bool,
+    subdirs: Vec<std::ffi::OsString>,
+    /// Entries named like event files that are not regular files (reported, not read).
+    odd: Vec<std::ffi::OsString>,
+}
+
+/// A directory listed this long after its mtime is taken as settled.
+const SETTLED: Duration = Duration::from_secs(2);
+const ODD: &str = "named like an event file but not a regular file; skipped";
+
+type Discovery = (
+    crate::logdir::Discovered,
+    Vec<(PathBuf, std::io::Error)>,
+    HashMap<PathBuf, DirListing>,
+);
+
+/// TensorBoard's run discovery (as `logdir::discover`, unfiltered), reusing the listings of
+/// directories that did not change since `prev` was taken.
+fn discover_with(
+    r: &Reader,
+    prev: &HashMap<PathBuf, DirListing>,
+    pool: Option<&rayon::ThreadPool>,
+) -> std::io::Result<Discovery> {
+    let root = &r.root;
+    if fs::metadata(root)?.is_file() {
+        let (found, errors) = discover(root, None)?;
+        return Ok((found, errors, HashMap::new()));
+    }
+    // Every known directory's stat up front, in parallel: most of them will only need that.
+    let known: Vec<&PathBuf> = prev.keys().collect();
+    let stat = |rel: &&PathBuf| ((*rel).clone(), fs::metadata(root.join(rel)));
+    let stats: HashMap<PathBuf, std::io::Result<fs::Metadata>> = match pool {
+        Some(p) => {
+            use rayon::prelude::*;
+            p.install(|| known.par_iter().with_min_len(256).map(stat).collect())
+        }
+        None => known.iter().map(stat).collect(),
+    };
+    let mut w = Walk {
+        root,
+        prev,
+        stats,
+        runs: &r.runs,
+        found: Default::default(),
+        errors: Vec::new(),
+        next: HashMap::with_capacity(prev.len()),
+        seen: HashSet::new(),
+    };
+    w.walk(PathBuf::new());
+    Ok((w.found, w.errors, w.next))
+}
+
+struct Walk<'a> {
+    root: &'a Path,
+    prev: &'a HashMap<PathBuf, DirListing>,
+    stats: HashMap<PathBuf, std::io::Result<fs::Metadata>>,
+    runs: &'a std::collections::BTreeMap<String, RunState>,
+    found: crate::logdir::Discovered,
+    errors: Vec<(PathBuf, std::io::Error)>,
+    next: HashMap<PathBuf, DirListing>,
+    seen: HashSet<(u64, u64)>,
+}
+
+impl Walk<'_> {
+    fn walk(&mut self, rel: PathBuf) {
+        let dir = if rel.as_os_str().is_empty() {
+            self.root.to_path_buf()
+        } else {
+            self.root.join(&rel)
+        };
+        // Symlinks are followed (as TensorBoard does); a directory seen twice is a cycle.
+        let meta = match self.stats.remove(&rel) {
+            Some(m) => m,
+            None => fs::metadata(&dir),
+        };
+        let meta = match meta {
+            Ok(m) => m,
+            Err(e) => {
+                self.errors.push((dir, e));
+                return;
+            }
+        };
+        if !self.seen.insert((meta.dev(), meta.ino())) {
+            return;
+        }
+        let mtime = meta.modified().map_or((0, 0), time_parts);
+        let name = rel_run_name(&rel);
+        let same = self.prev.get(&rel).filter(|l| {
+            !l.unsure
+                && (l.dev, l.ino, l.mtime) == (meta.dev(), meta.ino(), mtime)
+                && (!l.has_files || self.runs.get(&name).is_some_and(|s| !s.files.is_empty()))
+        });
+        let (listing, files) = match same {
+            Some(l) => {
+                let files: Vec<PathBuf> = if l.has_files {
+                    self.runs[&name].files.keys().cloned().collect()
+                } else {
+                    Vec::new()
+                };
+                (l.clone(), files)
+            }
+            None => match self.list(&dir, &meta, mtime) {
+                Some(x) => x,
+                None => return,
+            },
+        };
+        for odd in &listing.odd {
+            self.errors
+                .push((dir.join(odd), std::io::Error::other(ODD)));
+        }
+        if !files.is_empty() {
+            self.found.insert(name, files);
+        }
+        let subs: Vec<PathBuf> = listing.subdirs.iter().map(|s| rel.join(s)).collect();
+        self.next.insert(rel, listing);
+        for sub in subs {
+            self.walk(sub);
+        }
+    }
+
+    /// Lists `dir` as `logdir::walk` does; None when it cannot be listed (reported).
+    fn list(
+        &mut self,
+        dir: &Path,
+        meta: &fs::Metadata,
+        mtime: (i64, u64),
+    ) -> Option<(DirListing, Vec<PathBuf>)> {
+        let listed_at = SystemTime::now();
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                self.errors.push((dir.to_path_buf(), e));
+                return None;
+            }
+        };
+        let mut files = Vec::new();
+        let mut subdirs = Vec::new();
+        let mut odd = Vec::new();
+        let mut links = false;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(ft) = entry.file_type() else { continue };
+            links |= ft.is_symlink();
+            let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
+            if is_dir {
+                subdirs.push(entry.file_name());
+            } else if crate::logdir::is_event_file_name(&entry.file_name().to_string_lossy()) {
+                // Only regular files (or links to them); a dangling link is kept: reading it
+                // fails and is reported against the file.
+                let dangling = ft.is_symlink() && fs::metadata(&path).is_err();
+                if ft.is_file() || path.is_file() || dangling {
+                    files.push(path);
+                } else {
+                    odd.push(entry.file_name());
+                }
+            }
+        }
+        files.sort();
+        subdirs.sort();
+        odd.sort();
+        let settled = meta
+            .modified()
+            .ok()
+            .and_then(|m| listed_at.duration_since(m).ok())
+            .is_some_and(|age| age >= SETTLED);
+        let listing = DirListing {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime,
+            unsure: links || !settled,
+            has_files: !files.is_empty(),
+            subdirs,
+            odd,
+        };
+        Some((listing, files))
+    }
+}
+
+/// A run's name from its directory below the root ("." for the root), as `logdir` names it.
+fn rel_run_name(rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        return ".".into();
+    }
+    // Built by joining names: already in normal form.
+    if let Some(s) = rel.to_str() {
+        return s.to_string();
+    }
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Stats the discovered event files, in parallel when a pool is given.
+fn stat_found_with(found: crate::logdir::Discovered, pool: Option<&rayon::ThreadPool>) -> Found {
+    let Some(p) = pool else {
+        return stat_found(found);
+    };
+    use rayon::prelude::*;
+    let flat: Vec<&PathBuf> = found.values().flatten().collect();
+    let mut metas = p
+        .install(|| {
+            flat.par_iter()
+                .with_min_len(256)
+                .map(|f| fs::metadata(f).ok())
+                .collect::<Vec<_>>()
+        })
+        .into_iter();
+    found
+        .into_iter()
+        .map(|(run, files)| {
+            let files = files
+                .into_iter()
+                .map(|f| (f, metas.next().expect("one stat per file")))
+                .collect();
+            (run, files)
+        })
+        .collect()
+}

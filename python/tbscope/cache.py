@@ -1,0 +1,114 @@
+"""Where :func:`tbscope.scan`'s incremental cache lives, and what it did (see ``docs/cache.md``).
+
+``scan(path, cache=True)`` keeps the scan's state and rows in a cache directory so that opening
+the logdir again reads only the bytes written since. The directory is, in order:
+
+- ``cache="some/dir"``: that directory (the only way to put a cache inside a logdir);
+- ``cache=True``: ``$TBSCOPE_CACHE_DIR/<name>-<hash>``, else ``$XDG_CACHE_HOME/tbscope/...``,
+  else ``~/.cache/tbscope/...``, where ``<hash>`` is a hash of the logdir's resolved path.
+
+The native reader writes and validates the cache; problems with it are logged as warnings on
+the ``tbscope.cache`` logger and the data then comes from the logdir: a cache never raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Union
+
+__all__ = ["CacheInfo", "Cache", "cache_dir", "clear", "default_root", "resolve"]
+
+log = logging.getLogger("tbscope.cache")
+
+#: Where caches go (one subdirectory per logdir) when ``cache=True``.
+ROOT_ENV = "TBSCOPE_CACHE_DIR"
+#: The CLI reads through the cache by default when this is ``1`` (``--no-cache`` overrides it).
+CLI_ENV = "TBSCOPE_CACHE"
+
+Cache = Union[bool, str, os.PathLike[str], None]
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What the cache did on a scan's last read.
+
+    ``status``: ``"miss"`` (no usable cache: everything was read from the logdir, and the cache
+    written), ``"hit"`` (nothing changed: nothing was read from the logdir), ``"updated"`` (only
+    new bytes were read, or runs whose files were replaced, truncated or deleted were read
+    again) or ``"unread"``. ``written``: a new cache generation was published. ``warnings``:
+    why the cache could not be used or written (the data then came from the logdir).
+    """
+
+    dir: str
+    status: str
+    generation: str | None
+    written: bool
+    runs_dropped: int
+    warnings: tuple[str, ...]
+
+
+def default_root() -> str:
+    """The directory holding one cache per logdir: ``$TBSCOPE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/tbscope``, else ``~/.cache/tbscope``."""
+    env = os.environ.get(ROOT_ENV)
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = xdg if xdg and os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tbscope")
+
+
+def cache_dir(path: str | os.PathLike[str]) -> str:
+    """The default cache directory of the logdir (or event file) ``path``: a subdirectory of
+    :func:`default_root` named after the logdir and a hash of its resolved path."""
+    real = os.path.realpath(os.fspath(path))
+    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
+    # The name only helps a human find it; the hash is what keys it.
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in os.path.basename(real.rstrip(os.sep)))[:40] or "root"
+    return os.path.join(default_root(), f"{name}-{digest}")
+
+
+def _inside(child: str, parent: str) -> bool:
+    child, parent = os.path.realpath(child), os.path.realpath(parent)
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def resolve(path: str | os.PathLike[str], cache: Cache) -> str | None:
+    """The cache directory a scan of ``path`` uses for ``cache=`` (None: no cache).
+
+    ``True`` takes :func:`cache_dir`, which must lie outside the logdir: a default that points
+    inside it (``TBSCOPE_CACHE_DIR`` set to a folder in the logdir) is refused with a warning and
+    the scan reads without a cache. A directory given explicitly is used as it is.
+    """
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        d = cache_dir(path)
+        if os.path.isdir(path) and _inside(d, os.fspath(path)):
+            log.warning(
+                "not caching: the default cache directory %s is inside the logdir %s; set %s to a folder outside it, or pass cache=<dir> to put it there on purpose",
+                d,
+                os.fspath(path),
+                ROOT_ENV,
+            )
+            return None
+        return d
+    if isinstance(cache, (str, os.PathLike)):
+        return os.path.abspath(os.fspath(cache))
+    raise TypeError(f"cache= takes True, False, None or a directory path; got {type(cache).__name__}")
+
+
+def clear(path: str | os.PathLike[str], cache: Cache = True) -> bool:
+    """Delete the cache of the logdir ``path`` (``cache=`` as given to :func:`tbscope.scan`).
+    Returns whether there was one. The logdir itself is never touched."""
+    d = resolve(path, cache)
+    if d is None or not os.path.isdir(d):
+        return False
+    if not os.path.isfile(os.path.join(d, "CURRENT")) and not any(n.startswith(("gen-", "tmp-")) for n in os.listdir(d)):
+        raise ValueError(f"{d} does not look like a tbscope cache (no CURRENT, gen-* or tmp-*); not deleting it")
+    shutil.rmtree(d)
+    return True
