@@ -166,6 +166,8 @@ def environment() -> dict[str, Any]:
         commit = "none"
     return {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        # Other work on the machine shows in every number here: recorded with each run.
+        "loadavg_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "commit": commit,
         "cpu": cpu,
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
@@ -201,6 +203,10 @@ def render(results: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"Timer overhead (two perf_counter_ns calls, included in the latencies): "
                  f"{ours['latency']['timer_us'] * 1000:.0f} ns.")
+    env = results["environment"]
+    if env.get("loadavg_start"):
+        lines.append(f"Load average (1/5/15 min) at the start: {'/'.join(f'{x:.2f}' for x in env['loadavg_start'])}; "
+                     f"at the end: {'/'.join(f'{x:.2f}' for x in env['loadavg_end'])}.")
     return "\n".join(lines)
 
 
@@ -262,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             res["histogram"] = histogram(cls, values, args.hist_repeat if ours else 3, root)
             results["results"][name] = res
     results["elapsed_s"] = time.perf_counter() - t_start
+    results["environment"]["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     table = render(results)
     print()
     print(table)

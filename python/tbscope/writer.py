@@ -648,8 +648,15 @@ class SummaryWriter:
         Values must be scalar-like (numbers, numpy scalars, one-element arrays or tensors);
         anything else raises TypeError naming the tag.
         """
+        w = self._w
         try:
-            self._w.scalars(list(metrics), list(metrics.values()), step, walltime)
+            if type(w) is _core.EventWriter:
+                # A dict is read natively, item by item, with no lists built; any other
+                # Mapping, a step or walltime that is not an int or float, or a value that is
+                # not a number comes back as TypeError and goes the careful way.
+                w.scalars_dict(metrics, step, walltime)  # type: ignore[arg-type]
+            else:  # write_to_disk=False, or a file that opens on its first record
+                w.scalars(list(metrics), list(metrics.values()), step, walltime)
         except TypeError:
             self._scalars_slow("log", list(metrics), list(metrics.values()), step, walltime)
 
@@ -723,13 +730,21 @@ class SummaryWriter:
         """
         import numpy as np
 
+        # The common case (a native-order float32/float64 C-contiguous array, default bins)
+        # goes straight to the native call, which takes any shape as its flat buffer.
+        if (type(values) is np.ndarray and values.dtype.char in "fd" and values.dtype.isnative
+                and values.flags.c_contiguous and values.size and max_bins is None
+                and isinstance(bins, str) and bins == "tensorflow"):
+            self._w.histogram(tag, values, _step(global_step), _walltime(walltime))
+            return
         arr = _float_array(values)
         if arr.size == 0:
             raise ValueError(f"add_histogram({tag!r}): The input has no element.")
         edges = None
         if not (isinstance(bins, str) and bins == "tensorflow"):
             # torch computes edges from float64 values; float32 ones would give other edges.
-            edges = np.ascontiguousarray(np.histogram_bin_edges(arr.astype(np.float64), bins=bins), dtype=np.float64)
+            wide = arr if arr.dtype == np.float64 else arr.astype(np.float64)
+            edges = np.ascontiguousarray(np.histogram_bin_edges(wide, bins=bins), dtype=np.float64)
         self._w.histogram(tag, arr, _step(global_step), _walltime(walltime), edges,
                           None if max_bins is None else int(max_bins))
 

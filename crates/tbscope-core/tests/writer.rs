@@ -141,6 +141,68 @@ fn scalars_read_back_identically() {
 }
 
 #[test]
+fn summaries_of_simple_values_equal_scalars() {
+    // What the bindings' batched path does: a Summary body built from `put_simple_value`,
+    // queued with `summary()`, must be the very record `scalars()` writes.
+    let long = "m".repeat(130);
+    let tags = ["loss", long.as_str(), "", "acc/top1"];
+    let vals = [0.25, -1e30, f64::NAN, 7.0];
+    let a = EventWriter::memory(lazy()).unwrap();
+    let b = EventWriter::memory(lazy()).unwrap();
+    let _ = (a.take().unwrap(), b.take().unwrap());
+    a.scalars(&tags, &vals, Some(3), Some(9.5)).unwrap();
+    let mut body = Vec::new();
+    for (t, v) in tags.iter().zip(vals) {
+        tbscope_core::writer::put_simple_value(&mut body, t, v);
+    }
+    b.summary(&body, Some(3), Some(9.5)).unwrap();
+    assert_eq!(a.take().unwrap(), b.take().unwrap());
+}
+
+#[test]
+fn a_million_float32_values_histogram_like_the_reference() {
+    // Large enough for the table, the four count arrays and two threads; counted again here
+    // by binary search over the float64 edges (numpy's rule, written out).
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let vals: Vec<f32> = (0..1_000_003)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+            // Mostly a wide spread of magnitudes, some exact zeros and negative zeros.
+            match i % 97 {
+                0 => 0.0,
+                1 => -0.0,
+                _ => ((u - 0.5) * 40.0).exp2().copysign(u - 0.5) as f32,
+            }
+        })
+        .collect();
+    let h = histogram::histogram(Values::F32(&vals), None, None).unwrap();
+    let e = histogram::default_edges().edges();
+    let mut want = vec![0u64; e.len() - 1];
+    for &v in &vals {
+        let v = f64::from(v);
+        let r = e.partition_point(|&b| b <= v);
+        if r > 0 && r < e.len() {
+            want[r - 1] += 1;
+        }
+    }
+    let first = want.iter().position(|&c| c > 0).unwrap();
+    let last = want.iter().rposition(|&c| c > 0).unwrap();
+    let expect: Vec<f64> = want[first - 1..=last].iter().map(|&c| c as f64).collect();
+    assert_eq!(h.counts, expect);
+    assert_eq!(h.limits, e[first..=last + 1].to_vec());
+    assert_eq!(h.num, vals.len() as f64);
+    let (lo, hi) = vals
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    assert_eq!((h.min, h.max), (f64::from(lo), f64::from(hi)));
+}
+
+#[test]
 fn histograms_and_tensors_read_back() {
     let dir = TempDir::new("w-hist");
     let path = dir.path().join(FILE);

@@ -5,12 +5,15 @@
 //! (flush, close, back-pressure, binning a large histogram) release it.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyDict, PyString};
 use tbscope_core::histogram::{self, Edges, Histogram, Values};
 use tbscope_core::writer::{self, Backlog, ScalarStyle, WriteError};
 
@@ -144,14 +147,135 @@ fn floats<'a>(buf: &'a PyUntypedBuffer, what: &str, allow_f32: bool) -> PyResult
 /// Above this many values a histogram is binned without the GIL (and on several cores).
 const HISTOGRAM_DETACH: usize = 1 << 16;
 
+/// What the last `scalars_dict` call logged: its key objects in order (strong references, so
+/// an address names the same string for as long as it is kept), the `Summary` it encoded,
+/// and where each value sits in it. A training loop logs the same keys every step, usually
+/// from dicts built the same way, so the next call only has to see the same key objects
+/// come by and rewrite four bytes per value.
+#[derive(Default)]
+struct Template {
+    keys: Vec<Py<PyAny>>,
+    body: Vec<u8>,
+    value_at: Vec<usize>,
+}
+
+impl Template {
+    /// Encodes the dict's items, reusing the template while its key objects come by in the
+    /// template's order (a four-byte write per value) and encoding afresh from the first
+    /// item that differs; the template is then what was encoded. One pass, each value
+    /// converted once. On error the template is dropped (a half-written one must not match).
+    fn fill(&mut self, py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<()> {
+        let mut i = 0;
+        let mut matching = true;
+        let r = each_item(py, d, |k, v| {
+            // Only the address is compared: the template holds a reference to its key, so a
+            // match is that very (immutable) string.
+            if matching && i < self.keys.len() && k == self.keys[i].as_ptr() {
+                let x = float_of(py, v)?;
+                let at = self.value_at[i];
+                self.body[at..at + 4].copy_from_slice(&(x as f32).to_le_bytes());
+            } else {
+                if matching {
+                    matching = false;
+                    self.truncate(i);
+                }
+                // SAFETY: `k` is a live object handed out by PyDict_Next; owning a reference
+                // keeps it alive while a value's __float__ runs.
+                let key = unsafe { Bound::from_borrowed_ptr(py, k) };
+                let tag = key.cast::<PyString>()?.to_str()?;
+                let x = float_of(py, v)?;
+                writer::put_simple_value(&mut self.body, tag, x);
+                self.value_at.push(self.body.len() - 4);
+                self.keys.push(key.unbind());
+            }
+            i += 1;
+            Ok(true)
+        });
+        match r {
+            Ok(()) if matching => self.truncate(i),
+            Ok(()) => {}
+            Err(_) => self.truncate(0),
+        }
+        r
+    }
+
+    /// Keeps the first `n` items.
+    fn truncate(&mut self, n: usize) {
+        let end = if n == 0 { 0 } else { self.value_at[n - 1] + 4 };
+        self.keys.truncate(n);
+        self.value_at.truncate(n);
+        self.body.truncate(end);
+    }
+}
+
+/// Calls `f(key, value)` for each item of the dict, in its order, until `f` returns false or
+/// fails. Borrowed pointers from PyDict_Next: no reference counting, no lists.
+fn each_item(
+    _gil: Python<'_>,
+    d: &Bound<'_, PyDict>,
+    mut f: impl FnMut(*mut ffi::PyObject, *mut ffi::PyObject) -> PyResult<bool>,
+) -> PyResult<()> {
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: `d` is a dict and the GIL is held. PyDict_Next checks `pos` against the
+    // dict's current size, so even a dict changed by a value's __float__ is only read
+    // within bounds; the pointers it returns are used before any Python code runs, or
+    // after taking a reference (`float_of`, `Template::fill`).
+    while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
+        if !f(k, v)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// `float(v)` as numbers are taken everywhere else: an exact float read directly, anything
+/// else (ints, numpy scalars, 0-d arrays) through `__float__`/`__index__`.
+#[inline]
+fn float_of(py: Python<'_>, v: *mut ffi::PyObject) -> PyResult<f64> {
+    // SAFETY: `v` is a live object (see `each_item`); an exact float's value is read
+    // without running Python code.
+    unsafe {
+        if ffi::PyFloat_CheckExact(v) != 0 {
+            return Ok(ffi::PyFloat_AsDouble(v));
+        }
+        // A reference of our own: __float__ may drop the dict's.
+        Bound::from_borrowed_ptr(py, v).extract()
+    }
+}
+
 /// Writes TensorBoard event files: each call encodes one Event record; a background thread
 /// writes them.
 #[pyclass(module = "tbscope._core", frozen)]
 pub struct EventWriter {
     inner: writer::EventWriter,
+    /// The custom bucket edges of the last histogram, with their lookup tables: a run that
+    /// logs with the same `bins` every step builds them once.
+    last_edges: Mutex<Option<Arc<Edges>>>,
+    /// See [`Template`]; dropped on close.
+    template: Mutex<Template>,
 }
 
 impl EventWriter {
+    /// `Edges` for these values: the last ones again if they are the same to the bit.
+    fn edges(&self, ev: &[f64]) -> PyResult<Arc<Edges>> {
+        let mut last = self.last_edges.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = last.as_ref() {
+            let same = e.edges().len() == ev.len()
+                && e.edges()
+                    .iter()
+                    .zip(ev)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+            if same {
+                return Ok(e.clone());
+            }
+        }
+        let e = Arc::new(Edges::new(ev).map_err(PyValueError::new_err)?);
+        *last = Some(e.clone());
+        Ok(e)
+    }
+
     /// Applies back-pressure after an append: waits, without the GIL, for the thread.
     #[inline]
     fn queued(&self, py: Python<'_>, r: writer::Result<Backlog>) -> PyResult<()> {
@@ -190,7 +314,11 @@ impl EventWriter {
             None => writer::EventWriter::memory(opts),
         }
         .map_err(to_py_err)?;
-        Ok(EventWriter { inner })
+        Ok(EventWriter {
+            inner,
+            last_edges: Mutex::new(None),
+            template: Mutex::new(Template::default()),
+        })
     }
 
     #[getter]
@@ -253,6 +381,33 @@ impl EventWriter {
         self.queued(py, r)
     }
 
+    /// `scalars` from a dict, read with the dict's own iteration (no lists built). The
+    /// encoded `Summary` is kept (see [`Template`]): a dict with the same key objects as the
+    /// last one costs a float read and a four-byte write per value.
+    #[pyo3(signature = (metrics, step=None, wall_time=None))]
+    fn scalars_dict(
+        &self,
+        py: Python<'_>,
+        metrics: &Bound<'_, PyDict>,
+        step: Option<i64>,
+        wall_time: Option<f64>,
+    ) -> PyResult<()> {
+        let r = match self.template.try_lock() {
+            Ok(mut t) => {
+                t.fill(py, metrics)?;
+                self.inner.summary(&t.body, step, wall_time)
+            }
+            // Busy: a value's __float__ logs through this writer (or another thread is in
+            // the middle of a call). Encode on the side.
+            Err(_) => {
+                let mut t = Template::default();
+                t.fill(py, metrics)?;
+                self.inner.summary(&t.body, step, wall_time)
+            }
+        };
+        self.queued(py, r)
+    }
+
     #[pyo3(signature = (tag, values, step=None, wall_time=None, edges=None, max_bins=None))]
     #[allow(clippy::too_many_arguments)]
     fn histogram(
@@ -274,12 +429,12 @@ impl EventWriter {
                 let Values::F64(ev) = ev.values() else {
                     unreachable!("edges are float64 only")
                 };
-                Some(Edges::new(ev).map_err(PyValueError::new_err)?)
+                Some(self.edges(ev)?)
             }
             None => None,
         };
         let v = vals.values();
-        let compute = || histogram::histogram(v, edges.as_ref(), max_bins);
+        let compute = || histogram::histogram(v, edges.as_deref(), max_bins);
         let h: Histogram = if v.len() >= HISTOGRAM_DETACH {
             py.detach(compute)
         } else {
@@ -370,6 +525,10 @@ impl EventWriter {
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        // Nothing more will be logged: let go of the template's keys.
+        if let Ok(mut t) = self.template.try_lock() {
+            *t = Template::default();
+        }
         py.detach(|| self.inner.close()).map_err(to_py_err)
     }
 
