@@ -11,7 +11,9 @@ Measured in one go, each writer into its own temporary directory:
    median, p99, p99.9 and max (the timer's own cost is reported separately, not subtracted).
 3. log(step, {100 tags}) scalars/s end to end (close() included). tensorboardX and torch have
    no batched call: their number is add_scalar per tag, the way their users write it.
-4. add_histogram of 1M float32 values: ms per call (median of several), and the ratio.
+4. add_histogram of 1M float32 values: ms per call (median of several, gc.collect() before
+   each), and the ratio; the tools' calls interleaved at the end of the run, so both see the
+   machine in the same state.
 
 Prints a markdown table and writes bench/results/writer.json.
 """
@@ -131,19 +133,28 @@ def log_end_to_end(cls: Callable[..., Any], steps: int, tags: int, root: str, ba
             "call": "log(step, dict)" if batched else "add_scalar per tag"}
 
 
-def histogram(cls: Callable[..., Any], values: np.ndarray, repeat: int, root: str) -> dict[str, Any]:
-    d = tempfile.mkdtemp(dir=root)
-    w = cls(d)
-    w.add_histogram("warmup", values, 0)
-    times = []
+def histograms(classes: dict[str, Callable[..., Any]], values: np.ndarray, repeat: int, root: str) -> dict[str, Any]:
+    """add_histogram per tool, the tools' calls interleaved round by round at the end of the
+    run: this VM's speed drifts by tens of percent within seconds, and a ratio of two medians
+    taken at different moments would measure the drift. (tensorboardX's histogram calls
+    np.dot, after which OpenBLAS threads busy-wait for a while; measured, that does not slow
+    the tbscope call that follows: 0.92-0.99 ms against 0.85-0.97 ms with
+    OPENBLAS_NUM_THREADS=1.)"""
+    writers = {name: cls(tempfile.mkdtemp(dir=root)) for name, cls in classes.items()}
+    for w in writers.values():
+        w.add_histogram("warmup", values, 0)
+    times: dict[str, list[float]] = {name: [] for name in writers}
     for i in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        w.add_histogram("weights", values, i)
-        times.append(time.perf_counter() - t0)
-    w.close()
-    return {"values": int(values.size), "dtype": str(values.dtype), "repeat": repeat,
-            "median_ms": statistics.median(times) * 1000, "min_ms": min(times) * 1000}
+        for name, w in writers.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            w.add_histogram("weights", values, i)
+            times[name].append(time.perf_counter() - t0)
+    for w in writers.values():
+        w.close()
+    return {name: {"values": int(values.size), "dtype": str(values.dtype), "repeat": repeat,
+                   "median_ms": statistics.median(t) * 1000, "min_ms": min(t) * 1000}
+            for name, t in times.items()}
 
 
 def environment() -> dict[str, Any]:
@@ -238,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-scalars", type=int, default=20_000, help="add_scalar calls for the baselines")
     ap.add_argument("--latency-calls", type=int, default=200_000, help="timed calls for tbscope's latency")
     ap.add_argument("--log-steps", type=int, default=20_000, help="log() steps of 100 tags for tbscope")
-    ap.add_argument("--hist-repeat", type=int, default=9, help="timed add_histogram calls for tbscope")
+    ap.add_argument("--hist-repeat", type=int, default=9, help="timed add_histogram calls per tool")
     ap.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "writer.json")
     args = ap.parse_args(argv)
     if args.quick:
@@ -264,9 +275,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: 100 tags per step ...", flush=True)
             steps = args.log_steps if ours else max(1, args.baseline_scalars // 100)
             res["log"] = log_end_to_end(cls, steps, 100, root, batched=hasattr(cls, "log"))
-            print(f"{name}: add_histogram ...", flush=True)
-            res["histogram"] = histogram(cls, values, args.hist_repeat if ours else 3, root)
             results["results"][name] = res
+        print("add_histogram, the tools in turn ...", flush=True)
+        for name, h in histograms(classes, values, args.hist_repeat, root).items():
+            results["results"][name]["histogram"] = h
     results["elapsed_s"] = time.perf_counter() - t_start
     results["environment"]["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     table = render(results)
