@@ -1011,13 +1011,16 @@ class SummaryWriter:
 
         self.flush()
         exact = [re.compile("^" + re.escape(t) + "$") for t in tags]
-        main = os.path.normpath(self._directory)
         found: set[str] = set()
-        for f in self._files:
-            if os.path.dirname(f) == main and os.path.exists(f):
-                series = scan(f, tags=exact, kinds="scalars").series().to_arrow()
-                found.update(str(t) for t in series.column("tag").to_pylist())
+        for f in self._files_in(self._directory):
+            series = scan(f, tags=exact, kinds="scalars").series().to_arrow()
+            found.update(str(t) for t in series.column("tag").to_pylist())
         return found
+
+    def _files_in(self, directory: str) -> list[str]:
+        """This writer's event files in ``directory`` that still exist, oldest first."""
+        d = os.path.normpath(directory)
+        return [f for f in self._files if os.path.dirname(f) == d and os.path.exists(f)]
 
     # -- tensorboardX extras ----------------------------------------------------------------
 
@@ -1056,11 +1059,10 @@ class SummaryWriter:
         out: dict[str, list[list[float]]] = {}
         for key, (directory, tag) in self._scalars_keys.items():
             rows: list[list[float]] = []
-            for f in self._files:
-                if os.path.dirname(f) == os.path.normpath(directory) and os.path.exists(f):
-                    exact = re.compile("^" + re.escape(tag) + "$")
-                    df = scan(f, tags=exact, kinds="scalars").scalars().to_pandas()
-                    rows.extend([float(w), int(s), float(v)] for w, s, v in zip(df["wall_time"], df["step"], df["value"]))
+            exact = re.compile("^" + re.escape(tag) + "$")
+            for f in self._files_in(directory):
+                df = scan(f, tags=exact, kinds="scalars").scalars().to_pandas()
+                rows.extend([float(w), int(s), float(v)] for w, s, v in zip(df["wall_time"], df["step"], df["value"]))
             done = self._json_exported.get(key, 0)
             out[key] = rows[done:]
             self._json_exported[key] = len(rows)
