@@ -427,8 +427,13 @@ impl Tables {
             file: i32,
             provenance: bool,
         ) {
-            for t in &mut c.tag[a..b] {
-                *t = tag_map[*t as usize];
+            // A file whose tags were first seen in this order (every file but the first of a
+            // sweep of identical runs) maps them to themselves: no pass over its rows needed.
+            let identity = tag_map.iter().enumerate().all(|(i, &t)| t == i as i32);
+            if !identity {
+                for t in &mut c.tag[a..b] {
+                    *t = tag_map[*t as usize];
+                }
             }
             if c.run.capacity() - c.run.len() < b - a {
                 c.run
@@ -511,9 +516,13 @@ fn dict_array(mut keys: Vec<i32>, values: &[String]) -> ArrayRef {
     }
     let keys = Int32Array::new(ScalarBuffer::from(keys), None);
     let values = Arc::new(StringArray::from_iter_values(used));
-    Arc::new(
-        DictionaryArray::<Int32Type>::try_new(keys, values).expect("keys index the dictionary"),
-    )
+    // SAFETY: every key was remapped into `0..used.len()` above (or all values are used and
+    // keys index `values` by construction); checking again would be another pass over them.
+    debug_assert!(keys
+        .values()
+        .iter()
+        .all(|&k| (k as usize) < arrow_array::Array::len(values.as_ref())));
+    Arc::new(unsafe { DictionaryArray::<Int32Type>::new_unchecked(keys, values) })
 }
 
 fn validity(bits: &[bool]) -> Option<NullBuffer> {

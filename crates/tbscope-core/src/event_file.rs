@@ -21,8 +21,10 @@ use crate::proto::{
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
 use crate::tf_record::{data_crc_ok, parse_frame, resync, Corruption, Frame, Resync, HEADER_LEN};
 
-/// The smallest read; larger records grow the buffer.
-const CHUNK: usize = 4 << 20;
+/// The smallest read; larger records grow the buffer. Small enough that the buffer stays in a
+/// core's L2 cache: the kernel's copy into it and the parse reading it back then never go
+/// through main memory (4 MiB was 10% slower).
+const CHUNK: usize = 256 << 10;
 
 /// What to read and how.
 #[derive(Debug, Clone)]
@@ -396,6 +398,28 @@ pub fn split_points(path: &Path, from: u64, piece: u64, max_len: u64) -> Vec<u64
     cuts
 }
 
+/// Byte equality for short strings (tags) without a libc call: eight bytes at a time, the last
+/// word overlapping. Tag lookups run once per record, and a `memcmp` call was a tenth of a read.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a == b;
+    }
+    let word = |s: &[u8], i: usize| u64::from_ne_bytes(s[i..i + 8].try_into().unwrap());
+    let mut i = 0;
+    while i + 8 < n {
+        if word(a, i) != word(b, i) {
+            return false;
+        }
+        i += 8;
+    }
+    word(a, n - 8) == word(b, n - 8)
+}
+
 thread_local! {
     static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -479,6 +503,15 @@ impl<'o> Parser<'o> {
                     }
                 }
             }
+            // Runs of plain scalar records take the fused loop; it stops at the first record it
+            // cannot take whole, which the general code below then handles.
+            let (used, n) = self.fast_records(&buf[cur..len], abs(cur));
+            if n > 0 {
+                cur += used;
+                self.out.records += u64::from(n);
+                records_since_check += n;
+                continue;
+            }
             match parse_frame(&buf[cur..len], max_len, self.opts.verify) {
                 Frame::Record { data, span } => {
                     let record_offset = abs(cur);
@@ -539,6 +572,59 @@ impl<'o> Parser<'o> {
                 "file ends inside a record (still being written?)".into(),
             );
         }
+    }
+
+    /// Files the plain scalar records at the front of `buf` (whole, both CRCs good, of tags
+    /// already known as wanted scalar series) in one tight loop. Returns the bytes and records
+    /// it took; anything else, from the first record it cannot take on, is left to the general
+    /// path, which checks it again from scratch.
+    #[inline]
+    fn fast_records(&mut self, buf: &[u8], base: u64) -> (usize, u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("sse4.2") {
+                // SAFETY: the CPU supports SSE 4.2, checked just above.
+                return unsafe { self.fast_records_sse42(buf, base) };
+            }
+        }
+        let _ = (buf, base);
+        (0, 0)
+    }
+
+    /// [`Parser::fast_records`] compiled for SSE 4.2, so the CRC instructions inline into it.
+    /// At most 8192 records per call, so the caller's cancellation check stays frequent.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "sse4.2")]
+    unsafe fn fast_records_sse42(&mut self, buf: &[u8], base: u64) -> (usize, u32) {
+        use crate::masked_crc::{crc32c_short_sse42, mask, masked_crc_u64_sse42};
+        let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let max_len = self.opts.max_len;
+        let verify = self.opts.verify;
+        let (mut cur, mut n) = (0usize, 0u32);
+        while n < 8192 && buf.len() - cur >= HEADER_LEN {
+            let rest = &buf[cur..];
+            let len = u64::from_le_bytes(rest[..8].try_into().unwrap());
+            // Whole records only: a record the window cuts short is the general path's.
+            let room = rest.len().saturating_sub(crate::tf_record::OVERHEAD) as u64;
+            if len > max_len || len > room || masked_crc_u64_sse42(len) != word(rest, 8) {
+                break;
+            }
+            let len = len as usize;
+            let data = &rest[HEADER_LEN..HEADER_LEN + len];
+            // Shape first: records of other kinds leave before paying for their data CRC.
+            let Some(s) = crate::proto::simple_scalar(data) else {
+                break;
+            };
+            if verify && mask(crc32c_short_sse42(data)) != word(rest, HEADER_LEN + len) {
+                break;
+            }
+            if !self.fast_scalar(&s, base + cur as u64) {
+                break;
+            }
+            cur += len + crate::tf_record::OVERHEAD;
+            n += 1;
+        }
+        (cur, n)
     }
 
     fn report_corrupt(&mut self, start: u64, end: u64, why: Corruption) {
@@ -769,7 +855,7 @@ impl<'o> Parser<'o> {
     fn tag_id(&mut self, tag: &[u8]) -> i32 {
         if self.last >= 0 {
             let guess = self.next[self.last as usize];
-            if guess >= 0 && self.raw[guess as usize] == tag {
+            if guess >= 0 && same_bytes(&self.raw[guess as usize], tag) {
                 self.last = guess;
                 return guess;
             }

@@ -947,3 +947,71 @@ fn framing_primitives_on_hand_built_bytes() {
         assert_eq!(resync(&b, 0, 1 << 20), Resync::Found(n));
     }
 }
+
+/// One-value scalar records (what most writers produce) go through a fused fast loop that
+/// stops at the first record it cannot take whole. A file several read buffers long, damaged
+/// at records that straddle a buffer refill, right after one and at the very start of a run of
+/// known tags, must read exactly like the contract says: every intact record once, each
+/// damaged record reported Corrupt with its exact byte range.
+#[test]
+fn one_value_records_across_buffer_refills() {
+    let mut bytes = record(&file_version_event(1.7e9));
+    let mut exp = Vec::new();
+    let tags = [
+        "train/loss",
+        "train/accuracy",
+        "system/gpu_0/memory_allocated_gb",
+    ];
+    let mut i = 0usize;
+    while bytes.len() < 1_200_000 {
+        let tag = tags[i % tags.len()];
+        let x = (i as f32).sin() * 100.0;
+        // Steps past 16383 take the varint's slow path: both widths occur.
+        let step = i as i64 * 3;
+        let rec = record(&scalar_event(1.7e9 + i as f64, step, &[(tag, x)]));
+        exp.push(Expected {
+            offset: bytes.len(),
+            span: rec.len(),
+            step,
+            wall: 1.7e9 + i as f64,
+            values: vec![(tag.to_string(), x)],
+        });
+        bytes.extend_from_slice(&rec);
+        i += 1;
+    }
+    // Records containing a 256 KiB boundary, the record right after each, and one record early
+    // on (before every tag has been seen twice).
+    let mut targets = vec![4usize];
+    for boundary in [256usize << 10, 512 << 10, 768 << 10] {
+        let k = exp
+            .iter()
+            .position(|e| e.offset + e.span > boundary)
+            .unwrap();
+        targets.extend([k, k + 1]);
+    }
+    for &k in &targets {
+        for (what, at) in [("data", exp[k].span - 6), ("length", 3)] {
+            let mut b = bytes.clone();
+            b[exp[k].offset + at] ^= 0x04;
+            for verify in [true, false] {
+                if !verify && what == "data" {
+                    continue; // a flipped value byte decodes fine: accepted by design
+                }
+                let (rows, report) = read(&b, verify);
+                let mut want = exp.clone();
+                want.remove(k);
+                assert_eq!(
+                    row_keys(&rows),
+                    expected_rows(&want),
+                    "{what} damage in record {k}, verify={verify}"
+                );
+                assert_eq!(
+                    entries(&report, Severity::Corrupt),
+                    vec![(exp[k].offset as u64, exp[k].span as u64)],
+                    "{what} damage in record {k}, verify={verify}"
+                );
+                assert_eq!(report.len(), 1, "{report:?}");
+            }
+        }
+    }
+}
