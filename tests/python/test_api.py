@@ -953,3 +953,24 @@ def test_ctrl_c_interrupts_a_long_read(big_logdir):
     assert p.returncode != 0
     assert elapsed < 3, f"took {elapsed:.2f} s to stop"
 
+
+
+def test_a_step_filter_does_not_change_a_series_kind(tb_logdir):
+    """TF2 writers put a series' metadata (hence its kind) in its first record only: a step
+    range that leaves those first records out must still file every value under its kind."""
+    full = tbscope.scan(tb_logdir)
+    kinds = full.series().to_pandas().set_index(["run", "tag"])["kind"].astype(str).to_dict()
+    first_steps = full.series().to_pandas()["first_step"]
+    lo = int(first_steps.min()) + 1
+    part = tbscope.scan(tb_logdir, steps=(lo, None))
+    part_kinds = part.series().to_pandas().set_index(["run", "tag"])["kind"].astype(str).to_dict()
+    assert part_kinds and all(kinds[k] == v for k, v in part_kinds.items()), part_kinds
+    checked = 0
+    for name in ("scalars", "histograms", "text", "tensors"):
+        whole = getattr(full, name)().to_pandas()
+        cut = getattr(part, name)().to_pandas()
+        want = whole[whole["step"] >= lo]
+        key = ["run", "tag", "step", "wall_time"]
+        assert sorted(map(tuple, cut[key].astype(str).values)) == sorted(map(tuple, want[key].astype(str).values)), name
+        checked += len(want)
+    assert checked > 0

@@ -740,6 +740,11 @@ impl<'o> Parser<'o> {
         match ev.what {
             What::Summary(s) => {
                 if !in_range {
+                    // No rows, but the series' kinds still come from their first metadata.
+                    for v in summary_values(s) {
+                        let sv = SummaryValue::decode(v?)?;
+                        self.learn(&sv, data, data_offset);
+                    }
                     return Ok(());
                 }
                 self.out.max_step = Some(self.out.max_step.map_or(step, |m| m.max(step)));
@@ -939,44 +944,10 @@ impl<'o> Parser<'o> {
         data: &[u8],
         data_offset: u64,
     ) {
-        let id = self.tag_id(sv.effective_tag());
-        let t = &mut self.out.tags[id as usize];
-        if !t.wanted {
+        let Some(id) = self.learn(sv, data, data_offset) else {
             return;
-        }
-        if matches!(sv.value, ValueKind::ObsoleteHisto) {
-            return;
-        }
-        // The first metadata seen decides; legacy values stand for their plugin's.
-        if t.meta.is_none() {
-            if let Some(p) = legacy_plugin(&sv.value) {
-                t.meta = Some(SeriesMeta::plugin(p));
-                if let Some(md) = sv.metadata.and_then(|m| Metadata::decode(m).ok()) {
-                    let m = t.meta.as_mut().unwrap();
-                    m.display_name = lossy(md.display_name);
-                    m.description = lossy(md.description);
-                }
-            } else if let Some(m) = sv.metadata {
-                match Metadata::decode(m) {
-                    Ok(md) => t.meta = Some(SeriesMeta::from_proto(&md)),
-                    Err(e) => {
-                        let off = abs_offset(data, m, data_offset);
-                        self.problem(
-                            Severity::Warning,
-                            off as u64,
-                            m.len() as u64,
-                            format!("summary metadata is not valid: {e}"),
-                        );
-                    }
-                }
-            }
-        }
-        let t = &mut self.out.tags[id as usize];
-        if t.kind.is_none() {
-            let md = sv.metadata.and_then(|m| Metadata::decode(m).ok());
-            t.kind = decide(&sv.value, md.as_ref());
-        }
-        let Some(kind) = t.kind else {
+        };
+        let Some(kind) = self.out.tags[id as usize].kind else {
             self.out.deferred += 1;
             return;
         };
@@ -1012,6 +983,48 @@ impl<'o> Parser<'o> {
                 );
             }
         }
+    }
+
+    /// What a value tells about its series (its metadata, hence its kind), whether or not the
+    /// value itself is kept: a step filter must not change a series' kind, which its first
+    /// metadata decides even when that record lies outside the steps asked for. Returns the
+    /// tag's file-local id when the value is of a wanted series.
+    fn learn(&mut self, sv: &SummaryValue<'_>, data: &[u8], data_offset: u64) -> Option<i32> {
+        let id = self.tag_id(sv.effective_tag());
+        let t = &mut self.out.tags[id as usize];
+        if !t.wanted || matches!(sv.value, ValueKind::ObsoleteHisto) {
+            return None;
+        }
+        // The first metadata seen decides; legacy values stand for their plugin's.
+        if t.meta.is_none() {
+            if let Some(p) = legacy_plugin(&sv.value) {
+                t.meta = Some(SeriesMeta::plugin(p));
+                if let Some(md) = sv.metadata.and_then(|m| Metadata::decode(m).ok()) {
+                    let m = t.meta.as_mut().unwrap();
+                    m.display_name = lossy(md.display_name);
+                    m.description = lossy(md.description);
+                }
+            } else if let Some(m) = sv.metadata {
+                match Metadata::decode(m) {
+                    Ok(md) => t.meta = Some(SeriesMeta::from_proto(&md)),
+                    Err(e) => {
+                        let off = abs_offset(data, m, data_offset);
+                        self.problem(
+                            Severity::Warning,
+                            off as u64,
+                            m.len() as u64,
+                            format!("summary metadata is not valid: {e}"),
+                        );
+                    }
+                }
+            }
+        }
+        let t = &mut self.out.tags[id as usize];
+        if t.kind.is_none() {
+            let md = sv.metadata.and_then(|m| Metadata::decode(m).ok());
+            t.kind = decide(&sv.value, md.as_ref());
+        }
+        Some(id)
     }
 }
 

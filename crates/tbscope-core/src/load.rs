@@ -854,10 +854,15 @@ impl Reader {
             return c.series(self);
         }
         let kinds = self.opts.file.kinds;
+        // With a step range, series are those with points in it (records outside the range
+        // still decide kinds, so a series seen only there is known but has nothing to show).
+        let ranged = self.opts.file.step_lo.is_some() || self.opts.file.step_hi.is_some();
         self.series_with(&|_, _, ts, k| {
-            kinds
-                .contains(k)
-                .then_some((ts.points, ts.first_step, ts.last_step))
+            (kinds.contains(k) && (ts.points > 0 || !ranged)).then_some((
+                ts.points,
+                ts.first_step,
+                ts.last_step,
+            ))
         })
     }
 
