@@ -24,23 +24,30 @@ use crate::data_compat::Kind;
 /// pages in bulk; elsewhere, or if it fails, nothing changes but speed. Only the slots about to
 /// be written are populated, so resident memory does not grow beyond what is used.
 pub fn prefault<T>(v: &Vec<T>, rows: usize) {
+    let size = std::mem::size_of::<T>();
+    let rows = rows.min(v.capacity() - v.len());
+    populate(v.as_ptr() as usize + v.len() * size, rows * size);
+}
+
+/// [`prefault`] for `bytes` bytes from address `start`, which must lie inside one allocation
+/// whose contents there the caller is about to overwrite (or which reads back as zeros).
+fn populate(start: usize, bytes: usize) {
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;
-        let size = std::mem::size_of::<T>();
-        let rows = rows.min(v.capacity() - v.len());
-        let start = v.as_ptr() as usize + v.len() * size;
-        let end = start + rows * size;
+        let end = start + bytes;
         let lo = start.div_ceil(PAGE) * PAGE;
         let hi = end / PAGE * PAGE;
         if hi > lo + 16 * PAGE {
-            // SAFETY: [lo, hi) lies within the vector's allocation, past its initialised part;
-            // populating writes no data the vector relies on (pages read back as zeros).
+            // SAFETY: [lo, hi) lies within the caller's allocation; populating changes no
+            // contents (untouched anonymous pages read back as zeros either way).
             unsafe {
                 libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_POPULATE_WRITE);
             }
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, bytes);
 }
 
 /// Runs `a` and `b` side by side when called on a worker pool's thread, one after the other
@@ -51,6 +58,18 @@ pub fn both(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
     } else {
         a();
         b();
+    }
+}
+
+/// [`both`] for two computations with results.
+pub fn join<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if rayon::current_thread_index().is_some() {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
     }
 }
 
@@ -552,29 +571,21 @@ fn large_utf8(v: VarList<u8>) -> LargeStringArray {
 
 /// Common columns: run, tag, step, wall_time, timestamp, and optionally file/offset.
 fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Vec<ArrayRef>) {
-    let nulls = if c.wall.iter().all(|w| w.is_finite()) {
-        None
-    } else {
-        validity(&c.wall.iter().map(|w| w.is_finite()).collect::<Vec<_>>())
-    };
-    // Nanoseconds, rounded half away from zero without a libm call per row.
-    let to_ns = |&w: &f64| {
-        if w.is_finite() {
-            let ns = w * 1e9;
-            (ns + 0.5f64.copysign(ns)) as i64
-        } else {
-            0
-        }
-    };
-    let ts: Vec<i64> = if rayon::current_thread_index().is_some() {
-        use rayon::prelude::*;
-        c.wall.par_iter().with_min_len(1 << 16).map(to_ns).collect()
-    } else {
-        let mut ts = Vec::with_capacity(c.wall.len());
-        prefault(&ts, c.wall.len());
-        ts.extend(c.wall.iter().map(to_ns));
-        ts
-    };
+    let Common {
+        run,
+        tag,
+        step,
+        wall,
+        file,
+        offset,
+    } = c;
+    let (runs, tags) = (d.runs, d.tags);
+    // The derived timestamp column and the two dictionary columns are independent passes over
+    // ten million rows each: side by side on the pool's workers.
+    let ((ts, nulls), (run_col, tag_col)) = join(
+        || timestamps(&wall),
+        || join(|| dict_array(run, runs), || dict_array(tag, tags)),
+    );
     let mut fields = vec![
         dict_field("run"),
         dict_field("tag"),
@@ -587,22 +598,57 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
         ),
     ];
     let mut cols: Vec<ArrayRef> = vec![
-        dict_array(c.run, d.runs),
-        dict_array(c.tag, d.tags),
-        Arc::new(Int64Array::new(ScalarBuffer::from(c.step), None)),
-        Arc::new(Float64Array::new(ScalarBuffer::from(c.wall), nulls.clone())),
+        run_col,
+        tag_col,
+        Arc::new(Int64Array::new(ScalarBuffer::from(step), None)),
+        Arc::new(Float64Array::new(ScalarBuffer::from(wall), nulls.clone())),
         Arc::new(TimestampNanosecondArray::new(ScalarBuffer::from(ts), nulls).with_timezone("UTC")),
     ];
     if provenance {
         fields.push(dict_field("file"));
         fields.push(Field::new("offset", DataType::Int64, false));
-        cols.push(dict_array(c.file, d.files));
-        cols.push(Arc::new(Int64Array::new(
-            ScalarBuffer::from(c.offset),
-            None,
-        )));
+        cols.push(dict_array(file, d.files));
+        cols.push(Arc::new(Int64Array::new(ScalarBuffer::from(offset), None)));
     }
     (fields, cols)
+}
+
+/// Wall times as UTC nanoseconds, and the validity of both (null where the file held a
+/// non-finite wall time). One pass: the finiteness check rides along with the conversion.
+fn timestamps(wall: &[f64]) -> (Vec<i64>, Option<NullBuffer>) {
+    // Rounded half away from zero without a libm call per row; 0 (and null) where not finite.
+    let to_ns = |w: f64| {
+        let ns = w * 1e9;
+        (ns + 0.5f64.copysign(ns)) as i64
+    };
+    let fill = |out: &mut [i64], wall: &[f64]| -> bool {
+        // Map this piece's fresh pages in bulk; on the pool, each worker its own piece.
+        populate(out.as_ptr() as usize, std::mem::size_of_val(out));
+        let mut finite = true;
+        for (o, &w) in out.iter_mut().zip(wall) {
+            let ok = w.is_finite();
+            finite &= ok;
+            *o = if ok { to_ns(w) } else { 0 };
+        }
+        finite
+    };
+    // Zeroed memory comes fresh from the kernel: no write pass before the fill.
+    let mut ts: Vec<i64> = vec![0; wall.len()];
+    let all_finite = if rayon::current_thread_index().is_some() {
+        use rayon::prelude::*;
+        ts.par_chunks_mut(1 << 16)
+            .zip(wall.par_chunks(1 << 16))
+            .map(|(o, w)| fill(o, w))
+            .reduce(|| true, |a, b| a && b)
+    } else {
+        fill(&mut ts, wall)
+    };
+    let nulls = if all_finite {
+        None
+    } else {
+        validity(&wall.iter().map(|w| w.is_finite()).collect::<Vec<_>>())
+    };
+    (ts, nulls)
 }
 
 fn f64_col(v: Vec<f64>, nulls: Option<NullBuffer>) -> ArrayRef {

@@ -502,15 +502,28 @@ impl Reader {
             return Err(Error::Interrupted);
         }
         let parsed = t0.elapsed();
-        let (stats, tables) = self.merge(work, groups);
+        let (stats, mut groups) = self.merge(work, groups);
         let merged = t0.elapsed();
         // One batch per kind: pandas would otherwise concatenate (and unify dictionaries) again.
-        // On the pool, so that copying and Arrow conversion use every worker.
-        let mut tables = tables.into_iter();
-        let mut all = tables.next().unwrap_or_default();
+        // On the pool, so that finishing rows, copying and Arrow conversion use every worker.
+        let provenance = self.opts.file.provenance;
         let appended;
         let batches = {
             let finish = || {
+                // Each worker's rows get their logdir-wide tag ids and run/file columns, the
+                // workers' tables side by side.
+                let fix = |(t, jobs): &mut (Tables, Vec<Finish>)| {
+                    for j in jobs.iter() {
+                        t.finish_rows(&j.rows, &j.tag_map, j.run, j.file, provenance);
+                    }
+                };
+                if rayon::current_thread_index().is_some() {
+                    groups.par_iter_mut().for_each(fix);
+                } else {
+                    groups.iter_mut().for_each(fix);
+                }
+                let mut tables = groups.into_iter().map(|(t, _)| t);
+                let mut all = tables.next().unwrap_or_default();
                 for t in tables {
                     all.append(t);
                 }
@@ -633,14 +646,15 @@ impl Reader {
         &mut self,
         work: Vec<Segment>,
         groups: Vec<(Tables, Vec<FileChunk>)>,
-    ) -> (LoadStats, Vec<Tables>) {
+    ) -> (LoadStats, Vec<(Tables, Vec<Finish>)>) {
         let mut stats = LoadStats {
             files_read: work.len(),
             ..Default::default()
         };
         let mut work = work.into_iter();
         let mut out = Vec::with_capacity(groups.len());
-        for (mut tables, chunks) in groups {
+        for (tables, chunks) in groups {
+            let mut jobs = Vec::with_capacity(chunks.len());
             for chunk in chunks {
                 let (run, path, _, _) = work.next().expect("a segment per chunk");
                 stats.bytes_read += chunk.bytes_read;
@@ -746,16 +760,15 @@ impl Reader {
                         ts.last_step = ts.last_step.max(lt.last_step);
                     }
                 }
-                tables.finish_rows(
-                    &chunk.rows,
-                    &tag_map,
-                    run_id,
-                    file_id,
-                    self.opts.file.provenance,
-                );
+                jobs.push(Finish {
+                    rows: chunk.rows,
+                    tag_map,
+                    run: run_id,
+                    file: file_id,
+                });
             }
             stats.rows += tables.rows().iter().sum::<usize>();
-            out.push(tables);
+            out.push((tables, jobs));
         }
         (stats, out)
     }
@@ -1075,6 +1088,15 @@ impl Reader {
 }
 
 /// The report line of a read that found no run.
+/// What turns one file's rows into logdir rows once the merge has numbered its tags (see
+/// [`Tables::finish_rows`]).
+pub(crate) struct Finish {
+    rows: [(usize, usize); 8],
+    tag_map: Vec<i32>,
+    run: i32,
+    file: i32,
+}
+
 pub(crate) fn no_runs_entry(root: &Path) -> ReportEntry {
     ReportEntry {
         run: String::new(),
