@@ -811,7 +811,7 @@ impl<'o> Parser<'o> {
     /// (nearly every record of a tensorboardX/PyTorch/TF1 log), or skips one the filters leave
     /// out. Returns false to let the general path handle anything else, including a tag's first
     /// value.
-    #[inline]
+    #[inline(always)]
     fn fast_scalar(&mut self, s: &crate::proto::SimpleScalar<'_>, record_offset: u64) -> bool {
         if !s.wall_time.is_finite()
             || self.opts.step_lo.is_some_and(|lo| s.step < lo)
@@ -856,7 +856,7 @@ impl<'o> Parser<'o> {
     }
 
     /// Looks up or creates the file-local id of a tag.
-    #[inline]
+    #[inline(always)]
     fn tag_id(&mut self, tag: &[u8]) -> i32 {
         if self.last >= 0 {
             let guess = self.next[self.last as usize];

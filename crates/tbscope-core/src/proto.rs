@@ -237,7 +237,7 @@ pub struct SimpleScalar<'a> {
 /// (what tensorboardX, PyTorch and TF1 write for a scalar) with straight-line code: the generic
 /// decoder's per-field dispatch costs more than the rest of reading such a record. Anything
 /// else, including extra fields or another order, returns None for the general path.
-#[inline]
+#[inline(always)]
 pub fn simple_scalar(b: &[u8]) -> Option<SimpleScalar<'_>> {
     if b.len() < 9 || b[0] != 0x09 {
         return None;
