@@ -398,6 +398,44 @@ pub fn split_points(path: &Path, from: u64, piece: u64, max_len: u64) -> Vec<u64
     cuts
 }
 
+/// How the fused record loop computes masked CRCs: the portable dispatch, or SSE 4.2
+/// instructions inlined into a loop compiled for them.
+trait RecordCrc {
+    fn length(len: u64) -> u32;
+    fn data(data: &[u8]) -> u32;
+}
+
+struct PortableCrc;
+
+impl RecordCrc for PortableCrc {
+    #[inline(always)]
+    fn length(len: u64) -> u32 {
+        crate::masked_crc::masked_crc32c(&len.to_le_bytes())
+    }
+    #[inline(always)]
+    fn data(data: &[u8]) -> u32 {
+        crate::masked_crc::masked_crc32c(data)
+    }
+}
+
+/// Only used inside functions compiled for SSE 4.2 (see `Parser::fast_records`).
+#[cfg(target_arch = "x86_64")]
+struct Sse42Crc;
+
+#[cfg(target_arch = "x86_64")]
+impl RecordCrc for Sse42Crc {
+    #[inline(always)]
+    fn length(len: u64) -> u32 {
+        // SAFETY: only instantiated in `fast_records_sse42`, reached after the CPU check.
+        unsafe { crate::masked_crc::masked_crc_u64_sse42(len) }
+    }
+    #[inline(always)]
+    fn data(data: &[u8]) -> u32 {
+        // SAFETY: as above.
+        unsafe { crate::masked_crc::mask(crate::masked_crc::crc32c_short_sse42(data)) }
+    }
+}
+
 /// Byte equality for short strings (tags) without a libc call: eight bytes at a time, the last
 /// word overlapping. Tag lookups run once per record, and a `memcmp` call was a tenth of a read.
 #[inline(always)]
@@ -587,26 +625,45 @@ impl<'o> Parser<'o> {
                 return unsafe { self.fast_records_sse42(buf, base) };
             }
         }
-        let _ = (buf, base);
-        (0, 0)
+        self.fast_records_with::<PortableCrc>(buf, base)
     }
 
     /// [`Parser::fast_records`] compiled for SSE 4.2, so the CRC instructions inline into it.
-    /// At most 8192 records per call, so the caller's cancellation check stays frequent.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "sse4.2")]
     unsafe fn fast_records_sse42(&mut self, buf: &[u8], base: u64) -> (usize, u32) {
-        use crate::masked_crc::{crc32c_short_sse42, mask, masked_crc_u64_sse42};
+        self.fast_records_with::<Sse42Crc>(buf, base)
+    }
+
+    /// The loop of [`Parser::fast_records`], with the CRC implementation `C`. At most 8192
+    /// records per call, so the caller's cancellation check stays frequent.
+    #[inline(always)]
+    fn fast_records_with<C: RecordCrc>(&mut self, buf: &[u8], base: u64) -> (usize, u32) {
         let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
-        let max_len = self.opts.max_len;
-        let verify = self.opts.verify;
+        let opts = self.opts;
+        let (max_len, verify, provenance) = (opts.max_len, opts.verify, opts.provenance);
+        let (lo, hi) = (
+            opts.step_lo.unwrap_or(i64::MIN),
+            opts.step_hi.unwrap_or(i64::MAX),
+        );
+        let scalars_wanted = opts.kinds.contains(Kind::Scalars);
+        // The columns move into locals for the loop: unaliased, their lengths stay in
+        // registers instead of being reloaded and stored back for every row.
+        let sc = &mut self.tables.scalars;
+        let mut tag = std::mem::take(&mut sc.c.tag);
+        let mut step = std::mem::take(&mut sc.c.step);
+        let mut wall = std::mem::take(&mut sc.c.wall);
+        let mut value = std::mem::take(&mut sc.value);
+        let mut offset = std::mem::take(&mut sc.c.offset);
+        // The run's latest wall time and step, folded into the chunk once at the end.
+        let (mut last_wall, mut max_step) = (f64::NEG_INFINITY, i64::MIN);
         let (mut cur, mut n) = (0usize, 0u32);
         while n < 8192 && buf.len() - cur >= HEADER_LEN {
             let rest = &buf[cur..];
             let len = u64::from_le_bytes(rest[..8].try_into().unwrap());
             // Whole records only: a record the window cuts short is the general path's.
             let room = rest.len().saturating_sub(crate::tf_record::OVERHEAD) as u64;
-            if len > max_len || len > room || masked_crc_u64_sse42(len) != word(rest, 8) {
+            if len > max_len || len > room || C::length(len) != word(rest, 8) {
                 break;
             }
             let len = len as usize;
@@ -615,14 +672,52 @@ impl<'o> Parser<'o> {
             let Some(s) = crate::proto::simple_scalar(data) else {
                 break;
             };
-            if verify && mask(crc32c_short_sse42(data)) != word(rest, HEADER_LEN + len) {
+            if verify && C::data(data) != word(rest, HEADER_LEN + len) {
                 break;
             }
-            if !self.fast_scalar(&s, base + cur as u64) {
+            // Non-finite wall times (reported) and steps outside the range (which still
+            // decide kinds) are the general path's.
+            if !s.wall_time.is_finite() || s.step < lo || s.step >= hi {
                 break;
             }
+            let id = self.tag_id(s.tag);
+            let t = &mut self.out.tags[id as usize];
+            let known_scalar = t.kind == Some(Kind::Scalars) && t.meta.is_some();
+            if !t.wanted || (known_scalar && !scalars_wanted) {
+                // Left out by the filters: it still dates the run, as in the general path,
+                // and costs no decoding (a one-tag query skips the other 99% this way).
+                self.out.first_wall.get_or_insert(s.wall_time);
+            } else if known_scalar {
+                t.points += 1;
+                t.first_step = t.first_step.min(s.step);
+                t.last_step = t.last_step.max(s.step);
+                t.last_wall = s.wall_time;
+                tag.push(id);
+                step.push(s.step);
+                wall.push(s.wall_time);
+                value.push(f64::from(s.value));
+                if provenance {
+                    offset.push((base + cur as u64) as i64);
+                }
+            } else {
+                // A tag's first value (its kind and metadata) goes through the general path.
+                break;
+            }
+            last_wall = last_wall.max(s.wall_time);
+            max_step = max_step.max(s.step);
             cur += len + crate::tf_record::OVERHEAD;
             n += 1;
+        }
+        let sc = &mut self.tables.scalars;
+        sc.c.tag = tag;
+        sc.c.step = step;
+        sc.c.wall = wall;
+        sc.value = value;
+        sc.c.offset = offset;
+        if n > 0 {
+            let out = &mut self.out;
+            out.last_wall = Some(out.last_wall.map_or(last_wall, |w: f64| w.max(last_wall)));
+            out.max_step = Some(out.max_step.map_or(max_step, |m| m.max(max_step)));
         }
         (cur, n)
     }
@@ -691,11 +786,6 @@ impl<'o> Parser<'o> {
         record_offset: u64,
         data_offset: u64,
     ) -> Result<(), DecodeError> {
-        if let Some(s) = crate::proto::simple_scalar(data) {
-            if self.fast_scalar(&s, record_offset) {
-                return Ok(());
-            }
-        }
         let ev = Event::decode(data)?;
         // Check every value decodes before filing any: a record is kept whole or not at all.
         match ev.what {
@@ -805,54 +895,6 @@ impl<'o> Parser<'o> {
             _ => {}
         }
         Ok(())
-    }
-
-    /// Files a one-value `simple_value` event whose tag is already a known, wanted scalar series
-    /// (nearly every record of a tensorboardX/PyTorch/TF1 log), or skips one the filters leave
-    /// out. Returns false to let the general path handle anything else, including a tag's first
-    /// value.
-    #[inline(always)]
-    fn fast_scalar(&mut self, s: &crate::proto::SimpleScalar<'_>, record_offset: u64) -> bool {
-        if !s.wall_time.is_finite()
-            || self.opts.step_lo.is_some_and(|lo| s.step < lo)
-            || self.opts.step_hi.is_some_and(|hi| s.step >= hi)
-        {
-            return false;
-        }
-        let id = self.tag_id(s.tag);
-        let t = &mut self.out.tags[id as usize];
-        // A record the filters leave out still dates the run, exactly as the general path
-        // would; skipping it here keeps a one-tag query from paying the full decode for the
-        // other 99% of records.
-        let known_scalar = t.kind == Some(Kind::Scalars) && t.meta.is_some();
-        if !t.wanted || (known_scalar && !self.opts.kinds.contains(Kind::Scalars)) {
-            let out = &mut self.out;
-            out.first_wall.get_or_insert(s.wall_time);
-            out.last_wall = Some(
-                out.last_wall
-                    .map_or(s.wall_time, |w: f64| w.max(s.wall_time)),
-            );
-            out.max_step = Some(out.max_step.map_or(s.step, |m| m.max(s.step)));
-            return true;
-        }
-        if !known_scalar || !self.opts.kinds.contains(Kind::Scalars) {
-            return false;
-        }
-        t.points += 1;
-        t.first_step = t.first_step.min(s.step);
-        t.last_step = t.last_step.max(s.step);
-        t.last_wall = s.wall_time;
-        let out = &mut self.out;
-        out.last_wall = Some(
-            out.last_wall
-                .map_or(s.wall_time, |w: f64| w.max(s.wall_time)),
-        );
-        out.max_step = Some(out.max_step.map_or(s.step, |m| m.max(s.step)));
-        let prov = self.opts.provenance.then_some(record_offset as i64);
-        let sc = &mut self.tables.scalars;
-        sc.c.push(id, s.step, s.wall_time, prov);
-        sc.value.push(f64::from(s.value));
-        true
     }
 
     /// Looks up or creates the file-local id of a tag.
@@ -1329,4 +1371,49 @@ fn wav_info(b: &[u8]) -> (f64, i64, i64) {
         pos = pos.saturating_add(8 + size + (size & 1));
     }
     (f64::from(rate), i64::from(channels), frames)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fused loop's two CRC flavours must agree byte for byte (only one runs on a given
+    /// machine, so the portable one is otherwise untested on x86).
+    #[test]
+    fn record_crc_flavours_agree() {
+        let data: Vec<u8> = (0..600u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        for n in 0..data.len() {
+            let want = crate::masked_crc::masked_crc32c(&data[..n]);
+            assert_eq!(PortableCrc::data(&data[..n]), want, "length {n}");
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("sse4.2") {
+                assert_eq!(Sse42Crc::data(&data[..n]), want, "length {n}");
+            }
+        }
+        for len in [0u64, 1, 57, 255, 1 << 20, u64::MAX] {
+            let want = crate::masked_crc::masked_crc32c(&len.to_le_bytes());
+            assert_eq!(PortableCrc::length(len), want);
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("sse4.2") {
+                assert_eq!(Sse42Crc::length(len), want);
+            }
+        }
+    }
+
+    #[test]
+    fn same_bytes_is_equality() {
+        let a: Vec<u8> = (0..40u8).collect();
+        for n in 0..a.len() {
+            for m in 0..a.len() {
+                assert_eq!(same_bytes(&a[..n], &a[..m]), n == m);
+            }
+            for flip in 0..n {
+                let mut b = a[..n].to_vec();
+                b[flip] ^= 0x80;
+                assert!(!same_bytes(&a[..n], &b), "{n} {flip}");
+            }
+        }
+    }
 }
