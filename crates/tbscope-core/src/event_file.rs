@@ -21,6 +21,10 @@ use crate::proto::{
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
 use crate::tf_record::{data_crc_ok, parse_frame, resync, Corruption, Frame, Resync, HEADER_LEN};
 
+/// How many bytes from a record that runs beyond the end of its file are searched for whole
+/// records (evidence of a torn write rather than a record still being written).
+pub const TORN_WINDOW: u64 = 2 << 20;
+
 /// The smallest read; larger records grow the buffer. Small enough that the buffer stays in a
 /// core's L2 cache: the kernel's copy into it and the parse reading it back then never go
 /// through main memory (4 MiB was 10% slower).
@@ -584,8 +588,12 @@ impl<'o> Parser<'o> {
                             cur = (size - pos) as usize;
                             self.out.clean_end = false;
                             break;
+                        } else if self
+                            .torn_write(file, &mut pos, &mut len, &mut cur, &mut size, buf)
+                        {
+                            continue;
                         }
-                        self.out.tail = size - abs(cur);
+                        self.out.tail = size - (pos + cur as u64);
                         break;
                     }
                     self.refill(file, &mut pos, &mut len, &mut cur, need, &mut size, buf);
@@ -720,6 +728,51 @@ impl<'o> Parser<'o> {
             out.max_step = Some(out.max_step.map_or(max_step, |m| m.max(max_step)));
         }
         (cur, n)
+    }
+
+    /// Decides whether the record at `cur`, which claims more bytes than the file has, is a
+    /// torn write rather than a record still being written: it is torn when a whole record
+    /// (both CRCs good) starts inside the bytes it claims, since a writer appends whole
+    /// records after the one it is writing, never inside it. The torn bytes are then reported
+    /// Corrupt and reading goes on at that record; otherwise the caller keeps them as a tail
+    /// for the next read.
+    ///
+    /// The search is [`resync`]'s, over the first [`TORN_WINDOW`] bytes from `cur` (so a large
+    /// record still being written costs little on each reload): the first header there whose
+    /// length CRC holds decides, by whether its record is whole within the window and its data
+    /// CRC holds.
+    #[allow(clippy::too_many_arguments)]
+    fn torn_write(
+        &mut self,
+        file: &File,
+        pos: &mut u64,
+        len: &mut usize,
+        cur: &mut usize,
+        size: &mut u64,
+        buf: &mut Vec<u8>,
+    ) -> bool {
+        let at = *pos + *cur as u64;
+        let want = size.saturating_sub(at).min(TORN_WINDOW) as usize;
+        if want <= HEADER_LEN {
+            return false;
+        }
+        if *len - *cur < want {
+            self.refill(file, pos, len, cur, want, size, buf);
+        }
+        let window = &buf[*cur..(*len).min(*cur + want)];
+        let Resync::Found(p) = resync(window, 1, self.opts.max_len) else {
+            return false;
+        };
+        self.problem(
+            Severity::Corrupt,
+            at,
+            p as u64,
+            format!(
+                "torn write: a record cut short after {p} bytes, whole records follow; skipped"
+            ),
+        );
+        *cur += p;
+        true
     }
 
     fn report_corrupt(&mut self, start: u64, end: u64, why: Corruption) {

@@ -680,17 +680,11 @@ fn verify_false_damaged_record_contributes_no_rows() {
 
 /// A torn record followed by whole records: a writer died in the middle of a large record and
 /// another process appended complete records to the same file (or a copy tool resumed at the
-/// wrong offset). The torn record's header is intact and claims more bytes than the file has,
-/// so the reader treats everything from it to the end as an unfinished tail ("still being
-/// written?") and returns none of the whole records after it. They only appear once the file
-/// grows past the torn record's claimed end; if it never does, they are never read.
-///
-/// Ignored: a known limitation (TensorBoard's readers behave the same), not a regression. A
-/// possible fix: when a header runs past EOF, `resync` the bytes after it; if a complete record
-/// with both CRCs valid starts there, no writer can still be writing the first one (barring a
-/// payload that itself embeds TFRecords), so report `[torn, found)` as Corrupt and go on.
+/// wrong offset). The torn record's header is intact and claims more bytes than the file has.
+/// A record still being written looks the same, except that nothing whole follows it: here a
+/// whole record starts inside the claimed bytes, so the torn bytes are Corrupt (exactly them)
+/// and every record after them is read. TensorBoard's readers stop at the torn record.
 #[test]
-#[ignore = "known limitation: whole records after a torn record at EOF are hidden as a truncated tail"]
 fn torn_record_followed_by_whole_records() {
     let (bytes, exp) = clean(3);
     let big = record(&scalar_event(1.8e9, 50, &[(&"x".repeat(3000), 1.0)]));
@@ -712,6 +706,14 @@ fn torn_record_followed_by_whole_records() {
     );
     assert!(entries(&report, Severity::Truncated).is_empty());
     let _ = exp;
+    // Without anything whole after it, the same torn record is a tail, kept for the next read.
+    let (rows, report) = read(&b[..first_after], true);
+    assert_eq!(rows.len(), 2 * 3, "{report:?}");
+    assert!(entries(&report, Severity::Corrupt).is_empty(), "{report:?}");
+    assert_eq!(
+        entries(&report, Severity::Truncated),
+        vec![(torn_at as u64, (first_after - torn_at) as u64)]
+    );
 }
 
 /// A 0-byte file (a writer that has not flushed yet): no rows, nothing Corrupt, Truncated or

@@ -230,7 +230,11 @@ pub struct RefScan {
 /// The reader's framing contract, one byte at a time, with no buffering:
 /// - a whole record whose length CRC and data CRC both hold is a record;
 /// - a header whose length CRC holds and length is at most `max_len` but which runs past the
-///   end, or fewer than 12 bytes left, is an unfinished tail (a writer may still be writing);
+///   end, or fewer than 12 bytes left, is an unfinished tail (a writer may still be writing),
+///   unless it is a torn write: outside a stretch of corruption, such a header is torn when,
+///   searching its first `TORN_WINDOW` bytes from offset 1, the first header whose length CRC
+///   holds (length at most `max_len`) starts a record that is whole within that window and
+///   whose data CRC holds. The torn bytes are then a gap and framing goes on there;
 /// - anything else is skipped one byte at a time (corruption, reported as gaps).
 pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
     let mut out = RefScan {
@@ -251,6 +255,13 @@ pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
         if len_ok && len <= max_len {
             let span = 16 + len as usize;
             if b.len() - pos < span {
+                if gap_start.is_none() {
+                    if let Some(p) = torn_at(&b[pos..], max_len) {
+                        out.gaps.push((pos, pos + p));
+                        pos += p;
+                        continue;
+                    }
+                }
                 out.tail = Some(pos);
                 break;
             }
@@ -272,6 +283,33 @@ pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
         out.gaps.push((g, out.tail.unwrap_or(b.len())));
     }
     out
+}
+
+/// Where a whole record starts inside a header that runs past the end of `b` (the torn-write
+/// rule of [`reference_frames`]), written out independently of the reader's `resync`.
+fn torn_at(b: &[u8], max_len: u64) -> Option<usize> {
+    let w = &b[..b.len().min(tbscope_core::event_file::TORN_WINDOW as usize)];
+    let mut p = 1;
+    while p + 12 <= w.len() {
+        let len = u64::from_le_bytes(w[p..p + 8].try_into().unwrap());
+        if len <= max_len
+            && masked_crc32c(&w[p..p + 8])
+                == u32::from_le_bytes(w[p + 8..p + 12].try_into().unwrap())
+        {
+            let span = 16 + len as usize;
+            if w.len() - p < span {
+                return None;
+            }
+            let data = &w[p + 12..p + 12 + len as usize];
+            if masked_crc32c(data)
+                == u32::from_le_bytes(w[p + span - 4..p + span].try_into().unwrap())
+            {
+                return Some(p);
+            }
+        }
+        p += 1;
+    }
+    None
 }
 
 // ------------------------------------------------------------------------------------------
