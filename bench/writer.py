@@ -153,7 +153,8 @@ def histograms(classes: dict[str, Callable[..., Any]], values: np.ndarray, repea
     for w in writers.values():
         w.close()
     return {name: {"values": int(values.size), "dtype": str(values.dtype), "repeat": repeat,
-                   "median_ms": statistics.median(t) * 1000, "min_ms": min(t) * 1000}
+                   "median_ms": statistics.median(t) * 1000, "min_ms": min(t) * 1000,
+                   "calls_ms": [x * 1000 for x in t]}
             for name, t in times.items()}
 
 
