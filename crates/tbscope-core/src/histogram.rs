@@ -1616,7 +1616,9 @@ mod tests {
             unsafe {
                 let mut set: libc::cpu_set_t = std::mem::zeroed();
                 assert_eq!(libc::pthread_getaffinity_np(thread, size, &mut set), 0);
-                (0..8 * size).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+                (0..8 * size)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect()
             }
         }
         // SAFETY: `pthread_self` has no preconditions.
@@ -1634,8 +1636,14 @@ mod tests {
         // (Other tests bin from other threads, which may run on other CPUs: which CPU is
         // left out can change at any moment, not how many.)
         let off = m.steer.off.load(Ordering::Relaxed);
-        assert!(off >= 0 && mine.contains(&(off as usize)), "{off} in {mine:?}");
-        assert!(helper.iter().all(|c| mine.contains(c)), "{helper:?} in {mine:?}");
+        assert!(
+            off >= 0 && mine.contains(&(off as usize)),
+            "{off} in {mine:?}"
+        );
+        assert!(
+            helper.iter().all(|c| mine.contains(c)),
+            "{helper:?} in {mine:?}"
+        );
         assert_eq!(helper.len(), mine.len() - 1, "{helper:?}");
     }
 
