@@ -137,9 +137,10 @@ def histograms(classes: dict[str, Callable[..., Any]], values: np.ndarray, repea
     """add_histogram per tool, the tools' calls interleaved round by round at the end of the
     run: this VM's speed drifts by tens of percent within seconds, and a ratio of two medians
     taken at different moments would measure the drift. (tensorboardX's histogram calls
-    np.dot, after which OpenBLAS threads busy-wait for a while; measured, that does not slow
+    np.dot, after which an OpenBLAS thread spins on sched_yield for tens of milliseconds, so
+    the CPU tbscope's histogram helper would use is busy; measured earlier, that did not slow
     the tbscope call that follows: 0.92-0.99 ms against 0.85-0.97 ms with
-    OPENBLAS_NUM_THREADS=1.)"""
+    OPENBLAS_NUM_THREADS=1. Every call's time is kept, in calls_ms.)"""
     writers = {name: cls(tempfile.mkdtemp(dir=root)) for name, cls in classes.items()}
     for w in writers.values():
         w.add_histogram("warmup", values, 0)
@@ -153,7 +154,8 @@ def histograms(classes: dict[str, Callable[..., Any]], values: np.ndarray, repea
     for w in writers.values():
         w.close()
     return {name: {"values": int(values.size), "dtype": str(values.dtype), "repeat": repeat,
-                   "median_ms": statistics.median(t) * 1000, "min_ms": min(t) * 1000}
+                   "median_ms": statistics.median(t) * 1000, "min_ms": min(t) * 1000,
+                   "calls_ms": [x * 1000 for x in t]}
             for name, t in times.items()}
 
 

@@ -26,7 +26,9 @@
 //!   same bucket one after another do not wait on each other's increment.
 //! - From [`PARALLEL_MIN`] values on, the calling thread and one helper thread take pieces
 //!   from a shared counter; the caller never waits for a helper that has not started, so a
-//!   busy machine costs nothing but the offer.
+//!   busy machine costs nothing but the offer. On Linux the helper may run on every CPU but
+//!   the caller's (`Steer`): otherwise, with the other CPU busy, it is woken on the caller's
+//!   and takes it over, and two threads take as long as one.
 //!
 //! Sums: `sum` and `sum_squares` are float64 sums over 8 independent accumulators
 //! per [`PIECE`] values, pieces added in order, where numpy uses pairwise summation. The
@@ -789,6 +791,81 @@ type Task = Box<dyn FnOnce() + Send + 'static>;
 struct Mailbox {
     task: Mutex<Option<Task>>,
     posted: Condvar,
+    /// Where the helper may run (see [`Steer`]).
+    steer: Steer,
+}
+
+/// Keeps the helper thread off the CPU its caller runs on (Linux; elsewhere it does nothing).
+///
+/// Why: when the other CPU is busy, the scheduler may wake the helper on the waker's CPU,
+/// where it takes over from the caller instead of running beside it. Traced on the 2-CPU
+/// bench VM while the other CPU ran someone else's build (1M values, tensorboardX's call
+/// before each): in 7 calls of 15 the helper binned all 62 pieces and the caller none, so two
+/// threads took as long as one; kept off the caller's CPU, in 0 of 12 (the caller binned
+/// everything itself, or the two shared). The other CPU is also busy in the bench without
+/// any build: tensorboardX's call leaves an OpenBLAS thread spinning (sched_yield) there for
+/// ~60 ms. Allowed every CPU but the caller's, the helper runs beside the caller when another
+/// CPU lets it, or not at all, and the caller keeps its own CPU.
+struct Steer {
+    #[cfg(target_os = "linux")]
+    thread: OnceLock<libc::pthread_t>,
+    /// The CPU the helper is kept off, or -1 for none yet.
+    #[cfg(target_os = "linux")]
+    off: std::sync::atomic::AtomicI32,
+}
+
+impl Steer {
+    fn new() -> Steer {
+        Steer {
+            #[cfg(target_os = "linux")]
+            thread: OnceLock::new(),
+            #[cfg(target_os = "linux")]
+            off: std::sync::atomic::AtomicI32::new(-1),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn started(&self, handle: &std::thread::JoinHandle<()>) {
+        use std::os::unix::thread::JoinHandleExt;
+        let _ = self.thread.set(handle.as_pthread_t());
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn started(&self, _handle: &std::thread::JoinHandle<()>) {}
+
+    /// Before waking the helper: keep it off the calling thread's CPU. A system call only
+    /// when the caller has moved to another CPU since the last time; on any failure the
+    /// helper keeps the CPUs it has.
+    #[cfg(target_os = "linux")]
+    fn away_from_caller(&self) {
+        let Some(&thread) = self.thread.get() else {
+            return;
+        };
+        // SAFETY: plain libc calls on a zeroed `cpu_set_t` of the right size; `thread` is
+        // the helper's handle, and the helper thread never exits (its loop has no end).
+        unsafe {
+            let cpu = libc::sched_getcpu();
+            if cpu < 0 || cpu == self.off.load(Ordering::Relaxed) {
+                return;
+            }
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, size, &mut set) != 0 || (cpu as usize) >= 8 * size {
+                return;
+            }
+            libc::CPU_CLR(cpu as usize, &mut set);
+            // Only the caller's CPU to run on: the helper could only take turns with it.
+            if libc::CPU_COUNT(&set) == 0 {
+                return;
+            }
+            if libc::pthread_setaffinity_np(thread, size, &set) == 0 {
+                self.off.store(cpu, Ordering::Relaxed);
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn away_from_caller(&self) {}
 }
 
 /// Hands `task` to the helper thread (started on first use), unless it is still busy with
@@ -798,11 +875,24 @@ struct Mailbox {
 /// had been idle for 10 ms took 1.8 ms (median) to pick up a spawned job, a thread blocked on
 /// a condition variable 13 µs; histograms are logged after idle gaps (a training step).
 fn offer(task: Task) {
+    if let Some(m) = mailbox() {
+        let mut t = m.task.lock().unwrap_or_else(|p| p.into_inner());
+        if t.is_none() {
+            m.steer.away_from_caller();
+            *t = Some(task);
+            m.posted.notify_one();
+        }
+    }
+}
+
+/// The helper thread's mailbox, the thread started on first use; `None` if it cannot start.
+fn mailbox() -> Option<&'static Mailbox> {
     static MAILBOX: OnceLock<Option<&'static Mailbox>> = OnceLock::new();
-    let mailbox = MAILBOX.get_or_init(|| {
+    *MAILBOX.get_or_init(|| {
         let m: &'static Mailbox = Box::leak(Box::new(Mailbox {
             task: Mutex::new(None),
             posted: Condvar::new(),
+            steer: Steer::new(),
         }));
         let started = std::thread::Builder::new()
             .name("tbscope-histogram".into())
@@ -819,15 +909,11 @@ fn offer(task: Task) {
                 // A failing task has told its caller (`HelperDone`); the thread carries on.
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
             });
-        started.ok().map(|_| m)
-    });
-    if let Some(m) = mailbox {
-        let mut t = m.task.lock().unwrap_or_else(|p| p.into_inner());
-        if t.is_none() {
-            *t = Some(task);
-            m.posted.notify_one();
-        }
-    }
+        started.ok().map(|h| {
+            m.steer.started(&h);
+            m
+        })
+    })
 }
 
 /// Whether a second thread can run beside the caller at all.
@@ -1516,6 +1602,49 @@ mod tests {
             assert_eq!(slots, one.slots);
             assert_eq!(sums, one.sums);
         }
+    }
+
+    /// The helper is kept off the CPU of the thread that last offered it work, and may run
+    /// on every other CPU this process may use.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn helper_keeps_off_the_callers_cpu() {
+        fn cpus(thread: libc::pthread_t) -> Vec<usize> {
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: a zeroed set of the size passed; `thread` is alive (the helper never
+            // exits, and `pthread_self` is this thread).
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(libc::pthread_getaffinity_np(thread, size, &mut set), 0);
+                (0..8 * size)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect()
+            }
+        }
+        // SAFETY: `pthread_self` has no preconditions.
+        let mine = cpus(unsafe { libc::pthread_self() });
+        let vals = vec![0.5f32; PARALLEL_MIN + 1];
+        let h = histogram(Values::F32(&vals), None, None).unwrap();
+        assert_eq!(h.num, vals.len() as f64);
+        let m = mailbox().expect("the helper thread starts");
+        let helper = cpus(*m.steer.thread.get().unwrap());
+        if mine.len() < 2 {
+            // Nowhere else to go: left alone.
+            assert_eq!(m.steer.off.load(Ordering::Relaxed), -1);
+            return;
+        }
+        // (Other tests bin from other threads, which may run on other CPUs: which CPU is
+        // left out can change at any moment, not how many.)
+        let off = m.steer.off.load(Ordering::Relaxed);
+        assert!(
+            off >= 0 && mine.contains(&(off as usize)),
+            "{off} in {mine:?}"
+        );
+        assert!(
+            helper.iter().all(|c| mine.contains(c)),
+            "{helper:?} in {mine:?}"
+        );
+        assert_eq!(helper.len(), mine.len() - 1, "{helper:?}");
     }
 
     #[test]
