@@ -537,10 +537,16 @@ impl<'o> Parser<'o> {
                             break;
                         }
                         // End of the file: what follows the garbage is a record still being
-                        // written, or too short to tell; either way the next read resumes there.
+                        // written, a torn one, or too short to tell. The torn-write rule is the
+                        // same as outside corruption, so a read gives the same answer whether it
+                        // started before the garbage or, on a reload, right at this header.
                         self.report_corrupt(start, abs(cur + p), why);
                         cur += p;
-                        self.out.tail = size - abs(cur);
+                        corrupt = None;
+                        if self.torn_write(file, &mut pos, &mut len, &mut cur, &mut size, buf) {
+                            continue;
+                        }
+                        self.out.tail = size - (pos + cur as u64);
                         break;
                     }
                 }
@@ -664,7 +670,7 @@ impl<'o> Parser<'o> {
         let mut value = std::mem::take(&mut sc.value);
         let mut offset = std::mem::take(&mut sc.c.offset);
         // The run's latest wall time and step, folded into the chunk once at the end.
-        let (mut last_wall, mut max_step) = (f64::NEG_INFINITY, i64::MIN);
+        let (mut first_wall, mut last_wall, mut max_step) = (0.0, f64::NEG_INFINITY, i64::MIN);
         let (mut cur, mut n) = (0usize, 0u32);
         while n < 8192 && buf.len() - cur >= HEADER_LEN {
             let rest = &buf[cur..];
@@ -694,7 +700,6 @@ impl<'o> Parser<'o> {
             if !t.wanted || (known_scalar && !scalars_wanted) {
                 // Left out by the filters: it still dates the run, as in the general path,
                 // and costs no decoding (a one-tag query skips the other 99% this way).
-                self.out.first_wall.get_or_insert(s.wall_time);
             } else if known_scalar {
                 t.points += 1;
                 t.first_step = t.first_step.min(s.step);
@@ -711,6 +716,9 @@ impl<'o> Parser<'o> {
                 // A tag's first value (its kind and metadata) goes through the general path.
                 break;
             }
+            if n == 0 {
+                first_wall = s.wall_time;
+            }
             last_wall = last_wall.max(s.wall_time);
             max_step = max_step.max(s.step);
             cur += len + crate::tf_record::OVERHEAD;
@@ -724,6 +732,9 @@ impl<'o> Parser<'o> {
         sc.c.offset = offset;
         if n > 0 {
             let out = &mut self.out;
+            // Every record taken here has a finite wall time: the first one dates the file
+            // if nothing before it in this read did (its tag's first record may have had none).
+            out.first_wall.get_or_insert(first_wall);
             out.last_wall = Some(out.last_wall.map_or(last_wall, |w: f64| w.max(last_wall)));
             out.max_step = Some(out.max_step.map_or(max_step, |m| m.max(max_step)));
         }
@@ -740,7 +751,8 @@ impl<'o> Parser<'o> {
     /// The search is [`resync`]'s, over the first [`TORN_WINDOW`] bytes from `cur` (so a large
     /// record still being written costs little on each reload): the first header there whose
     /// length CRC holds decides, by whether its record is whole within the window and its data
-    /// CRC holds.
+    /// CRC holds; and the records from there must follow one another to the window's end
+    /// ([`crate::tf_record::chains_to_end`]).
     #[allow(clippy::too_many_arguments)]
     fn torn_write(
         &mut self,
@@ -763,6 +775,11 @@ impl<'o> Parser<'o> {
         let Resync::Found(p) = resync(window, 1, self.opts.max_len) else {
             return false;
         };
+        // Records appended after a tear follow one another up to the end; a record that only
+        // sits inside a payload (an event file logged as a blob) is followed by more payload.
+        if !crate::tf_record::chains_to_end(window, p, self.opts.max_len) {
+            return false;
+        }
         self.problem(
             Severity::Corrupt,
             at,

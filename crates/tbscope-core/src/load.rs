@@ -1087,7 +1087,6 @@ impl Reader {
     }
 }
 
-/// The report line of a read that found no run.
 /// What turns one file's rows into logdir rows once the merge has numbered its tags (see
 /// [`Tables::finish_rows`]).
 pub(crate) struct Finish {
@@ -1097,6 +1096,7 @@ pub(crate) struct Finish {
     file: i32,
 }
 
+/// The report line of a read that found no run.
 pub(crate) fn no_runs_entry(root: &Path) -> ReportEntry {
     ReportEntry {
         run: String::new(),

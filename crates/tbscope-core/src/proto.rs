@@ -254,12 +254,13 @@ pub fn simple_scalar(b: &[u8]) -> Option<SimpleScalar<'_>> {
     }
     pos += 1;
     let summary_len = read_varint(b, &mut pos).ok()? as usize;
-    if pos + summary_len != b.len() || b.get(pos) != Some(&0x0a) {
+    // Checked: a damaged length near 2^64 must not overflow (this runs before the data CRC).
+    if pos.checked_add(summary_len) != Some(b.len()) || b.get(pos) != Some(&0x0a) {
         return None;
     }
     pos += 1;
     let value_len = read_varint(b, &mut pos).ok()? as usize;
-    if pos + value_len != b.len() || b.get(pos) != Some(&0x0a) {
+    if pos.checked_add(value_len) != Some(b.len()) || b.get(pos) != Some(&0x0a) {
         return None;
     }
     pos += 1;

@@ -143,6 +143,37 @@ pub fn resync(buf: &[u8], from: usize, max_len: u64) -> Resync {
     Resync::Exhausted(pos)
 }
 
+/// Whether the records of `buf` starting at `from` follow one another to its end: each a
+/// whole record with both CRCs good, until the end falls exactly on a boundary, inside a
+/// header, or inside a record whose header checks out (one still being written, or cut by the
+/// window). A header that does not check out, or a bad data CRC, breaks the chain.
+pub fn chains_to_end(buf: &[u8], from: usize, max_len: u64) -> bool {
+    let mut pos = from;
+    loop {
+        let rest = &buf[pos..];
+        if rest.len() < HEADER_LEN {
+            return true;
+        }
+        let len = le_u64(rest);
+        if len > max_len || masked_crc32c(&rest[..8]) != le_u32(&rest[8..12]) {
+            return false;
+        }
+        let Some(span) = usize::try_from(len)
+            .ok()
+            .and_then(|l| l.checked_add(OVERHEAD))
+        else {
+            return false;
+        };
+        if rest.len() < span {
+            return true;
+        }
+        if !data_crc_ok(rest, span) {
+            return false;
+        }
+        pos += span;
+    }
+}
+
 /// Frames `data` as one TFRecord, appending to `out`.
 pub fn write_record(out: &mut Vec<u8>, data: &[u8]) {
     let len = (data.len() as u64).to_le_bytes();

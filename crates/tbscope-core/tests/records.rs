@@ -1017,3 +1017,90 @@ fn one_value_records_across_buffer_refills() {
         }
     }
 }
+
+/// A record still being written whose payload (so far) holds a whole event file of its own,
+/// as when an event file is logged as a blob, is not a torn write: the embedded records are
+/// followed by more payload, not by records up to the end, so it stays an unfinished tail.
+#[test]
+fn embedded_records_in_a_growing_record_are_not_a_torn_write() {
+    let (bytes, _) = clean(2);
+    let mut inner = Vec::new();
+    for i in 0..3 {
+        inner.extend(record(&scalar_event(1.0 + i as f64, i, &[("inner", 1.0)])));
+    }
+    // A text value whose string is the inner file plus padding: the outer record embeds it.
+    let mut payload = inner.clone();
+    payload.extend(vec![b'p'; 500]);
+    // Event { wall_time = 1, graph_def = payload }.
+    let mut ev = Vec::new();
+    key(&mut ev, 1, 1);
+    ev.extend_from_slice(&1.0f64.to_le_bytes());
+    bytes_field(&mut ev, 4, &payload);
+    let outer = record(&ev);
+    let mut b = bytes.clone();
+    let cut = bytes.len() + inner.len() + 200; // inside the padding, past the inner records
+    b.extend_from_slice(&outer[..cut - bytes.len()]);
+    let (rows, report) = read(&b, true);
+    assert_eq!(rows.len(), 2 * 2, "{report:?}");
+    assert!(entries(&report, Severity::Corrupt).is_empty(), "{report:?}");
+    assert_eq!(
+        entries(&report, Severity::Truncated),
+        vec![(bytes.len() as u64, (b.len() - bytes.len()) as u64)]
+    );
+}
+
+/// Garbage, then a torn record with whole records after it: one read of the whole file and a
+/// read that stops at the torn header and resumes there on a reload give the same rows.
+#[test]
+fn torn_write_after_garbage_reads_the_same_at_once_and_on_reload() {
+    let (bytes, _) = clean(2);
+    let big = record(&scalar_event(1.8e9, 50, &[(&"y".repeat(4000), 2.0)]));
+    let mut b = bytes.clone();
+    b.extend_from_slice(&[0xAB; 37]); // garbage
+    let torn_at = b.len();
+    b.extend_from_slice(&big[..100]);
+    for i in 0..3 {
+        b.extend(record(&scalar_event(1.9e9, 60 + i, &[("loss", i as f32)])));
+    }
+    let (rows, report) = read(&b, true);
+    assert_eq!(rows.len(), 2 * 2 + 3, "{report:?}");
+    let corrupt = entries(&report, Severity::Corrupt);
+    assert_eq!(
+        corrupt,
+        vec![(bytes.len() as u64, 37), (torn_at as u64, 100)]
+    );
+    // The same file seen first up to the torn header's first bytes, then whole.
+    let dir = TempDir::new("torn-reload");
+    let path = dir.write(FILE, &b[..torn_at + 50]);
+    let mut r = tbscope_core::Reader::new(&path, opts(true, true)).unwrap();
+    r.load(&AtomicBool::new(false)).unwrap();
+    std::fs::write(&path, &b).unwrap();
+    r.load(&AtomicBool::new(false)).unwrap();
+    let again = scalar_rows(&r.table(tbscope_core::data_compat::Kind::Scalars).unwrap());
+    assert_eq!(row_keys(&again), row_keys(&rows));
+}
+
+/// A tag whose first record has a non-finite wall time (kept with a null wall time) and whose
+/// later records are plain scalars: the run is dated by the first finite wall time, as when
+/// every record goes through the general decoder.
+#[test]
+fn first_wall_time_after_a_non_finite_one() {
+    use arrow_array::Array;
+    let mut b = record(&scalar_event(f64::NAN, 0, &[("loss", 1.0)]));
+    for i in 1..4 {
+        b.extend(record(&scalar_event(100.0 + i as f64, i, &[("loss", 1.0)])));
+    }
+    let dir = TempDir::new("first-wall");
+    let path = dir.write(FILE, &b);
+    let (r, rows, _) = load_once(&path, opts(false, true));
+    assert_eq!(rows.len(), 4);
+    let runs = r.runs_table();
+    let first = runs
+        .column_by_name("first_wall_time")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::Float64Array>()
+        .unwrap()
+        .value(0);
+    assert_eq!(first, 101.0);
+}

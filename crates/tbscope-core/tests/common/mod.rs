@@ -231,10 +231,12 @@ pub struct RefScan {
 /// - a whole record whose length CRC and data CRC both hold is a record;
 /// - a header whose length CRC holds and length is at most `max_len` but which runs past the
 ///   end, or fewer than 12 bytes left, is an unfinished tail (a writer may still be writing),
-///   unless it is a torn write: outside a stretch of corruption, such a header is torn when,
-///   searching its first `TORN_WINDOW` bytes from offset 1, the first header whose length CRC
-///   holds (length at most `max_len`) starts a record that is whole within that window and
-///   whose data CRC holds. The torn bytes are then a gap and framing goes on there;
+///   unless it is a torn write: such a header is torn when, searching its first
+///   `TORN_WINDOW` bytes from offset 1, the first header whose length CRC holds (length at
+///   most `max_len`) starts a record that is whole within that window, whose data CRC holds,
+///   and from which whole records follow one another to the window's end (ending on a
+///   boundary, inside a header, or inside a record whose header checks out). The torn bytes
+///   are then a gap and framing goes on there;
 /// - anything else is skipped one byte at a time (corruption, reported as gaps).
 pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
     let mut out = RefScan {
@@ -255,12 +257,13 @@ pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
         if len_ok && len <= max_len {
             let span = 16 + len as usize;
             if b.len() - pos < span {
-                if gap_start.is_none() {
-                    if let Some(p) = torn_at(&b[pos..], max_len) {
-                        out.gaps.push((pos, pos + p));
-                        pos += p;
-                        continue;
+                if let Some(p) = torn_at(&b[pos..], max_len) {
+                    if let Some(g) = gap_start.take() {
+                        out.gaps.push((g, pos));
                     }
+                    out.gaps.push((pos, pos + p));
+                    pos += p;
+                    continue;
                 }
                 out.tail = Some(pos);
                 break;
@@ -304,12 +307,35 @@ fn torn_at(b: &[u8], max_len: u64) -> Option<usize> {
             if masked_crc32c(data)
                 == u32::from_le_bytes(w[p + span - 4..p + span].try_into().unwrap())
             {
-                return Some(p);
+                return chained(w, p, max_len).then_some(p);
             }
         }
         p += 1;
     }
     None
+}
+
+/// Whole records from `p` one after another to the end of `w` (see [`reference_frames`]).
+fn chained(w: &[u8], mut p: usize, max_len: u64) -> bool {
+    while w.len() - p >= 12 {
+        let len = u64::from_le_bytes(w[p..p + 8].try_into().unwrap());
+        let len_ok =
+            masked_crc32c(&w[p..p + 8]) == u32::from_le_bytes(w[p + 8..p + 12].try_into().unwrap());
+        if !len_ok || len > max_len {
+            return false;
+        }
+        let span = 16 + len as usize;
+        if w.len() - p < span {
+            return true;
+        }
+        let data = &w[p + 12..p + 12 + len as usize];
+        if masked_crc32c(data) != u32::from_le_bytes(w[p + span - 4..p + span].try_into().unwrap())
+        {
+            return false;
+        }
+        p += span;
+    }
+    true
 }
 
 // ------------------------------------------------------------------------------------------
