@@ -150,16 +150,6 @@ impl Common {
     pub fn is_empty(&self) -> bool {
         self.tag.is_empty()
     }
-    /// Backs the next `n` rows of the parsed columns with memory (see [`prefault`]).
-    pub fn prefault(&self, n: usize) {
-        prefault(&self.tag, n);
-        prefault(&self.step, n);
-        prefault(&self.wall, n);
-        if !self.offset.is_empty() || self.offset.capacity() > 0 {
-            prefault(&self.offset, n);
-        }
-    }
-
     /// Reserves a per-file chunk's columns (no run or file columns there).
     pub fn reserve_chunk(&mut self, n: usize, provenance: bool) {
         self.tag.reserve(n);
@@ -175,6 +165,39 @@ impl Common {
 pub struct Scalars {
     pub c: Common,
     pub value: Vec<f64>,
+    /// Rows whose memory is already backed (see [`Scalars::prefault_rows`]), and the
+    /// allocation that holds for (a reallocated column starts over).
+    pub populated: usize,
+    pub populated_base: usize,
+}
+
+impl Scalars {
+    /// Backs rows up to `upto` (within the reserved capacity) with memory, from where the
+    /// last call stopped.
+    pub fn prefault_rows(&mut self, upto: usize) {
+        let base = self.c.tag.as_ptr() as usize;
+        if base != self.populated_base {
+            (self.populated, self.populated_base) = (0, base);
+        }
+        let from = self.populated.max(self.c.len());
+        if upto > from {
+            fn range<T>(v: &Vec<T>, from: usize, upto: usize) {
+                let size = std::mem::size_of::<T>();
+                let upto = upto.min(v.capacity());
+                if upto > from {
+                    populate(v.as_ptr() as usize + from * size, (upto - from) * size);
+                }
+            }
+            range(&self.c.tag, from, upto);
+            range(&self.c.step, from, upto);
+            range(&self.c.wall, from, upto);
+            range(&self.value, from, upto);
+            if self.c.offset.capacity() > 0 {
+                range(&self.c.offset, from, upto);
+            }
+        }
+        self.populated = self.populated.max(upto);
+    }
 }
 
 #[derive(Debug, Default, Clone)]

@@ -305,10 +305,6 @@ pub fn read_file_into(
         let rows = ((stop - start.offset) / 40) as usize;
         p.tables.scalars.c.reserve_chunk(rows, opts.provenance);
         p.tables.scalars.value.reserve(rows);
-        // This file's rows go right after the rows already there: back them with memory in
-        // bulk. Rows are at least 40 bytes, so this over-reaches by less than one file.
-        p.tables.scalars.c.prefault(rows);
-        crate::columns::prefault(&p.tables.scalars.value, rows);
     }
     if size == 0 {
         p.problem(
@@ -847,6 +843,26 @@ impl<'o> Parser<'o> {
                 break;
             }
         }
+        // Scalar rows this buffer may hold get their memory now, in bulk.
+        self.populate_ahead(*len - *cur);
+    }
+
+    /// Backs the scalar columns with memory for the rows `bytes` more bytes could hold (rows
+    /// are at least 40 bytes), ahead of writing them: one system call per column per step
+    /// instead of a page fault per 4 KiB (see [`crate::columns::prefault`]). Only as far as
+    /// the bytes read so far can reach, so a file of images backs almost nothing.
+    fn populate_ahead(&mut self, bytes: usize) {
+        if !self.opts.kinds.contains(Kind::Scalars) {
+            return;
+        }
+        let sc = &mut self.tables.scalars;
+        let want = sc.c.len() + bytes / 40;
+        if want <= sc.populated {
+            return;
+        }
+        // Steps of at least 64k rows (512 KiB of a 64-bit column): few system calls.
+        let upto = want.max(sc.populated + (64 << 10));
+        sc.prefault_rows(upto);
     }
 
     /// Decodes one record's Event and files its values.
