@@ -239,55 +239,51 @@ class Logdir:
         those of the nearest enclosing run that has them (Keras writes ``run/train`` and
         ``run/validation`` under the run that holds the hparams); ``hparams=False`` leaves them out.
         """
-        import numpy as np
         import pandas as pd
+        import pyarrow as pa
 
-        from tbscope.query import SUMMARY_STATS, check_stats, series_stats, summary_column
+        from tbscope.query import SUMMARY_STATS, check_stats, summary_column
 
         chosen = check_stats(stats, SUMMARY_STATS, "summary")
         self._ensure()
         info = self.run_info().to_arrow()
-        run_names = [str(r) for r in info.column("run").to_pylist()]
-        tags, values = series_stats(self.scalars().to_arrow(), run_names, chosen)
+        # Per run and tag, natively: a column "<tag>:<stat>" per tag (sorted) and statistic.
+        table = pa.table(self._native.summary_table([(s, summary_column("", s)[1:]) for s in chosen]))
         cols: dict[str, Any] = {
-            "run": run_names,
+            "run": info.column("run").to_pandas(),
             "max_step": info.column("max_step").to_pandas(),
             "last_wall_time": info.column("last_wall_time").to_pandas(),
         }
         if hparams:
-            hp = self._run_hparams(run_names)
+            hp = self._run_hparams(info.column("run"))
             for c in hp.columns:
                 if c.startswith("hparam:"):
                     cols[c] = hp[c].to_numpy()
-        for j, tag in enumerate(tags):
-            for s in chosen:
-                col = values[s][:, j]
-                if s in ("argmin", "argmax"):
-                    # Steps are int64; nullable Int64 keeps them exact where a run has no point.
-                    ok = ~np.isnan(col)
-                    ints = np.zeros(len(col), dtype=np.int64)
-                    ints[ok] = col[ok].astype(np.int64)
-                    cols[summary_column(tag, s)] = pd.arrays.IntegerArray(ints, ~ok)
-                else:
-                    cols[summary_column(tag, s)] = col
+        for i, name in enumerate(table.column_names):
+            col = table.column(i).combine_chunks()
+            if chosen[i % len(chosen)] in ("argmin", "argmax"):
+                # Steps are int64; nullable Int64 keeps them exact where a run has no point.
+                missing = col.is_null().to_numpy(zero_copy_only=False)
+                cols[name] = pd.arrays.IntegerArray(col.fill_null(0).to_numpy(), missing)
+            else:
+                cols[name] = col.to_numpy()
         return pd.DataFrame(cols)
 
-    def _run_hparams(self, run_names: list[str]) -> pd.DataFrame:
+    def _run_hparams(self, run_names: list[str] | pa.ChunkedArray) -> pd.DataFrame:
         """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
         ``hparam:<name>`` column per hyperparameter."""
         import pandas as pd
 
-        a = self._native_args
-        reusable = a["runs"] is None and a["tags"] is None and a["step_lo"] is None and a["step_hi"] is None and (a["kinds"] is None or "hparams" in a["kinds"])
-        if reusable:
-            hp = self.hparams().to_pandas()
-        else:
-            # hparams records are run-level facts: tag and step filters (and a runs filter that
-            # leaves out the enclosing session run) must not hide them.
-            hp_scan = scan(
-                self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")
-            )
-            hp = hp_scan.hparams().to_pandas()
+        hp = self._hparams_frame()
+        if not len(hp):
+            # Nothing to look up (most logdirs of many runs): no walk over every run name.
+            n = len(run_names)
+            out = pd.DataFrame({c: hp[c].iloc[:0].reindex(range(n)) for c in hp.columns if c.startswith("hparam:")}, index=range(n))
+            out.insert(0, "source", [None] * n)
+            out.insert(0, "run", run_names if isinstance(run_names, list) else run_names.to_pandas())
+            return out
+        if not isinstance(run_names, list):
+            run_names = run_names.to_pylist()
         hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
         by_run = {str(r): row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
         rows, sources = [], []
@@ -303,6 +299,21 @@ class Logdir:
         out.insert(0, "source", sources)
         out.insert(0, "run", run_names)
         return out
+
+    def _hparams_frame(self) -> pd.DataFrame:
+        """``hparams()`` of the whole logdir (whatever this scan's tag, step and run filters)."""
+        a = self._native_args
+        reusable = a["runs"] is None and a["tags"] is None and a["step_lo"] is None and a["step_hi"] is None and (a["kinds"] is None or "hparams" in a["kinds"])
+        if reusable:
+            hp = self.hparams().to_pandas()
+        else:
+            # hparams records are run-level facts: tag and step filters (and a runs filter that
+            # leaves out the enclosing session run) must not hide them.
+            hp_scan = scan(
+                self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")
+            )
+            hp = hp_scan.hparams().to_pandas()
+        return hp
 
     def aggregate(
         self,
@@ -386,6 +397,16 @@ class Logdir:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
         return Frame(self._native.runs_table(), "runs")
+
+    def _run_facts(self) -> pa.Table:
+        """``run_info()``'s columns and, per run, ``last_modified`` (the newest mtime of its event
+        files, as stat'ed by the last read), ``series`` (its rows in ``series()``) and
+        ``first_step``/``last_step`` (their step range): what ``tbscope ls`` shows, computed
+        natively (and, on a warm cache that found nothing changed, read from the cache)."""
+        import pyarrow as pa
+
+        self._ensure()
+        return pa.table(self._native.run_facts())
 
 
 def _raise_strict(problems: Iterable[Problem]) -> None:

@@ -23,11 +23,19 @@
 //! The cache always holds the unfiltered load. A scan's filters are applied to what it returns:
 //! rows are selected through their run and tag dictionaries and step column, and the series and
 //! runs tables are derived from the saved per-tag state (or, with a step range, from the rows).
+//!
+//! A warm open of a logdir that did not change is the common case, and on a logdir of many runs
+//! decoding every run's state would cost more than everything else. So the manifest keeps what
+//! the change check needs (run names, file identities, directory listings) apart from the
+//! runs' state, and a generation also stores, for the unfiltered load, each run's facts and
+//! each scalar series' statistics (`runstats.rs`). An open whose check finds nothing changed
+//! leaves the state encoded ("pending") and serves the runs table, the facts and the
+//! statistics from those tables; anything else decodes the state first (`Reader::prepare`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
@@ -51,9 +59,11 @@ use crate::load::{
     ReaderOptions, ReportEntry, RunState, TagState,
 };
 use crate::logdir::discover;
+use crate::runstats::{runs_table_of_facts, scalar_stats_of};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
-const FORMAT_VERSION: u32 = 1;
+/// 2: the runs' state apart from the change-check index; facts and statistics tables.
+const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"TBSCACHE";
 /// Past this many segments the small ones are merged (see `compact_if_needed`).
 const MAX_SEGMENTS: usize = 8;
@@ -76,6 +86,8 @@ pub(crate) struct View {
     step_lo: Option<i64>,
     step_hi: Option<i64>,
     provenance: bool,
+    /// Tables go through `restarts::apply` (preemption, or its lower step bound).
+    restarts: bool,
 }
 
 impl View {
@@ -102,6 +114,7 @@ pub(crate) fn split_options(opts: ReaderOptions) -> (ReaderOptions, View) {
         step_lo: opts.file.step_lo,
         step_hi: opts.file.step_hi,
         provenance: opts.file.provenance,
+        restarts: opts.restarts == crate::load::Restarts::Preempt || opts.step_lo.is_some(),
     };
     let base = ReaderOptions {
         file: Options {
@@ -168,8 +181,53 @@ pub struct Cached {
     pieces: [Vec<Piece>; 8],
     /// Directory listings as of the last discovery, keyed by path below the root.
     dirs: HashMap<PathBuf, DirListing>,
+    /// The restored generation's runs' state, not decoded yet; `Reader::runs` is empty (and
+    /// `Reader::run_names` complete) while it is here.
+    pending: Option<Box<Pending>>,
+    /// Leave the state pending after a load that found nothing changed (the caller promises to
+    /// call `Reader::prepare` before using it); otherwise every load decodes it.
+    lazy: bool,
     opened: bool,
     info: CacheInfo,
+}
+
+/// What [`Reader::prepare`] gets ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Everything: the runs' state, for `series`, `run_mtimes`, `file_path`, `plan`.
+    State,
+    /// `runs_table` (and `run_names`, `report`).
+    RunsTable,
+    /// `run_facts`.
+    RunFacts,
+    /// `scalar_stats`.
+    ScalarStats,
+}
+
+impl Reader {
+    /// A reader with a cache may leave the runs' state of a restored generation undecoded after
+    /// a load that found nothing changed (see the module docs). The caller must then call
+    /// [`Reader::prepare`] with what it is about to use. Without this, loads decode it.
+    pub fn defer_cache_state(&mut self) {
+        if let Some(c) = self.cached.as_mut() {
+            c.lazy = true;
+        }
+    }
+
+    /// Makes what `need` uses ready: decodes a pending state unless the generation's stored
+    /// tables answer `need` for this scan's filters. A no-op without a cache or pending state.
+    pub fn prepare(&mut self, need: Need) -> Result<()> {
+        let Some(mut c) = self.cached.take() else {
+            return Ok(());
+        };
+        let out = if c.pending.is_some() && !c.serves(need) {
+            c.materialise(self)
+        } else {
+            Ok(())
+        };
+        self.cached = Some(c);
+        out
+    }
 }
 
 impl Cached {
@@ -180,6 +238,8 @@ impl Cached {
             segments: Vec::new(),
             pieces: Default::default(),
             dirs: HashMap::new(),
+            pending: None,
+            lazy: false,
             opened: false,
             info: CacheInfo {
                 dir: dir.to_path_buf(),
@@ -233,6 +293,29 @@ impl Cached {
         marks.push(("restore", t0.elapsed()));
         // Stats are most of a warm open on a logdir of many runs: spread them over threads.
         let threads = thread_count(r.opts.threads);
+        if self.pending.is_some() {
+            let same = self.unchanged(r, threads);
+            marks.push(("check", t0.elapsed()));
+            if same {
+                self.info.status = "hit";
+                if !self.lazy {
+                    self.materialise(r)?;
+                    marks.push(("state", t0.elapsed()));
+                }
+                self.trace(&marks);
+                return Ok(LoadStats::default());
+            }
+            if let Err(e) = self.materialise(r) {
+                let msg = format!(
+                    "cache {} not used ({e}); reading the logdir and rewriting the cache",
+                    self.dir.display()
+                );
+                self.warn(msg);
+                self.reset(r);
+                rebuilt = true;
+            }
+            marks.push(("state", t0.elapsed()));
+        }
         let pool = if threads > 1 {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -307,19 +390,38 @@ impl Cached {
             }
             marks.push(("publish", t0.elapsed()));
         }
-        if std::env::var_os("TBSCOPE_TRACE").is_some() {
-            let mut last = Duration::ZERO;
-            let parts: Vec<String> = marks
-                .iter()
-                .map(|(what, at)| {
-                    let d = *at - last;
-                    last = *at;
-                    format!("{what} {d:?}")
-                })
-                .collect();
-            eprintln!("tbscope cache {}: {}", self.info.status, parts.join(", "));
-        }
+        self.trace(&marks);
         Ok(stats)
+    }
+
+    /// `TBSCOPE_TRACE=1`: where the load spent its time.
+    fn trace(&self, marks: &[(&str, Duration)]) {
+        if std::env::var_os("TBSCOPE_TRACE").is_none() {
+            return;
+        }
+        let mut last = Duration::ZERO;
+        let parts: Vec<String> = marks
+            .iter()
+            .map(|(what, at)| {
+                let d = *at - last;
+                last = *at;
+                format!("{what} {d:?}")
+            })
+            .collect();
+        eprintln!("tbscope cache {}: {}", self.info.status, parts.join(", "));
+    }
+
+    /// Forgets everything restored (a generation that turned out unusable): the load then
+    /// reads the logdir whole.
+    fn reset(&mut self, r: &mut Reader) {
+        self.pending = None;
+        self.segments.clear();
+        self.pieces = Default::default();
+        self.dirs.clear();
+        r.runs.clear();
+        r.run_names.clear();
+        r.file_names.clear();
+        r.report.clear();
     }
 
     /// Adds one load's batches as a segment; its rows are in run order, each run contiguous.
@@ -694,9 +796,18 @@ impl Cached {
         }))
     }
 
+    /// Every run's name in order: the state's, or while it is pending the restored list (a
+    /// generation's runs are its state's, in name order).
+    fn all_run_names<'a>(&'a self, r: &'a Reader) -> Box<dyn Iterator<Item = &'a String> + 'a> {
+        if self.pending.is_some() {
+            Box::new(r.run_names.iter())
+        } else {
+            Box::new(r.runs.keys())
+        }
+    }
+
     pub(crate) fn run_names(&self, r: &Reader) -> Vec<String> {
-        r.runs
-            .keys()
+        self.all_run_names(r)
             .filter(|n| self.view.run_ok(n))
             .cloned()
             .collect()
@@ -712,16 +823,22 @@ impl Cached {
             .cloned()
             .collect();
         // A read whose runs filter matches nothing says so, when it has nothing else to say.
-        if out.is_empty() && !r.runs.keys().any(|n| self.view.run_ok(n)) {
+        if out.is_empty() && !self.all_run_names(r).any(|n| self.view.run_ok(n)) {
             out.push(crate::load::no_runs_entry(&r.root));
         }
         out
     }
 
     pub(crate) fn series(&self, r: &Reader) -> RecordBatch {
+        self.with_series_pick(|pick| r.series_with(pick))
+    }
+
+    /// Calls `f` with what decides the view's series rows (see `Reader::series_with`).
+    fn with_series_pick<T>(&self, f: impl FnOnce(crate::runstats::SeriesPick<'_>) -> T) -> T {
+        self.expect_state();
         let v = &self.view;
         if !v.has_steps() {
-            return r.series_with(&|run, tag, ts, k| {
+            return f(&|run, tag, ts, k| {
                 (v.run_ok(run) && v.tag_ok(tag) && v.kinds.contains(k)).then_some((
                     ts.points,
                     ts.first_step,
@@ -730,7 +847,7 @@ impl Cached {
             });
         }
         let stats = self.step_stats();
-        r.series_with(&|run, tag, _, k| {
+        f(&|run, tag, _, k| {
             if !(v.run_ok(run) && v.tag_ok(tag) && v.kinds.contains(k)) {
                 return None;
             }
@@ -740,8 +857,119 @@ impl Cached {
         })
     }
 
+    /// A use of the state while it is pending is a missing `Reader::prepare`: better a loud
+    /// failure than tables that silently leave every run out.
+    fn expect_state(&self) {
+        assert!(
+            self.pending.is_none(),
+            "the cache's run state is not decoded: call Reader::prepare(Need::State) first"
+        );
+    }
+
+    /// Whether the generation's stored tables answer `need` for this scan's filters.
+    fn serves(&self, need: Need) -> bool {
+        let Some(p) = &self.pending else {
+            return false;
+        };
+        let v = &self.view;
+        match need {
+            Need::State => false,
+            // Counts per kind are the sums over the kinds kept; a tag filter changes them.
+            Need::RunsTable => p.facts.is_some() && v.tags.is_none() && !v.has_steps(),
+            // The series counted depend on the kinds kept too.
+            Need::RunFacts => {
+                p.facts.is_some() && v.tags.is_none() && !v.has_steps() && v.kinds.0 == 0xff
+            }
+            // Statistics per series: a tag filter selects series, a step range changes them.
+            Need::ScalarStats => p.stats.is_some() && !v.has_steps() && !v.restarts,
+        }
+    }
+
+    /// The stored facts of the runs the view selects (pending state, `serves(RunFacts)`).
+    fn stored_facts(&self) -> Result<RecordBatch> {
+        let p = self.pending.as_ref().expect("pending state");
+        let facts = p.facts.as_ref().expect("served only with facts");
+        let Some(re) = &self.view.runs else {
+            return Ok(facts.clone());
+        };
+        let names = facts.column(0).as_string::<i32>();
+        let keep: BooleanArray = (0..names.len())
+            .map(|i| Some(re.is_match(names.value(i))))
+            .collect();
+        arrow_select::filter::filter_record_batch(facts, &keep)
+            .map_err(|e| Error::Other(format!("filtering cached facts failed: {e}")))
+    }
+
+    pub(crate) fn run_facts(&self, r: &Reader) -> Result<RecordBatch> {
+        if self.pending.is_some() {
+            assert!(
+                self.serves(Need::RunFacts),
+                "call Reader::prepare(Need::RunFacts) first"
+            );
+            return self.stored_facts();
+        }
+        let table = self.runs_table(r);
+        Ok(self.with_series_pick(|pick| r.facts_from(table, pick)))
+    }
+
+    pub(crate) fn scalar_stats(&self, r: &Reader) -> Result<RecordBatch> {
+        if self.pending.is_none() || !self.view.kinds.contains(Kind::Scalars) {
+            return scalar_stats_of(&self.table(r, Kind::Scalars)?);
+        }
+        assert!(
+            self.serves(Need::ScalarStats),
+            "call Reader::prepare(Need::ScalarStats) first"
+        );
+        let p = self.pending.as_ref().expect("pending state");
+        let stats = p.stats.as_ref().expect("served only with statistics");
+        Ok(self
+            .select_series(stats)?
+            .unwrap_or_else(|| stats.slice(0, 0)))
+    }
+
+    /// The rows of a table keyed by (run, tag) dictionaries that the view's run and tag
+    /// filters select, dictionaries compacted; None when no row is selected.
+    fn select_series(&self, b: &RecordBatch) -> Result<Option<RecordBatch>> {
+        let v = &self.view;
+        let mut mask: Option<Vec<bool>> = None;
+        for (col, re) in [(0, &v.runs), (1, &v.tags)] {
+            let Some(re) = re else { continue };
+            let dict = b.column(col).as_dictionary::<Int32Type>();
+            let values = dict.values().as_string::<i32>();
+            let ok: Vec<bool> = (0..values.len())
+                .map(|i| re.is_match(values.value(i)))
+                .collect();
+            let keys = dict.keys().values();
+            match &mut mask {
+                None => mask = Some(keys.iter().map(|&k| ok[k as usize]).collect()),
+                Some(m) => {
+                    for (x, &k) in m.iter_mut().zip(keys.iter()) {
+                        *x &= ok[k as usize];
+                    }
+                }
+            }
+        }
+        let Some(m) = mask else {
+            return Ok(Some(b.clone()));
+        };
+        if !m.iter().any(|&x| x) {
+            return Ok(None);
+        }
+        let f = arrow_select::filter::filter_record_batch(b, &BooleanArray::from(m))
+            .map_err(|e| Error::Other(format!("filtering cached statistics failed: {e}")))?;
+        compact_dicts(&f).map(Some)
+    }
+
     pub(crate) fn runs_table(&self, r: &Reader) -> RecordBatch {
         let v = &self.view;
+        if self.pending.is_some() {
+            assert!(
+                self.serves(Need::RunsTable),
+                "call Reader::prepare(Need::RunsTable) first"
+            );
+            let table = runs_table_of_facts(&self.stored_facts().expect("facts filter"));
+            return self.zero_kinds_left_out(table);
+        }
         if !v.has_steps() {
             return r.runs_table_with(&|run, s| {
                 if !v.run_ok(run) {
@@ -1089,6 +1317,10 @@ fn segment_file(seg: &str, kind: Kind) -> String {
     format!("{seg}.{}.arrow", kind.name())
 }
 
+/// The stored tables of a generation: the runs' facts and the scalar series' statistics.
+const FACTS: &str = "facts.arrow";
+const STATS: &str = "stats.arrow";
+
 impl Cached {
     /// Writes a generation into a temporary directory, then makes it current: a rename of the
     /// directory and an atomic replacement of CURRENT, under the lock. Readers see the old
@@ -1180,7 +1412,20 @@ impl Cached {
             }
             sizes.push(rows);
         }
-        let manifest = encode_manifest(r, &self.segments, &sizes, &self.pieces, &self.dirs)?;
+        // The stored tables answer a warm open that finds nothing changed (see the module
+        // docs): computed here with the cache taken out of the reader, so for the unfiltered load.
+        let facts = r
+            .run_facts()
+            .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
+        let stats = scalar_stats_of(&self.served(Kind::Scalars))
+            .map_err(|e| format!("cannot compute scalar statistics: {e}"))?;
+        for (name, b) in [(FACTS, &facts), (STATS, &stats)] {
+            let dest = tmp.join(name);
+            write_ipc(&dest, b).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        }
+        let derived = [Some(facts.num_rows()), Some(stats.num_rows())];
+        let manifest =
+            encode_manifest(r, &self.segments, &sizes, &self.pieces, &self.dirs, derived)?;
         let path = tmp.join("manifest");
         (|| {
             let mut f = File::create_new(&path)?;
@@ -1226,9 +1471,18 @@ impl Cached {
         gdir: &Path,
     ) -> std::result::Result<Restore, RestoreError> {
         let t0 = std::time::Instant::now();
-        let bytes = fs::read(gdir.join("manifest")).map_err(RestoreError::io)?;
+        // Mapped rather than read: a manifest of many runs is tens of MB, and only the change
+        // check's part of it is decoded unless something changed.
+        let file = File::open(gdir.join("manifest")).map_err(RestoreError::io)?;
+        let len = file.metadata().map_err(RestoreError::io)?.len() as usize;
         let bad = |e: String| RestoreError::Bad(format!("manifest: {e}"));
-        let (h, body) = decode_header(&bytes).map_err(bad)?;
+        if len == 0 {
+            return Err(bad("empty".into()));
+        }
+        let mapping = map_file(&file, len).map_err(|e| bad(e.to_string()))?;
+        drop(file);
+        let bytes = mapping.bytes();
+        let (h, body) = decode_header(bytes).map_err(bad)?;
         if h.tbscope != env!("CARGO_PKG_VERSION") {
             return Err(RestoreError::Bad(format!(
                 "written by tbscope {}, this is {}",
@@ -1255,7 +1509,7 @@ impl Cached {
             return Ok(Restore::Missing);
         }
         let t_read = t0.elapsed();
-        let m = decode_body(body, &r.root).map_err(bad)?;
+        let m = decode_body(body).map_err(bad)?;
         let t_decode = t0.elapsed();
         let mut segments = Vec::with_capacity(m.segments.len());
         for (name, rows) in &m.segments {
@@ -1291,16 +1545,45 @@ impl Cached {
                 }
             }
         }
+        let mut derived: [Option<RecordBatch>; 2] = [None, None];
+        for ((slot, rows), name) in derived.iter_mut().zip(m.derived).zip([FACTS, STATS]) {
+            let Some(rows) = rows else { continue };
+            let b = read_ipc(&gdir.join(name))?;
+            if b.num_rows() != rows {
+                return Err(RestoreError::Bad(format!(
+                    "{name} has {} rows, the manifest says {rows}",
+                    b.num_rows()
+                )));
+            }
+            *slot = Some(b);
+        }
+        if let Some(f) = &derived[0] {
+            if f.num_rows() != m.run_names.len() {
+                return Err(RestoreError::Bad("facts of other runs".into()));
+            }
+        }
         let t_segments = t0.elapsed();
-        // Everything checked: take it.
+        // Everything checked: take it. The runs' state stays encoded until it is needed.
+        let [facts, stats] = derived;
         r.opts.file.provenance = h.provenance;
-        r.runs = m.runs;
+        r.runs.clear();
         r.run_names = m.run_names;
-        r.file_names = m.file_names;
+        r.file_names.clear();
         r.report = m.report;
         self.segments = segments;
         self.pieces = m.pieces;
-        self.dirs = m.dirs;
+        // Kept as the pending index until discovery needs them as a map.
+        self.dirs.clear();
+        self.pending = Some(Box::new(Pending {
+            manifest: mapping,
+            state: m.state,
+            strings: m.strings,
+            metas: m.metas,
+            index: m.index,
+            dirs: m.dirs,
+            facts,
+            stats,
+        }));
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
                 "tbscope cache restore: read {t_read:?}, decode {:?}, segments {:?}",
@@ -1309,6 +1592,234 @@ impl Cached {
             );
         }
         Ok(Restore::Restored)
+    }
+}
+
+impl Cached {
+    /// Decodes a pending state into the reader (a no-op without one).
+    fn materialise(&mut self, r: &mut Reader) -> Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        match decode_state(&p, &r.run_names, &r.root).and_then(|x| Ok((x, p.listings()?))) {
+            Ok(((runs, file_names), dirs)) => {
+                r.runs = runs;
+                r.file_names = file_names;
+                self.dirs = dirs;
+                Ok(())
+            }
+            Err(e) => {
+                self.pending = Some(p);
+                Err(Error::Other(format!(
+                    "cache {}: the runs' state cannot be decoded: {e}",
+                    self.dir.display()
+                )))
+            }
+        }
+    }
+
+    /// A runs table from the stored facts, with the counts of kinds the view leaves out at 0
+    /// (as `runs_table` counts only the kinds kept).
+    fn zero_kinds_left_out(&self, table: RecordBatch) -> RecordBatch {
+        if self.view.kinds.0 == 0xff {
+            return table;
+        }
+        let schema = table.schema();
+        let cols: Vec<ArrayRef> = (0..table.num_columns())
+            .map(|i| {
+                let kept = Kind::from_name(schema.field(i).name())
+                    .is_none_or(|k| self.view.kinds.contains(k));
+                if kept {
+                    table.column(i).clone()
+                } else {
+                    Arc::new(arrow_array::Int64Array::from(vec![0i64; table.num_rows()]))
+                        as ArrayRef
+                }
+            })
+            .collect();
+        RecordBatch::try_new(schema, cols).expect("same columns")
+    }
+
+    /// Whether nothing changed since the pending generation was written, decided with one
+    /// stat per directory and per event file and nothing else: every directory listing settled
+    /// and still current (same device, inode and mtime: no entry added, removed or renamed),
+    /// every event file where it was with the same identity, size and mtime. False when any of
+    /// that does not hold or cannot be told this way (a single-file logdir, symlinks, a file
+    /// that failed); the full discovery then decides what changed.
+    ///
+    /// Paths are stat'ed relative to their parent directory (one `open` per directory that has
+    /// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
+    /// down the full path is most of a stat.
+    fn unchanged(&self, r: &Reader, threads: usize) -> bool {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let Some(p) = self.pending.as_deref() else {
+            return false;
+        };
+        // A single-file logdir, or a root that could not be listed: leave it to discovery.
+        if p.dirs.first().is_none_or(|d| d.parent != u32::MAX) {
+            return false;
+        }
+        let open_dir = |at: Option<i32>, path: &[u8]| -> Option<OwnedFd> {
+            let c = std::ffi::CString::new(path).ok()?;
+            let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+            // SAFETY: a valid NUL-terminated path and (for openat) a descriptor we hold open.
+            let fd = unsafe {
+                match at {
+                    None => libc::open(c.as_ptr(), flags),
+                    Some(dirfd) => libc::openat(dirfd, c.as_ptr(), flags),
+                }
+            };
+            // SAFETY: `fd` is a descriptor we just opened (checked non-negative).
+            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+        };
+        const NONE: i32 = -1;
+        // First pass: what the listings promise (settled, complete, every run in its
+        // directory), and a descriptor for every directory with subdirectories.
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
+        let mut children: Vec<u32> = vec![0; p.dirs.len()];
+        let mut seen = vec![false; r.run_names.len()];
+        let mut work: Vec<u32> = Vec::with_capacity(p.dirs.len());
+        for (i, d) in p.dirs.iter().enumerate() {
+            if d.unsure || d.odd.1 > 0 {
+                return false;
+            }
+            let parent = if i == 0 {
+                None
+            } else {
+                children[d.parent as usize] += 1;
+                match fd_of[d.parent as usize] {
+                    NONE => return false,
+                    fd => Some(fd),
+                }
+            };
+            if i == 0 || d.subdirs.1 > 0 {
+                let path = if i == 0 {
+                    r.root.as_os_str().as_bytes()
+                } else {
+                    p.bytes(d.name)
+                };
+                let Some(fd) = open_dir(parent, path) else {
+                    return false;
+                };
+                fd_of[i] = fd.as_raw_fd();
+                fds.push(fd);
+            }
+            let mut n = 1;
+            if d.has_files {
+                let run = d.run as usize;
+                if d.run == u32::MAX || std::mem::replace(&mut seen[run], true) {
+                    return false;
+                }
+                let files = p.run_files(run);
+                if files.is_empty()
+                    || files
+                        .iter()
+                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none())
+                {
+                    return false;
+                }
+                n += files.len() as u32;
+            }
+            work.push(n);
+        }
+        if p.dirs.iter().zip(&children).any(|(d, &n)| d.subdirs.1 != n) || seen.contains(&false) {
+            return false;
+        }
+        // Second pass, on `threads` threads over contiguous ranges of directories: one stat
+        // of each directory and of each of its event files, relative to the nearest descriptor.
+        let same = AtomicBool::new(true);
+        let stat_is =
+            |fd: i32, path: &[u8], dev: u64, ino: u64, mtime: (i64, u64), size: Option<u64>| {
+                // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: the descriptor is open for the whole check; `path` ends with a NUL.
+                let rc = unsafe { libc::fstatat(fd, path.as_ptr().cast(), &mut st, 0) };
+                rc == 0
+                    && st.st_dev as u64 == dev
+                    && st.st_ino as u64 == ino
+                    && (st.st_mtime as i64, st.st_mtime_nsec as u64) == mtime
+                    && size.is_none_or(|n| st.st_size as u64 == n)
+            };
+        let check = |range: std::ops::Range<usize>| {
+            let mut buf: Vec<u8> = Vec::with_capacity(512);
+            for i in range {
+                if !same.load(Ordering::Relaxed) {
+                    return;
+                }
+                let d = &p.dirs[i];
+                let name = p.bytes(d.name);
+                let own = fd_of[i];
+                let parent = if i == 0 {
+                    NONE
+                } else {
+                    fd_of[d.parent as usize]
+                };
+                buf.clear();
+                let fd = if own != NONE {
+                    buf.push(b'.');
+                    own
+                } else {
+                    buf.extend_from_slice(name);
+                    parent
+                };
+                buf.push(0);
+                if !stat_is(fd, &buf, d.dev, d.ino, d.mtime, None) {
+                    same.store(false, Ordering::Relaxed);
+                    return;
+                }
+                if !d.has_files {
+                    continue;
+                }
+                for f in p.run_files(d.run as usize) {
+                    buf.clear();
+                    if own == NONE {
+                        buf.extend_from_slice(name);
+                        buf.push(b'/');
+                    }
+                    buf.extend_from_slice(p.bytes(f.path));
+                    buf.push(0);
+                    let mtime = f.mtime.expect("checked above");
+                    if !stat_is(fd, &buf, f.dev, f.ino, mtime, Some(f.size)) {
+                        same.store(false, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            }
+        };
+        let total: u64 = work.iter().map(|&n| u64::from(n)).sum();
+        let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope cache check: {total} stats on {threads} threads, {} directories opened",
+                fds.len()
+            );
+        }
+        if threads == 1 {
+            check(0..p.dirs.len());
+        } else {
+            // Ranges of about equal numbers of stats.
+            let per = total.div_ceil(threads as u64);
+            let mut ranges = Vec::with_capacity(threads);
+            let (mut start, mut acc) = (0usize, 0u64);
+            for (i, &n) in work.iter().enumerate() {
+                acc += u64::from(n);
+                if acc >= per {
+                    ranges.push(start..i + 1);
+                    (start, acc) = (i + 1, 0);
+                }
+            }
+            if start < work.len() {
+                ranges.push(start..work.len());
+            }
+            std::thread::scope(|s| {
+                for range in ranges {
+                    s.spawn(|| check(range));
+                }
+            });
+        }
+        drop(fds);
+        same.load(Ordering::Relaxed)
     }
 }
 
@@ -1361,6 +1872,13 @@ fn write_ipc(path: &Path, b: &RecordBatch) -> std::result::Result<(), String> {
 struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
+}
+
+impl Mapping {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes at `ptr` for as long as the mapping lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
 }
 
 // SAFETY: the mapping is read-only and lives until drop; nothing mutates it.
@@ -1540,6 +2058,13 @@ impl<'a> Dec<'a> {
         self.pos += n;
         Ok(b)
     }
+    /// Length-prefixed bytes as (start, length) in the buffer.
+    fn range(&mut self) -> DResult<(u32, u32)> {
+        let n = self.n()?;
+        let at = self.pos;
+        self.pos += n;
+        Ok((at as u32, n as u32))
+    }
     fn s(&mut self) -> DResult<String> {
         String::from_utf8(self.b()?.to_vec()).map_err(|_| "bad UTF-8".to_string())
     }
@@ -1651,6 +2176,7 @@ fn encode_manifest(
     rows: &[[u64; 8]],
     pieces: &[Vec<Piece>; 8],
     dirs: &HashMap<PathBuf, DirListing>,
+    derived: [Option<usize>; 2],
 ) -> std::result::Result<Vec<u8>, String> {
     let mut e = Enc::default();
     e.0.extend_from_slice(MAGIC);
@@ -1709,24 +2235,14 @@ fn encode_manifest(
     }
     let root_is_file = r.root.is_file();
     let mut run_index: HashMap<&str, u64> = HashMap::with_capacity(r.runs.len());
+    // The change-check index: names and file identities. The state follows as one
+    // length-prefixed section, so that a warm open can leave it undecoded.
     e.u(r.runs.len() as u64);
     let mut prev: &[u8] = b"";
     for (name, st) in &r.runs {
         run_index.insert(name.as_str(), run_index.len() as u64);
         e.prefixed(prev, name.as_bytes());
         prev = name.as_bytes();
-        e.opt_f(st.first_wall);
-        e.opt_f(st.last_wall);
-        e.flag(st.max_step.is_some());
-        e.i(st.max_step.unwrap_or(0));
-        e.u(st.corrupt);
-        e.u(st.sessions.len() as u64);
-        for s in &st.sessions {
-            e.i(s.step);
-            e.f(s.wall);
-            e.i(i64::from(s.status));
-            e.u(s.offset);
-        }
         let dir = run_dir(&r.root, name);
         e.u(st.files.len() as u64);
         for f in st.files.values() {
@@ -1752,18 +2268,36 @@ fn encode_manifest(
             }
             e.u(f.dev);
             e.u(f.ino);
-            e.u(f.cursor.offset);
             e.u(f.size);
             e.flag(f.mtime.is_some());
             let (secs, nanos) = f.mtime.map_or((0, 0), time_parts);
             e.i(secs);
             e.u(nanos);
+            e.flag(f.failed);
+        }
+    }
+    let mut st_enc = Enc::default();
+    for st in r.runs.values() {
+        let e = &mut st_enc;
+        e.opt_f(st.first_wall);
+        e.opt_f(st.last_wall);
+        e.flag(st.max_step.is_some());
+        e.i(st.max_step.unwrap_or(0));
+        e.u(st.corrupt);
+        e.u(st.sessions.len() as u64);
+        for s in &st.sessions {
+            e.i(s.step);
+            e.f(s.wall);
+            e.i(i64::from(s.status));
+            e.u(s.offset);
+        }
+        for f in st.files.values() {
+            e.u(f.cursor.offset);
             e.u(f.records);
             e.u(f.tail);
             for v in [&f.file_version, &f.writer] {
                 e.u(v.as_deref().map_or(0, |s| strings.id(s) + 1));
             }
-            e.flag(f.failed);
         }
         e.u(st.tag_order.len() as u64);
         for t in &st.tag_order {
@@ -1786,6 +2320,7 @@ fn encode_manifest(
             e.i(ts.last_step);
         }
     }
+    e.b(&st_enc.0);
     for kind in pieces {
         e.u(kind.len() as u64);
         for p in kind {
@@ -1807,14 +2342,31 @@ fn encode_manifest(
         e.u(x.length);
         e.s(&x.reason);
     }
+    // Directories in path order, which is a depth-first walk (a parent, then its subtrees in
+    // name order), each with its parent's index and its run's: the change check of a warm
+    // open walks them without building a path or looking anything up.
     let mut dir_list: Vec<(&PathBuf, &DirListing)> = dirs.iter().collect();
     dir_list.sort_by(|a, b| a.0.cmp(b.0));
+    let dir_index: HashMap<&Path, u64> = dir_list
+        .iter()
+        .enumerate()
+        .map(|(i, (rel, _))| (rel.as_path(), i as u64))
+        .collect();
     e.u(dir_list.len() as u64);
-    let mut prev: &[u8] = b"";
     for (rel, d) in dir_list {
-        let bytes = rel.as_os_str().as_bytes();
-        e.prefixed(prev, bytes);
-        prev = bytes;
+        let parent = match rel.parent() {
+            None => 0,
+            Some(p) => dir_index
+                .get(p)
+                .map(|i| i + 1)
+                .ok_or_else(|| format!("directory {} listed without its parent", rel.display()))?,
+        };
+        e.u(parent);
+        e.b(rel.file_name().map_or(&[][..], |n| n.as_bytes()));
+        let run = d
+            .has_files
+            .then(|| run_index.get(rel_run_name(rel).as_str()));
+        e.u(run.flatten().map_or(0, |i| i + 1));
         e.u(d.dev);
         e.u(d.ino);
         e.i(d.mtime.0);
@@ -1827,6 +2379,10 @@ fn encode_manifest(
                 e.b(n.as_bytes());
             }
         }
+    }
+    // Rows of the stored facts and statistics tables (0: none; 1 + rows otherwise).
+    for rows in derived {
+        e.u(rows.map_or(0, |n| n as u64 + 1));
     }
     let crc = crc32c::crc32c(&e.0);
     e.0.extend_from_slice(&crc.to_le_bytes());
@@ -1845,12 +2401,126 @@ struct Header {
 /// A decoded manifest, with file paths rebuilt below the reader's root.
 struct Manifest {
     segments: Vec<(String, [u64; 8])>,
-    runs: BTreeMap<String, RunState>,
     run_names: Vec<String>,
-    file_names: Vec<String>,
+    index: RunIndex,
+    strings: Vec<Arc<str>>,
+    metas: Vec<Arc<SeriesMeta>>,
+    /// Where the runs' state section lies in the manifest.
+    state: (usize, usize),
     pieces: [Vec<Piece>; 8],
     report: Vec<ReportEntry>,
-    dirs: HashMap<PathBuf, DirListing>,
+    dirs: Vec<DirIndex>,
+    /// Rows of the stored facts and statistics tables, when the generation has them.
+    derived: [Option<usize>; 2],
+}
+
+/// The runs' files as the change check needs them: run `i` has `files[start[i]..start[i + 1]]`.
+struct RunIndex {
+    start: Vec<u32>,
+    files: Vec<FileIndex>,
+}
+
+/// One event file of a restored run. Names are ranges of the manifest: a warm open of many
+/// runs allocates nothing per file.
+struct FileIndex {
+    /// 2: the logdir is this file; 1: `path` is a name in the run's directory; 0: `path` is
+    /// below the root.
+    code: u8,
+    path: (u32, u32),
+    /// Its name in `file` columns when that is not the usual one (`rel_name`).
+    display: Option<String>,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: Option<(i64, u64)>,
+    failed: bool,
+}
+
+/// One directory of a restored generation's listings: a tree in depth-first order.
+struct DirIndex {
+    /// Index of the parent directory (`u32::MAX` for the root).
+    parent: u32,
+    name: (u32, u32),
+    /// The run whose files it holds (`u32::MAX`: none).
+    run: u32,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, u64),
+    unsure: bool,
+    has_files: bool,
+    /// (offset, count) of its subdirectory and odd-entry names, length-prefixed in the manifest.
+    subdirs: (u32, u32),
+    odd: (u32, u32),
+}
+
+/// A restored generation whose runs' state is still encoded (see the module docs).
+struct Pending {
+    /// The manifest, mapped (a generation's files are never modified in place).
+    manifest: Mapping,
+    state: (usize, usize),
+    strings: Vec<Arc<str>>,
+    metas: Vec<Arc<SeriesMeta>>,
+    index: RunIndex,
+    dirs: Vec<DirIndex>,
+    /// The generation's facts (`Reader::run_facts`, unfiltered) and scalar statistics.
+    facts: Option<RecordBatch>,
+    stats: Option<RecordBatch>,
+}
+
+impl Pending {
+    fn run_files(&self, run: usize) -> &[FileIndex] {
+        &self.index.files[self.index.start[run] as usize..self.index.start[run + 1] as usize]
+    }
+
+    fn bytes(&self, (at, n): (u32, u32)) -> &[u8] {
+        &self.manifest.bytes()[at as usize..(at + n) as usize]
+    }
+
+    /// The `n` length-prefixed names at `at`.
+    fn names(&self, (at, n): (u32, u32)) -> DResult<Vec<std::ffi::OsString>> {
+        let mut d = Dec {
+            buf: self.manifest.bytes(),
+            pos: at as usize,
+        };
+        (0..n)
+            .map(|_| Ok(std::ffi::OsStr::from_bytes(d.b()?).to_os_string()))
+            .collect()
+    }
+
+    /// The path of a file of run `run` (whose directory is `dir`).
+    fn file_path(&self, root: &Path, dir: &Path, f: &FileIndex) -> PathBuf {
+        let rel = std::ffi::OsStr::from_bytes(self.bytes(f.path));
+        match f.code {
+            2 => root.to_path_buf(),
+            1 => dir.join(rel),
+            _ => root.join(rel),
+        }
+    }
+
+    /// The directory listings as discovery keeps them, keyed by path below the root.
+    fn listings(&self) -> DResult<HashMap<PathBuf, DirListing>> {
+        let mut rels: Vec<PathBuf> = Vec::with_capacity(self.dirs.len());
+        let mut out = HashMap::with_capacity(self.dirs.len());
+        for d in &self.dirs {
+            let rel = if d.parent == u32::MAX {
+                PathBuf::new()
+            } else {
+                rels[d.parent as usize].join(std::ffi::OsStr::from_bytes(self.bytes(d.name)))
+            };
+            let listing = DirListing {
+                dev: d.dev,
+                ino: d.ino,
+                mtime: d.mtime,
+                unsure: d.unsure,
+                has_files: d.has_files,
+                subdirs: self.names(d.subdirs)?,
+                odd: self.names(d.odd)?,
+            };
+            out.insert(rel.clone(), listing);
+            rels.push(rel);
+        }
+        Ok(out)
+    }
 }
 
 /// Checks magic, checksum and format version; returns the header and where the body starts.
@@ -1879,8 +2549,10 @@ fn decode_header(buf: &[u8]) -> DResult<(Header, Dec<'_>)> {
     Ok((h, d))
 }
 
-fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
-    let root_is_file = root.is_file();
+fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
+    if d.buf.len() > u32::MAX as usize {
+        return Err("manifest too large".into());
+    }
     let nseg = d.n()?;
     let mut segments = Vec::with_capacity(nseg);
     for _ in 0..nseg {
@@ -1911,119 +2583,58 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
         }));
     }
     let nruns = d.n()?;
-    let mut runs = BTreeMap::new();
-    let mut run_names = Vec::with_capacity(nruns);
+    let mut run_names: Vec<String> = Vec::with_capacity(nruns);
     let mut run_arcs: Vec<Arc<str>> = Vec::with_capacity(nruns);
-    let mut file_names = Vec::with_capacity(nruns);
+    let mut index = RunIndex {
+        start: Vec::with_capacity(nruns + 1),
+        files: Vec::with_capacity(nruns),
+    };
     let mut prev: Vec<u8> = Vec::new();
     for _ in 0..nruns {
         d.prefixed_into(&mut prev)?;
         let name = std::str::from_utf8(&prev)
             .map_err(|_| "bad UTF-8".to_string())?
             .to_string();
-        let first_wall = d.opt_f()?;
-        let last_wall = d.opt_f()?;
-        let has_max = d.flag()?;
-        let max = d.i()?;
-        let corrupt = d.u()?;
-        let ns = d.n()?;
-        let mut sessions = Vec::with_capacity(ns);
-        for _ in 0..ns {
-            sessions.push(SessionEvent {
-                step: d.i()?,
-                wall: d.f()?,
-                status: d.i()? as i32,
-                offset: d.u()?,
-            });
-        }
-        let dir = run_dir(root, &name);
+        index.start.push(index.files.len() as u32);
         let nf = d.n()?;
-        let mut files = crate::load::FileMap::with_capacity(nf);
         for _ in 0..nf {
-            let path = match d.u()? {
-                2 => root.to_path_buf(),
-                1 => dir.join(std::ffi::OsStr::from_bytes(d.b()?)),
-                0 => root.join(std::ffi::OsStr::from_bytes(d.b()?)),
+            let code = d.u()?;
+            let path = match code {
+                2 => (0, 0),
+                0 | 1 => d.range()?,
                 _ => return Err("bad file path".into()),
             };
-            let display = if d.flag()? {
-                d.s()?
-            } else {
-                rel_name(root, root_is_file, &path)
-            };
+            let display = if d.flag()? { Some(d.s()?) } else { None };
             let dev = d.u()?;
             let ino = d.u()?;
-            let cursor = Cursor { offset: d.u()? };
             let size = d.u()?;
             let has_mtime = d.flag()?;
             let secs = d.i()?;
             let nanos = d.u()?;
-            let records = d.u()?;
-            let tail = d.u()?;
-            let mut opt: [Option<Arc<str>>; 2] = [None, None];
-            for v in opt.iter_mut() {
-                let i = d.index(strings.len() + 1)?;
-                if i > 0 {
-                    *v = Some(strings[i - 1].clone());
-                }
+            if nanos >= 1_000_000_000 {
+                return Err("bad mtime".into());
             }
-            let failed = d.flag()?;
-            let [file_version, writer] = opt;
-            let id = file_names.len() as i32;
-            file_names.push(display);
-            files.insert(FileState {
+            index.files.push(FileIndex {
+                code: code as u8,
                 path,
-                id,
-                cursor,
-                size,
-                mtime: has_mtime.then(|| time_of(secs, nanos)),
+                display,
                 dev,
                 ino,
-                records,
-                tail,
-                file_version,
-                writer,
-                failed,
+                size,
+                mtime: has_mtime.then_some((secs, nanos)),
+                failed: d.flag()?,
             });
         }
-        let nt = d.n()?;
-        let mut tags = HashMap::with_capacity(nt);
-        let mut tag_order = Vec::with_capacity(nt);
-        for _ in 0..nt {
-            let t = strings[d.index(strings.len())?].clone();
-            let kind = match d.u()? {
-                0 => None,
-                k => Some(*Kind::ALL.get(k as usize - 1).ok_or("bad kind")?),
-            };
-            let meta = match d.index(metas.len() + 1)? {
-                0 => None,
-                i => Some(metas[i - 1].clone()),
-            };
-            let ts = TagState {
-                kind,
-                meta,
-                points: d.u()?,
-                first_step: d.i()?,
-                last_step: d.i()?,
-            };
-            tags.insert(t.clone(), ts);
-            tag_order.push(t);
+        if run_names.last().is_some_and(|p| *p >= name) {
+            return Err("runs out of order".into());
         }
         run_arcs.push(Arc::from(name.as_str()));
-        let state = RunState {
-            id: run_names.len() as i32,
-            files,
-            tags,
-            tag_order,
-            first_wall,
-            last_wall,
-            max_step: has_max.then_some(max),
-            sessions,
-            corrupt,
-        };
-        run_names.push(name.clone());
-        runs.insert(name, state);
+        run_names.push(name);
     }
+    index.start.push(index.files.len() as u32);
+    let state_len = d.n()?;
+    let state = (d.pos, d.pos + state_len);
+    d.pos += state_len;
     let mut pieces: [Vec<Piece>; 8] = Default::default();
     for kind in pieces.iter_mut() {
         let n = d.n()?;
@@ -2054,41 +2665,178 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
         });
     }
     let ndirs = d.n()?;
-    let mut dirs = HashMap::with_capacity(ndirs);
-    let mut prev: Vec<u8> = Vec::new();
-    for _ in 0..ndirs {
-        d.prefixed_into(&mut prev)?;
-        let rel = prev.clone();
-        let mut listing = DirListing {
-            dev: d.u()?,
-            ino: d.u()?,
-            mtime: (d.i()?, d.u()?),
-            unsure: d.flag()?,
-            has_files: d.flag()?,
-            subdirs: Vec::new(),
-            odd: Vec::new(),
+    let mut dirs = Vec::with_capacity(ndirs);
+    for i in 0..ndirs {
+        let parent = match d.u()? {
+            0 if i == 0 => u32::MAX,
+            p if p > 0 && (p as usize) <= i => p as u32 - 1,
+            _ => return Err("bad directory parent".into()),
         };
-        for names in [&mut listing.subdirs, &mut listing.odd] {
+        let name = d.range()?;
+        let run = match d.u()? {
+            0 => u32::MAX,
+            r if (r as usize) <= run_names.len() => r as u32 - 1,
+            _ => return Err("bad directory run".into()),
+        };
+        let dev = d.u()?;
+        let ino = d.u()?;
+        let mtime = (d.i()?, d.u()?);
+        let unsure = d.flag()?;
+        let has_files = d.flag()?;
+        let mut lists = [(0u32, 0u32); 2];
+        for list in lists.iter_mut() {
             let n = d.n()?;
-            names.reserve(n);
+            *list = (d.pos as u32, n as u32);
             for _ in 0..n {
-                names.push(std::ffi::OsStr::from_bytes(d.b()?).to_os_string());
+                d.b()?;
             }
         }
-        dirs.insert(PathBuf::from(std::ffi::OsString::from_vec(rel)), listing);
+        dirs.push(DirIndex {
+            parent,
+            name,
+            run,
+            dev,
+            ino,
+            mtime,
+            unsure,
+            has_files,
+            subdirs: lists[0],
+            odd: lists[1],
+        });
+    }
+    let mut derived = [None; 2];
+    for rows in derived.iter_mut() {
+        *rows = match d.u()? {
+            0 => None,
+            n => Some(n as usize - 1),
+        };
     }
     if d.pos != d.buf.len() {
         return Err("trailing bytes".into());
     }
     Ok(Manifest {
         segments,
-        runs,
         run_names,
-        file_names,
+        index,
+        strings,
+        metas,
+        state,
         pieces,
         report,
         dirs,
+        derived,
     })
+}
+
+/// Decodes the runs' state section of a pending generation: the runs as a load left them,
+/// with their file names (file ids in manifest order, as `decode` always numbered them).
+fn decode_state(
+    p: &Pending,
+    run_names: &[String],
+    root: &Path,
+) -> DResult<(BTreeMap<String, RunState>, Vec<String>)> {
+    let root_is_file = root.is_file();
+    let mut d = Dec {
+        buf: &p.manifest.bytes()[..p.state.1],
+        pos: p.state.0,
+    };
+    let (strings, metas) = (&p.strings, &p.metas);
+    let mut runs = BTreeMap::new();
+    let mut file_names = Vec::with_capacity(p.index.files.len());
+    for (id, name) in run_names.iter().enumerate() {
+        let (a, b) = (p.index.start[id] as usize, p.index.start[id + 1] as usize);
+        let index = &p.index.files[a..b];
+        let dir = run_dir(root, name);
+        let first_wall = d.opt_f()?;
+        let last_wall = d.opt_f()?;
+        let has_max = d.flag()?;
+        let max = d.i()?;
+        let corrupt = d.u()?;
+        let ns = d.n()?;
+        let mut sessions = Vec::with_capacity(ns);
+        for _ in 0..ns {
+            sessions.push(SessionEvent {
+                step: d.i()?,
+                wall: d.f()?,
+                status: d.i()? as i32,
+                offset: d.u()?,
+            });
+        }
+        let mut files = crate::load::FileMap::with_capacity(index.len());
+        for f in index {
+            let cursor = Cursor { offset: d.u()? };
+            let records = d.u()?;
+            let tail = d.u()?;
+            let mut opt: [Option<Arc<str>>; 2] = [None, None];
+            for v in opt.iter_mut() {
+                let i = d.index(strings.len() + 1)?;
+                if i > 0 {
+                    *v = Some(strings[i - 1].clone());
+                }
+            }
+            let [file_version, writer] = opt;
+            let fid = file_names.len() as i32;
+            let path = p.file_path(root, &dir, f);
+            file_names.push(
+                f.display
+                    .clone()
+                    .unwrap_or_else(|| rel_name(root, root_is_file, &path)),
+            );
+            files.insert(FileState {
+                path,
+                id: fid,
+                cursor,
+                size: f.size,
+                mtime: f.mtime.map(|(s, n)| time_of(s, n)),
+                dev: f.dev,
+                ino: f.ino,
+                records,
+                tail,
+                file_version,
+                writer,
+                failed: f.failed,
+            });
+        }
+        let nt = d.n()?;
+        let mut tags = HashMap::with_capacity(nt);
+        let mut tag_order = Vec::with_capacity(nt);
+        for _ in 0..nt {
+            let t = strings[d.index(strings.len())?].clone();
+            let kind = match d.u()? {
+                0 => None,
+                k => Some(*Kind::ALL.get(k as usize - 1).ok_or("bad kind")?),
+            };
+            let meta = match d.index(metas.len() + 1)? {
+                0 => None,
+                i => Some(metas[i - 1].clone()),
+            };
+            let ts = TagState {
+                kind,
+                meta,
+                points: d.u()?,
+                first_step: d.i()?,
+                last_step: d.i()?,
+            };
+            tags.insert(t.clone(), ts);
+            tag_order.push(t);
+        }
+        let state = RunState {
+            id: id as i32,
+            files,
+            tags,
+            tag_order,
+            first_wall,
+            last_wall,
+            max_step: has_max.then_some(max),
+            sessions,
+            corrupt,
+        };
+        runs.insert(name.clone(), state);
+    }
+    if d.pos != p.state.1 {
+        return Err("state section has trailing bytes".into());
+    }
+    Ok((runs, file_names))
 }
 
 // ---------------------------------------------------------------------------------------------
