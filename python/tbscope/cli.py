@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -443,20 +443,26 @@ def _write_utf8(out: Any, data: bytes) -> None:
         out.write(data.decode("utf-8"))
 
 
-def _fast_csv(df: pd.DataFrame, header: bool) -> bytes | None:
+def _fast_csv(df: pd.DataFrame | Mapping[str, Any], header: bool) -> bytes | None:
     """``df.to_csv(index=False, header=header, lineterminator="\\n")``, byte for byte, written
     natively (a table of 100,000 runs takes pandas seconds to format); None for a frame with a
-    column this does not handle (then pandas writes it)."""
+    column this does not handle (then pandas writes it). ``df`` may also be the columns a
+    DataFrame would be made of (name: Series, array or list), to skip making it."""
     import pandas as pd
     import pyarrow as pa
 
     from tbscope import _core
 
-    if not len(df.columns) or not all(isinstance(c, str) for c in df.columns) or df.columns.has_duplicates:
+    names = list(df.columns if isinstance(df, pd.DataFrame) else df.keys())
+    if not names or not all(isinstance(c, str) for c in names) or len(set(names)) != len(names):
         return None
     arrays = []
-    for name in df.columns:
-        col = df[name]
+    for name in names:
+        value = df[name]
+        # As a DataFrame would hold it (a list of str becomes a str column, and so on).
+        col = value if isinstance(value, pd.Series) else pd.Series(value, copy=False)
+        if len(col) != len(df[names[0]]):
+            return None
         dtype = col.dtype
         if isinstance(dtype, pd.DatetimeTZDtype):
             if str(dtype.tz) != "UTC":
@@ -479,10 +485,10 @@ def _fast_csv(df: pd.DataFrame, header: bool) -> bytes | None:
     chars, quote_empty = _csv_quoting()
     try:
         return _core.to_csv(
-            pa.table(arrays, names=list(df.columns)),
+            pa.table(arrays, names=names),
             header=header,
             # pandas formats (and picks a timestamp resolution for) this many rows at a time.
-            chunk_rows=max(100_000 // len(df.columns), 1),
+            chunk_rows=max(100_000 // len(names), 1),
             quote_chars=chars,
             quote_empty=quote_empty,
         )
@@ -735,6 +741,8 @@ def summary(
       tbscope summary runs/ --tags 'eval/*' --stats last,max,argmax --format csv
       tbscope summary runs/ --tags train/loss --group-by 'lr=[^/]*' --format csv
     """
+    import pandas as pd
+
     from tbscope.reader import scan
 
     stat_list = _split_list(stats)
@@ -754,14 +762,21 @@ def summary(
     if not hparams:
         kwargs["hparams"] = False
     _read(lg)
-    df = lg.summary(**kwargs)
+    if fmt == "csv":
+        # Straight from the columns: a DataFrame of 100,000 runs is not needed to write them.
+        cols = lg._summary_columns(**kwargs)
+        data = _fast_csv(cols, header=True)
+        if data is not None:
+            _write_utf8(sys.stdout, data)
+            return
+        df = pd.DataFrame(cols)
+    else:
+        df = lg.summary(**kwargs)
     if fmt == "table" and stat_list is None:
         # A terminal has room for the last values; csv and json carry every statistic.
         keep = [c for c in df.columns if c in ("run", "max_step") or c.startswith("hparam:") or c.endswith(":last")]
         df = df[keep].rename(columns=lambda c: c.removeprefix("hparam:").removesuffix(":last"))
     elif fmt == "table" and "last_wall_time" in df.columns:
-        import pandas as pd
-
         df = df.assign(last_wall_time=pd.to_datetime(df["last_wall_time"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M"))
     _emit(df, fmt, title=f"runs in {logdir}")
 

@@ -106,22 +106,35 @@ class Logdir:
     def _load(self) -> LoadStats:
         stats = LoadStats(*self._native.load())
         self._loaded = True
-        info = self._native.cache_info()
-        if info is not None:
-            # A cache that cannot be used or written is worth a warning, never an error: the
-            # data came from the logdir.
-            from tbscope.cache import log as cache_log
-
-            warnings = info[5]
-            for w in warnings[self._seen_cache_warnings :]:
-                cache_log.warning("%s", w)
-            self._seen_cache_warnings = len(warnings)
-            cache_log.debug("cache %s: %s (generation %s, written: %s)", info[0], info[1], info[2], info[3])
+        self._log_cache(debug=True)
         if self._strict:
             problems = self.report.problems
             fresh, self._seen_problems = problems[self._seen_problems :], len(problems)
             _raise_strict(fresh)
         return stats
+
+    def _log_cache(self, debug: bool = False) -> None:
+        """Logs the cache's new warnings: a cache that cannot be used or written is worth a
+        warning, never an error (the data came from the logdir)."""
+        info = self._native.cache_info()
+        if info is None:
+            return
+        from tbscope.cache import log as cache_log
+
+        warnings = info[5]
+        for w in warnings[self._seen_cache_warnings :]:
+            cache_log.warning("%s", w)
+        self._seen_cache_warnings = len(warnings)
+        if debug:
+            cache_log.debug("cache %s: %s (generation %s, written: %s)", info[0], info[1], info[2], info[3])
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """A native method. Through a cache, a warm open decodes what a method needs when it is
+        first called, and falls back to reading the logdir if that fails: log why."""
+        out = getattr(self._native, method)(*args)
+        if "cache_dir" in self._native_args:
+            self._log_cache()
+        return out
 
     def _ensure(self) -> None:
         if not self._loaded:
@@ -146,18 +159,18 @@ class Logdir:
     def runs(self) -> list[str]:
         """Run names: paths relative to the logdir with ``/``, ``.`` for the logdir itself."""
         self._ensure()
-        return list(self._native.run_names())
+        return list(self._call("run_names"))
 
     @property
     def report(self) -> Report:
         """Corrupt records, unusable values and truncated tails found so far."""
         self._ensure()
-        return Report(tuple(Problem(*p) for p in self._native.report()))
+        return Report(tuple(Problem(*p) for p in self._call("report")))
 
     def _frame(self, kind: str) -> Frame:
         cls = {"tensors": TensorFrame, "images": BlobFrame, "audio": BlobFrame, "blobs": BlobFrame}.get(kind, Frame)
         self._ensure()
-        return cls(self._native.table(kind), kind, self._blob_path)
+        return cls(self._call("table", kind), kind, self._blob_path)
 
     def iter_batches(self, kind: str = "scalars", max_rows: int = 1 << 20, max_bytes: int = 256 << 20) -> Iterator[pa.RecordBatch]:
         """Stream one table in Arrow record batches, for logdirs bigger than memory.
@@ -225,7 +238,7 @@ class Logdir:
         """One row per run with hparams records: group_name, start/end time, status, and a
         column ``hparam:<name>`` per hyperparameter (union of keys; float64, bool or string)."""
         self._ensure()
-        return Frame(self._native.hparams(), "hparams")
+        return Frame(self._call("hparams"), "hparams")
 
     def summary(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> pd.DataFrame:
         """One row per run: ``run``, ``max_step``, ``last_wall_time``, the run's hparams
@@ -240,6 +253,13 @@ class Logdir:
         ``run/validation`` under the run that holds the hparams); ``hparams=False`` leaves them out.
         """
         import pandas as pd
+
+        return pd.DataFrame(self._summary_columns(stats, hparams))
+
+    def _summary_columns(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> dict[str, Any]:
+        """The columns of :meth:`summary`, before they make a DataFrame (the CLI writes CSV from
+        them directly)."""
+        import pandas as pd
         import pyarrow as pa
 
         from tbscope.query import SUMMARY_STATS, check_stats, summary_column
@@ -248,7 +268,7 @@ class Logdir:
         self._ensure()
         info = self.run_info().to_arrow()
         # Per run and tag, natively: a column "<tag>:<stat>" per tag (sorted) and statistic.
-        table = pa.table(self._native.summary_table([(s, summary_column("", s)[1:]) for s in chosen]))
+        table = pa.table(self._call("summary_table", [(s, summary_column("", s)[1:]) for s in chosen]))
         cols: dict[str, Any] = {
             "run": info.column("run").to_pandas(),
             "max_step": info.column("max_step").to_pandas(),
@@ -267,7 +287,7 @@ class Logdir:
                 cols[name] = pd.arrays.IntegerArray(col.fill_null(0).to_numpy(), missing)
             else:
                 cols[name] = col.to_numpy()
-        return pd.DataFrame(cols)
+        return cols
 
     def _run_hparams(self, run_names: list[str] | pa.ChunkedArray) -> pd.DataFrame:
         """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
@@ -382,7 +402,7 @@ class Logdir:
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
         self._ensure()
-        return Frame(self._native.series(), "series")
+        return Frame(self._call("series"), "series")
 
     def _run_mtimes(self) -> dict[str, float | None]:
         """Per run, the newest modification time of its event files (seconds), as stat'ed by
@@ -390,13 +410,13 @@ class Logdir:
         import pyarrow as pa
 
         self._ensure()
-        t = pa.table(self._native.run_mtimes())
+        t = pa.table(self._call("run_mtimes"))
         return dict(zip(t.column("run").to_pylist(), t.column("last_modified").to_pylist()))
 
     def run_info(self) -> Frame:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
-        return Frame(self._native.runs_table(), "runs")
+        return Frame(self._call("runs_table"), "runs")
 
     def _run_facts(self) -> pa.Table:
         """``run_info()``'s columns and, per run, ``last_modified`` (the newest mtime of its event
@@ -406,7 +426,7 @@ class Logdir:
         import pyarrow as pa
 
         self._ensure()
-        return pa.table(self._native.run_facts())
+        return pa.table(self._call("run_facts"))
 
 
 def _raise_strict(problems: Iterable[Problem]) -> None:

@@ -178,6 +178,29 @@ def test_reload_after_a_warm_open_reads_what_was_appended(logdir: Path, cache: P
     assert_same(cold(logdir), snapshot(lg))
 
 
+def test_a_segment_damaged_behind_a_warm_open(logdir: Path, cache: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Rows are decoded when first asked for: a segment file that fails then (same size, bad
+    bytes) is a warning, and the logdir is read again."""
+    import logging
+
+    tbscope.scan(logdir, cache=cache).runs
+    gen = (cache / "CURRENT").read_text().strip()
+    seg = next((cache / gen).glob("*.scalars.arrow"))
+    data = bytearray(seg.read_bytes())
+    data[-6:] = b"BROKEN"  # the trailing magic: the file no longer reads as Arrow IPC
+    seg.write_bytes(bytes(data))
+    lg = tbscope.scan(logdir, cache=cache)
+    lg.reload()
+    assert lg.cache_info is not None and lg.cache_info.status == "hit"
+    with caplog.at_level(logging.WARNING, logger="tbscope.cache"):
+        snap = snapshot(lg)
+    assert any("not used" in r.getMessage() for r in caplog.records), caplog.text
+    assert lg.cache_info.status == "miss" and lg.cache_info.written
+    assert_same(cold(logdir), snap)
+    # and the generation written instead serves the next scan
+    assert_same(cold(logdir), snapshot(tbscope.scan(logdir, cache=cache)))
+
+
 def test_a_generation_removed_under_a_pending_reader(logdir: Path, cache: Path) -> None:
     """The state of a warm open is decoded later, from the mapped manifest: a writer that removes
     that generation in between takes nothing away from it."""

@@ -159,8 +159,36 @@ pub struct CacheInfo {
 struct Segment {
     name: String,
     batches: [Option<RecordBatch>; 8],
+    /// Files of a restored generation opened but not decoded yet, with their row counts:
+    /// `batches[k]` is filled from `unread[k]` when a table of that kind is first needed
+    /// (`Cached::decode_kind`). A warm `ls` or `summary` never decodes the rows.
+    unread: [Option<(File, u64)>; 8],
     /// A published generation holding this segment's files, to hard-link them from.
     home: Option<PathBuf>,
+}
+
+impl Segment {
+    fn new(name: String, home: Option<PathBuf>) -> Segment {
+        Segment {
+            name,
+            batches: Default::default(),
+            unread: Default::default(),
+            home,
+        }
+    }
+
+    /// Rows of `kind`, decoded or not.
+    fn rows(&self, kind: Kind) -> usize {
+        match (&self.batches[kind as usize], &self.unread[kind as usize]) {
+            (Some(b), _) => b.num_rows(),
+            (None, Some((_, rows))) => *rows as usize,
+            (None, None) => 0,
+        }
+    }
+
+    fn has(&self, kind: Kind) -> bool {
+        self.batches[kind as usize].is_some() || self.unread[kind as usize].is_some()
+    }
 }
 
 /// Rows `start..start + len` of a segment's table, all of one run.
@@ -187,6 +215,8 @@ pub struct Cached {
     /// Leave the state pending after a load that found nothing changed (the caller promises to
     /// call `Reader::prepare` before using it); otherwise every load decodes it.
     lazy: bool,
+    /// The next load reads everything and reports a miss (the cache was found unusable).
+    force_miss: bool,
     opened: bool,
     info: CacheInfo,
 }
@@ -202,6 +232,8 @@ pub enum Need {
     RunFacts,
     /// `scalar_stats`.
     ScalarStats,
+    /// The rows of one kind: `table`, `schema`, `hparams`.
+    Rows(Kind),
 }
 
 impl Reader {
@@ -215,16 +247,14 @@ impl Reader {
     }
 
     /// Makes what `need` uses ready: decodes a pending state unless the generation's stored
-    /// tables answer `need` for this scan's filters. A no-op without a cache or pending state.
+    /// tables answer `need` for this scan's filters, and the rows of a kind before they are
+    /// used. A no-op without a cache. Should the cache turn out unusable here (a damaged
+    /// segment), it is dropped with a warning and the logdir read again, as a load does.
     pub fn prepare(&mut self, need: Need) -> Result<()> {
         let Some(mut c) = self.cached.take() else {
             return Ok(());
         };
-        let out = if c.pending.is_some() && !c.serves(need) {
-            c.materialise(self)
-        } else {
-            Ok(())
-        };
+        let out = c.prepare(self, need);
         self.cached = Some(c);
         out
     }
@@ -240,6 +270,7 @@ impl Cached {
             dirs: HashMap::new(),
             pending: None,
             lazy: false,
+            force_miss: false,
             opened: false,
             info: CacheInfo {
                 dir: dir.to_path_buf(),
@@ -271,7 +302,7 @@ impl Cached {
     fn load(&mut self, r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
         self.info.written = false;
         self.info.runs_dropped = 0;
-        let mut rebuilt = false;
+        let mut rebuilt = std::mem::take(&mut self.force_miss);
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, Duration)> = Vec::new();
         if !self.opened {
@@ -427,11 +458,7 @@ impl Cached {
     /// Adds one load's batches as a segment; its rows are in run order, each run contiguous.
     fn add_segment(&mut self, batches: Vec<(Kind, RecordBatch)>) {
         let seg = self.segments.len();
-        let mut s = Segment {
-            name: unique_name("s"),
-            batches: Default::default(),
-            home: None,
-        };
+        let mut s = Segment::new(unique_name("s"), None);
         for (kind, b) in batches {
             let mut fresh = run_pieces(seg, &b);
             // Stable: a run's earlier rows (older segments) stay first.
@@ -445,6 +472,7 @@ impl Cached {
 
     /// The rows of `kind` in output order, as slices of the segments (no copies).
     fn served(&self, kind: Kind) -> Vec<RecordBatch> {
+        self.expect_decoded(kind);
         let mut out = Vec::new();
         let mut cur: Option<(usize, usize, usize)> = None;
         let flush = |c: Option<(usize, usize, usize)>, out: &mut Vec<RecordBatch>| {
@@ -489,7 +517,7 @@ impl Cached {
         let rows: Vec<usize> = self
             .segments
             .iter()
-            .map(|s| s.batches.iter().flatten().map(|b| b.num_rows()).sum())
+            .map(|s| Kind::ALL.iter().map(|&k| s.rows(k)).sum())
             .collect();
         let total: usize = rows.iter().sum();
         let used: HashSet<usize> = self.pieces.iter().flatten().map(|p| p.seg).collect();
@@ -515,11 +543,7 @@ impl Cached {
     /// Replaces the segments in `merge` by one holding their live rows, in output order.
     fn merge_segments(&mut self, merge: &HashSet<usize>) -> Result<()> {
         let new_seg = self.segments.len();
-        let mut merged = Segment {
-            name: unique_name("s"),
-            batches: Default::default(),
-            home: None,
-        };
+        let mut merged = Segment::new(unique_name("s"), None);
         for k in Kind::ALL {
             let mut parts = Vec::new();
             let mut at = 0;
@@ -713,6 +737,7 @@ impl Cached {
     }
 
     pub(crate) fn schema(&self, kind: Kind) -> SchemaRef {
+        self.expect_decoded(kind);
         let first = self
             .segments
             .iter()
@@ -857,6 +882,62 @@ impl Cached {
         })
     }
 
+    fn prepare(&mut self, r: &mut Reader, need: Need) -> Result<()> {
+        let ready = match need {
+            Need::Rows(kind) => self.decode_kind(kind),
+            _ if self.pending.is_some() && !self.serves(need) => self.materialise(r),
+            _ => Ok(()),
+        };
+        let Err(why) = ready else {
+            return Ok(());
+        };
+        let msg = format!(
+            "cache {} not used ({why}); reading the logdir and rewriting the cache",
+            self.dir.display()
+        );
+        self.warn(msg);
+        self.reset(r);
+        self.force_miss = true;
+        self.load(r, &AtomicBool::new(false)).map(|_| ())
+    }
+
+    /// Decodes the segment files of `kind` a restore left unread.
+    fn decode_kind(&mut self, kind: Kind) -> Result<()> {
+        for s in &mut self.segments {
+            let Some((f, rows)) = s.unread[kind as usize].take() else {
+                continue;
+            };
+            let path = s
+                .home
+                .as_ref()
+                .map_or_else(PathBuf::new, |h| h.join(segment_file(&s.name, kind)));
+            let b = read_ipc_file(&f, &path).map_err(|e| match e {
+                RestoreError::Gone => Error::Other(format!("{} vanished", path.display())),
+                RestoreError::Bad(why) => Error::Other(why),
+            })?;
+            if b.num_rows() as u64 != rows {
+                return Err(Error::Other(format!(
+                    "{} has {} rows, the manifest says {rows}",
+                    path.display(),
+                    b.num_rows()
+                )));
+            }
+            s.batches[kind as usize] = Some(b);
+        }
+        Ok(())
+    }
+
+    /// Rows of `kind` used before `Reader::prepare(Need::Rows(kind))`: a programming error.
+    fn expect_decoded(&self, kind: Kind) {
+        assert!(
+            self.segments
+                .iter()
+                .all(|s| s.unread[kind as usize].is_none()),
+            "the cache's {} rows are not decoded: call Reader::prepare(Need::Rows) first",
+            kind.name()
+        );
+    }
+
     /// A use of the state while it is pending is a missing `Reader::prepare`: better a loud
     /// failure than tables that silently leave every run out.
     fn expect_state(&self) {
@@ -882,6 +963,7 @@ impl Cached {
             }
             // Statistics per series: a tag filter selects series, a step range changes them.
             Need::ScalarStats => p.stats.is_some() && !v.has_steps() && !v.restarts,
+            Need::Rows(_) => true,
         }
     }
 
@@ -1391,14 +1473,13 @@ impl Cached {
     }
 
     fn write_into(&self, r: &Reader, tmp: &Path) -> std::result::Result<(), String> {
-        let mut sizes: Vec<[u64; 8]> = Vec::with_capacity(self.segments.len());
+        let mut sizes: Vec<[(u64, u64); 8]> = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
-            let mut rows = [0u64; 8];
+            let mut rows = [(0u64, 0u64); 8];
             for k in Kind::ALL {
-                let Some(b) = &s.batches[k as usize] else {
+                if !s.has(k) {
                     continue;
-                };
-                rows[k as usize] = b.num_rows() as u64;
+                }
                 let name = segment_file(&s.name, k);
                 let dest = tmp.join(&name);
                 let linked = s
@@ -1406,9 +1487,16 @@ impl Cached {
                     .as_ref()
                     .is_some_and(|h| fs::hard_link(h.join(&name), &dest).is_ok());
                 if !linked {
+                    let b = s.batches[k as usize]
+                        .as_ref()
+                        .ok_or_else(|| format!("segment {} was not decoded", s.name))?;
                     write_ipc(&dest, b)
                         .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
                 }
+                let bytes = fs::metadata(&dest)
+                    .map_err(|e| format!("cannot stat {}: {e}", dest.display()))?
+                    .len();
+                rows[k as usize] = (s.rows(k) as u64, bytes);
             }
             sizes.push(rows);
         }
@@ -1513,33 +1601,30 @@ impl Cached {
         let t_decode = t0.elapsed();
         let mut segments = Vec::with_capacity(m.segments.len());
         for (name, rows) in &m.segments {
-            let mut s = Segment {
-                name: name.clone(),
-                batches: Default::default(),
-                home: Some(gdir.to_path_buf()),
-            };
+            // Opened (so that a writer removing this generation takes nothing away) and
+            // checked for size here; decoded when first needed.
+            let mut s = Segment::new(name.clone(), Some(gdir.to_path_buf()));
             for k in Kind::ALL {
-                if rows[k as usize] == 0 {
+                let (n, bytes) = rows[k as usize];
+                if n == 0 {
                     continue;
                 }
-                let b = read_ipc(&gdir.join(segment_file(name, k)))?;
-                if b.num_rows() as u64 != rows[k as usize] {
+                let path = gdir.join(segment_file(name, k));
+                let f = File::open(&path).map_err(RestoreError::io)?;
+                let len = f.metadata().map_err(RestoreError::io)?.len();
+                if len != bytes {
                     return Err(RestoreError::Bad(format!(
-                        "segment {name} has {} {} rows, the manifest says {}",
-                        b.num_rows(),
-                        k.name(),
-                        rows[k as usize]
+                        "{} is {len} bytes, the manifest says {bytes}",
+                        path.display()
                     )));
                 }
-                s.batches[k as usize] = Some(b);
+                s.unread[k as usize] = Some((f, n));
             }
             segments.push(s);
         }
         for (k, pieces) in m.pieces.iter().enumerate() {
             for p in pieces {
-                let rows = segments[p.seg].batches[k]
-                    .as_ref()
-                    .map_or(0, |b| b.num_rows());
+                let rows = segments[p.seg].rows(Kind::ALL[k]);
                 if p.start.checked_add(p.len).is_none_or(|end| end > rows) {
                     return Err(RestoreError::Bad("a piece points past its segment".into()));
                 }
@@ -1596,8 +1681,11 @@ impl Cached {
 }
 
 impl Cached {
-    /// Decodes a pending state into the reader (a no-op without one).
+    /// Decodes a pending state into the reader, and every segment (a no-op once done).
     fn materialise(&mut self, r: &mut Reader) -> Result<()> {
+        for k in Kind::ALL {
+            self.decode_kind(k)?;
+        }
         let Some(p) = self.pending.take() else {
             return Ok(());
         };
@@ -1673,6 +1761,7 @@ impl Cached {
             (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
         };
         const NONE: i32 = -1;
+        let t0 = std::time::Instant::now();
         // First pass: what the listings promise (settled, complete, every run in its
         // directory), and a descriptor for every directory with subdirectories.
         let mut fds: Vec<OwnedFd> = Vec::new();
@@ -1789,12 +1878,7 @@ impl Cached {
         };
         let total: u64 = work.iter().map(|&n| u64::from(n)).sum();
         let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
-        if std::env::var_os("TBSCOPE_TRACE").is_some() {
-            eprintln!(
-                "tbscope cache check: {total} stats on {threads} threads, {} directories opened",
-                fds.len()
-            );
-        }
+        let t1 = std::time::Instant::now();
         if threads == 1 {
             check(0..p.dirs.len());
         } else {
@@ -1817,6 +1901,15 @@ impl Cached {
                     s.spawn(|| check(range));
                 }
             });
+        }
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope cache check: {total} stats on {threads} threads, {} directories opened; \
+                 listings {:?}, stats {:?}",
+                fds.len(),
+                t1 - t0,
+                t1.elapsed()
+            );
         }
         drop(fds);
         same.load(Ordering::Relaxed)
@@ -1917,13 +2010,18 @@ fn map_file(f: &File, len: usize) -> std::io::Result<Mapping> {
 
 /// The one record batch of an IPC file, its buffers pointing into a mapping of the file.
 fn read_ipc(path: &Path) -> std::result::Result<RecordBatch, RestoreError> {
-    let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
     let f = File::open(path).map_err(RestoreError::io)?;
+    read_ipc_file(&f, path)
+}
+
+/// [`read_ipc`] of a file already open (`path` names it in errors).
+fn read_ipc_file(f: &File, path: &Path) -> std::result::Result<RecordBatch, RestoreError> {
+    let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
     let len = f.metadata().map_err(RestoreError::io)?.len() as usize;
     if len < 16 {
         return Err(bad("too short for an Arrow file".into()));
     }
-    let map = map_file(&f, len).map_err(|e| bad(e.to_string()))?;
+    let map = map_file(f, len).map_err(|e| bad(e.to_string()))?;
     let ptr = map.ptr;
     // SAFETY: the mapping is `len` readable bytes and is kept alive by the buffer's owner.
     let buf = unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) };
@@ -2022,7 +2120,21 @@ struct Dec<'a> {
 type DResult<T> = std::result::Result<T, String>;
 
 impl<'a> Dec<'a> {
+    #[inline]
     fn u(&mut self) -> DResult<u64> {
+        // A manifest of many runs is millions of varints: with ten bytes left (a varint's
+        // most), one bounds check for the whole of it.
+        if let Some(w) = self.buf.get(self.pos..self.pos + 10) {
+            let mut v = 0u64;
+            for (i, &b) in w.iter().enumerate() {
+                v |= u64::from(b & 0x7f) << (7 * i);
+                if b < 0x80 {
+                    self.pos += i + 1;
+                    return Ok(v);
+                }
+            }
+            return Err("bad varint".into());
+        }
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = *self.buf.get(self.pos).ok_or("ends early")?;
@@ -2173,7 +2285,7 @@ type MetaKey<'a> = (&'a str, &'a [u8], &'a str, &'a str, i32);
 fn encode_manifest(
     r: &Reader,
     segments: &[Segment],
-    rows: &[[u64; 8]],
+    rows: &[[(u64, u64); 8]],
     pieces: &[Vec<Piece>; 8],
     dirs: &HashMap<PathBuf, DirListing>,
     derived: [Option<usize>; 2],
@@ -2190,8 +2302,9 @@ fn encode_manifest(
     e.u(segments.len() as u64);
     for (s, rows) in segments.iter().zip(rows) {
         e.s(&s.name);
-        for &n in rows {
+        for &(n, bytes) in rows {
             e.u(n);
+            e.u(bytes);
         }
     }
     // Tables of repeated strings and metadata, then runs referring to them.
@@ -2400,7 +2513,8 @@ struct Header {
 
 /// A decoded manifest, with file paths rebuilt below the reader's root.
 struct Manifest {
-    segments: Vec<(String, [u64; 8])>,
+    /// Per segment: its name and (rows, bytes) of its file of each kind.
+    segments: Vec<(String, [(u64, u64); 8])>,
     run_names: Vec<String>,
     index: RunIndex,
     strings: Vec<Arc<str>>,
@@ -2560,9 +2674,9 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
             return Err("bad segment name".into());
         }
-        let mut rows = [0u64; 8];
+        let mut rows = [(0u64, 0u64); 8];
         for r in rows.iter_mut() {
-            *r = d.u()?;
+            *r = (d.u()?, d.u()?);
         }
         segments.push((name, rows));
     }

@@ -70,11 +70,12 @@ pub fn write_csv(
     opts: &CsvOptions,
     threads: usize,
 ) -> Result<Vec<String>, String> {
+    let q = Quoting::of(opts);
     let mut head = String::new();
     if header {
         let fields: Vec<&str> = names.iter().map(String::as_str).collect();
-        write_row(&mut head, opts, fields.len(), |i, out| {
-            push_str_field(out, fields[i], opts);
+        write_row(&mut head, &q, fields.len(), |i, out| {
+            push_str_field(out, fields[i], &q);
         });
     }
     let tables: Vec<Vec<Col<'_>>> = batches
@@ -118,8 +119,8 @@ pub fn write_csv(
         // Generous: capacity that is never written costs no memory, a regrowth copies.
         let mut out = String::with_capacity((end - start) * (cols.len() * 24 + 8));
         for row in start..end {
-            write_row(&mut out, opts, cols.len(), |i, out| {
-                push_cell(out, &cols[i], row, digits[i], opts)
+            write_row(&mut out, &q, cols.len(), |i, out| {
+                push_cell(out, &cols[i], row, digits[i], &q)
             });
         }
         out
@@ -247,12 +248,7 @@ fn is_utc(tz: &str) -> bool {
 
 /// Writes one row: its fields separated by commas, then a newline. A row with nothing in it
 /// (one empty field) is written `""`, as the `csv` module writes it.
-fn write_row(
-    out: &mut String,
-    opts: &CsvOptions,
-    n: usize,
-    mut field: impl FnMut(usize, &mut String),
-) {
+fn write_row(out: &mut String, q: &Quoting, n: usize, mut field: impl FnMut(usize, &mut String)) {
     let start = out.len();
     for i in 0..n {
         if i > 0 {
@@ -260,18 +256,50 @@ fn write_row(
         }
         field(i, out);
     }
-    if out.len() == start && n > 0 && !opts.quote_empty {
+    if out.len() == start && n > 0 && !q.empty {
         out.push_str("\"\"");
     }
     out.push('\n');
 }
 
-fn push_str_field(out: &mut String, s: &str, opts: &CsvOptions) {
-    let quote = if s.is_empty() {
-        opts.quote_empty
-    } else {
-        s.chars().any(|c| opts.quote_chars.contains(&c))
-    };
+/// What makes a field quoted, for a lookup per byte.
+struct Quoting {
+    ascii: [bool; 128],
+    /// Characters beyond ASCII that do (none for the `csv` module's dialect).
+    other: Vec<char>,
+    empty: bool,
+}
+
+impl Quoting {
+    fn of(opts: &CsvOptions) -> Quoting {
+        let mut ascii = [false; 128];
+        let mut other = Vec::new();
+        for &c in &opts.quote_chars {
+            if c.is_ascii() {
+                ascii[c as usize] = true;
+            } else {
+                other.push(c);
+            }
+        }
+        Quoting {
+            ascii,
+            other,
+            empty: opts.quote_empty,
+        }
+    }
+
+    fn needs(&self, s: &str) -> bool {
+        if s.is_empty() {
+            return self.empty;
+        }
+        // A multi-byte character never holds an ASCII byte.
+        s.bytes().any(|b| b < 128 && self.ascii[b as usize])
+            || (!self.other.is_empty() && s.chars().any(|c| self.other.contains(&c)))
+    }
+}
+
+fn push_str_field(out: &mut String, s: &str, q: &Quoting) {
+    let quote = q.needs(s);
     if !quote {
         out.push_str(s);
         return;
@@ -286,8 +314,8 @@ fn push_str_field(out: &mut String, s: &str, opts: &CsvOptions) {
     out.push('"');
 }
 
-fn push_cell(out: &mut String, col: &Col<'_>, row: usize, digits: usize, opts: &CsvOptions) {
-    let empty = |out: &mut String| push_str_field(out, "", opts);
+fn push_cell(out: &mut String, col: &Col<'_>, row: usize, digits: usize, q: &Quoting) {
+    let empty = |out: &mut String| push_str_field(out, "", q);
     match col {
         Col::Str(a, kind) => {
             if a.is_null(row) {
@@ -303,7 +331,7 @@ fn push_cell(out: &mut String, col: &Col<'_>, row: usize, digits: usize, opts: &
                     d.values().as_string::<i32>().value(k)
                 }
             };
-            push_str_field(out, s, opts);
+            push_str_field(out, s, q);
         }
         Col::Int(v) => match v[row] {
             None => empty(out),
@@ -363,26 +391,38 @@ fn push_time(out: &mut String, ns: i64, digits: usize) {
     let frac = ns.rem_euclid(1_000_000_000);
     let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    let _ = write!(
-        out,
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    );
-    match digits {
-        9 => {
-            let _ = write!(out, ".{frac:09}");
-        }
-        6 => {
-            let _ = write!(out, ".{:06}", frac / 1_000);
-        }
-        3 => {
-            let _ = write!(out, ".{:03}", frac / 1_000_000);
-        }
-        _ => {}
+    // Fixed-width fields, digit by digit: `write!` costs more than the rest of the cell.
+    let mut b = [0u8; 32];
+    put_digits(&mut b[0..4], y as u64);
+    b[4] = b'-';
+    put_digits(&mut b[5..7], m as u64);
+    b[7] = b'-';
+    put_digits(&mut b[8..10], d as u64);
+    b[10] = b' ';
+    put_digits(&mut b[11..13], (sod / 3600) as u64);
+    b[13] = b':';
+    put_digits(&mut b[14..16], (sod / 60 % 60) as u64);
+    b[16] = b':';
+    put_digits(&mut b[17..19], (sod % 60) as u64);
+    let mut n = 19;
+    if digits > 0 {
+        b[n] = b'.';
+        put_digits(
+            &mut b[n + 1..n + 1 + digits],
+            frac as u64 / 10u64.pow(9 - digits as u32),
+        );
+        n += 1 + digits;
     }
+    out.push_str(std::str::from_utf8(&b[..n]).expect("ASCII digits"));
     out.push_str("+00:00");
+}
+
+/// `v` in `dest.len()` decimal digits, zero-padded (`v` fits).
+fn put_digits(dest: &mut [u8], mut v: u64) {
+    for d in dest.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
 }
 
 /// (year, month, day) of a day count since 1970-01-01 in the proleptic Gregorian calendar
@@ -421,7 +461,7 @@ pub fn push_repr(out: &mut String, x: f64) {
     }
     // zmij's layout is Python's from 1e-4 up (fixed below 1e16, then d.ddde+XX): copy it.
     // Smaller numbers it writes 0.00001 and 2.5e-7 where Python writes 1e-05 and 2.5e-07.
-    if !s.starts_with("0.0000") && !s.contains("e-") {
+    if x.abs() >= 1e-4 {
         out.push_str(s);
         return;
     }

@@ -209,7 +209,8 @@ impl NativeReader {
         let k = kind(kind_name)?;
         let reader = self.inner.clone();
         py.detach(move || {
-            let r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            r.prepare(Need::Rows(k))?;
             let batches = r.table(k)?;
             Ok(Table {
                 schema: r.schema(k),
@@ -227,7 +228,8 @@ impl NativeReader {
 
     /// One row per run with hparams records.
     fn hparams(&self) -> PyResult<Table> {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::Rows(Kind::Hparams)).map_err(to_py_err)?;
         Ok(Table::one(r.hparams().map_err(to_py_err)?))
     }
 
