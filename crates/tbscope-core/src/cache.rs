@@ -234,6 +234,8 @@ pub enum Need {
     ScalarStats,
     /// The rows of one kind: `table`, `schema`, `hparams`.
     Rows(Kind),
+    /// The runs' names: `run_names`, `report`.
+    Names,
 }
 
 impl Reader {
@@ -824,7 +826,11 @@ impl Cached {
     /// Every run's name in order: the state's, or while it is pending the restored list (a
     /// generation's runs are its state's, in name order).
     fn all_run_names<'a>(&'a self, r: &'a Reader) -> Box<dyn Iterator<Item = &'a String> + 'a> {
-        if self.pending.is_some() {
+        if let Some(p) = &self.pending {
+            assert!(
+                p.names.is_none(),
+                "the cache's run names are not decoded: call Reader::prepare(Need::Names) first"
+            );
             Box::new(r.run_names.iter())
         } else {
             Box::new(r.runs.keys())
@@ -884,7 +890,10 @@ impl Cached {
 
     fn prepare(&mut self, r: &mut Reader, need: Need) -> Result<()> {
         let ready = match need {
-            Need::Rows(kind) => self.decode_kind(kind),
+            Need::Rows(kind) => self
+                .decode_kind(kind)
+                .and_then(|()| self.decode_pieces(r, kind)),
+            Need::Names => self.decode_names(r),
             _ if self.pending.is_some() && !self.serves(need) => self.materialise(r),
             _ => Ok(()),
         };
@@ -899,6 +908,43 @@ impl Cached {
         self.reset(r);
         self.force_miss = true;
         self.load(r, &AtomicBool::new(false)).map(|_| ())
+    }
+
+    /// Decodes the runs' names a restore left encoded into `Reader::run_names`.
+    fn decode_names(&mut self, r: &mut Reader) -> Result<()> {
+        let Some(p) = self.pending.as_deref_mut() else {
+            return Ok(());
+        };
+        let Some(at) = p.names else {
+            return Ok(());
+        };
+        r.run_names = p
+            .decode_names(at)
+            .map_err(|e| Error::Other(format!("manifest: {e}")))?;
+        p.names = None;
+        Ok(())
+    }
+
+    /// Decodes the pieces of `kind` a restore left encoded (and the names they need).
+    fn decode_pieces(&mut self, r: &mut Reader, kind: Kind) -> Result<()> {
+        let Some(at) = self
+            .pending
+            .as_deref()
+            .and_then(|p| p.pieces[kind as usize])
+        else {
+            return Ok(());
+        };
+        self.decode_names(r)?;
+        let p = self.pending.as_deref_mut().expect("pending");
+        if p.run_arcs.is_none() {
+            p.run_arcs = Some(r.run_names.iter().map(|n| Arc::from(n.as_str())).collect());
+        }
+        let runs = p.run_arcs.as_deref().expect("just set");
+        self.pieces[kind as usize] = p
+            .decode_pieces(kind, at, runs, &self.segments)
+            .map_err(|e| Error::Other(format!("manifest: {e}")))?;
+        p.pieces[kind as usize] = None;
+        Ok(())
     }
 
     /// Decodes the segment files of `kind` a restore left unread.
@@ -932,7 +978,11 @@ impl Cached {
         assert!(
             self.segments
                 .iter()
-                .all(|s| s.unread[kind as usize].is_none()),
+                .all(|s| s.unread[kind as usize].is_none())
+                && self
+                    .pending
+                    .as_ref()
+                    .is_none_or(|p| p.pieces[kind as usize].is_none()),
             "the cache's {} rows are not decoded: call Reader::prepare(Need::Rows) first",
             kind.name()
         );
@@ -963,7 +1013,7 @@ impl Cached {
             }
             // Statistics per series: a tag filter selects series, a step range changes them.
             Need::ScalarStats => p.stats.is_some() && !v.has_steps() && !v.restarts,
-            Need::Rows(_) => true,
+            Need::Rows(_) | Need::Names => true,
         }
     }
 
@@ -1622,14 +1672,6 @@ impl Cached {
             }
             segments.push(s);
         }
-        for (k, pieces) in m.pieces.iter().enumerate() {
-            for p in pieces {
-                let rows = segments[p.seg].rows(Kind::ALL[k]);
-                if p.start.checked_add(p.len).is_none_or(|end| end > rows) {
-                    return Err(RestoreError::Bad("a piece points past its segment".into()));
-                }
-            }
-        }
         let mut derived: [Option<RecordBatch>; 2] = [None, None];
         for ((slot, rows), name) in derived.iter_mut().zip(m.derived).zip([FACTS, STATS]) {
             let Some(rows) = rows else { continue };
@@ -1643,7 +1685,7 @@ impl Cached {
             *slot = Some(b);
         }
         if let Some(f) = &derived[0] {
-            if f.num_rows() != m.run_names.len() {
+            if f.num_rows() != m.nruns {
                 return Err(RestoreError::Bad("facts of other runs".into()));
             }
         }
@@ -1652,15 +1694,20 @@ impl Cached {
         let [facts, stats] = derived;
         r.opts.file.provenance = h.provenance;
         r.runs.clear();
-        r.run_names = m.run_names;
+        // Names and pieces too are decoded when first needed.
+        r.run_names.clear();
         r.file_names.clear();
         r.report = m.report;
         self.segments = segments;
-        self.pieces = m.pieces;
+        self.pieces = Default::default();
         // Kept as the pending index until discovery needs them as a map.
         self.dirs.clear();
         self.pending = Some(Box::new(Pending {
             manifest: mapping,
+            nruns: m.nruns,
+            names: Some(m.names),
+            pieces: m.pieces.map(Some),
+            run_arcs: None,
             state: m.state,
             strings: m.strings,
             metas: m.metas,
@@ -1685,7 +1732,9 @@ impl Cached {
     fn materialise(&mut self, r: &mut Reader) -> Result<()> {
         for k in Kind::ALL {
             self.decode_kind(k)?;
+            self.decode_pieces(r, k)?;
         }
+        self.decode_names(r)?;
         let Some(p) = self.pending.take() else {
             return Ok(());
         };
@@ -1767,7 +1816,7 @@ impl Cached {
         let mut fds: Vec<OwnedFd> = Vec::new();
         let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
         let mut children: Vec<u32> = vec![0; p.dirs.len()];
-        let mut seen = vec![false; r.run_names.len()];
+        let mut seen = vec![false; p.nruns];
         let mut work: Vec<u32> = Vec::with_capacity(p.dirs.len());
         for (i, d) in p.dirs.iter().enumerate() {
             if d.unsure || d.odd.1 > 0 {
@@ -2348,14 +2397,19 @@ fn encode_manifest(
     }
     let root_is_file = r.root.is_file();
     let mut run_index: HashMap<&str, u64> = HashMap::with_capacity(r.runs.len());
-    // The change-check index: names and file identities. The state follows as one
-    // length-prefixed section, so that a warm open can leave it undecoded.
+    // The runs' names, one length-prefixed section (a warm open that finds nothing changed
+    // needs none of them); then the change-check index: per run its files' identities. The
+    // state follows as one more section, so that a warm open can leave it undecoded.
     e.u(r.runs.len() as u64);
+    let mut names = Enc::default();
     let mut prev: &[u8] = b"";
-    for (name, st) in &r.runs {
+    for name in r.runs.keys() {
         run_index.insert(name.as_str(), run_index.len() as u64);
-        e.prefixed(prev, name.as_bytes());
+        names.prefixed(prev, name.as_bytes());
         prev = name.as_bytes();
+    }
+    e.b(&names.0);
+    for (name, st) in &r.runs {
         let dir = run_dir(&r.root, name);
         e.u(st.files.len() as u64);
         for f in st.files.values() {
@@ -2434,17 +2488,20 @@ fn encode_manifest(
         }
     }
     e.b(&st_enc.0);
+    // Each kind's pieces length-prefixed: decoded when a table of that kind is asked for.
     for kind in pieces {
-        e.u(kind.len() as u64);
+        let mut k = Enc::default();
+        k.u(kind.len() as u64);
         for p in kind {
-            e.u(p.seg as u64);
-            e.u(p.start as u64);
-            e.u(p.len as u64);
+            k.u(p.seg as u64);
+            k.u(p.start as u64);
+            k.u(p.len as u64);
             let run = run_index
                 .get(&*p.run)
                 .ok_or_else(|| format!("rows of run {} without its state", p.run))?;
-            e.u(*run);
+            k.u(*run);
         }
+        e.b(&k.0);
     }
     e.u(r.report.len() as u64);
     for x in &r.report {
@@ -2515,13 +2572,16 @@ struct Header {
 struct Manifest {
     /// Per segment: its name and (rows, bytes) of its file of each kind.
     segments: Vec<(String, [(u64, u64); 8])>,
-    run_names: Vec<String>,
+    nruns: usize,
+    /// Where the runs' names lie (decoded by `Pending::names`).
+    names: (u32, u32),
     index: RunIndex,
     strings: Vec<Arc<str>>,
     metas: Vec<Arc<SeriesMeta>>,
     /// Where the runs' state section lies in the manifest.
     state: (usize, usize),
-    pieces: [Vec<Piece>; 8],
+    /// Where each kind's pieces lie (decoded by `Pending::pieces`).
+    pieces: [(u32, u32); 8],
     report: Vec<ReportEntry>,
     dirs: Vec<DirIndex>,
     /// Rows of the stored facts and statistics tables, when the generation has them.
@@ -2571,6 +2631,13 @@ struct DirIndex {
 struct Pending {
     /// The manifest, mapped (a generation's files are never modified in place).
     manifest: Mapping,
+    nruns: usize,
+    /// The runs' names, until decoded into `Reader::run_names`.
+    names: Option<(u32, u32)>,
+    /// Each kind's pieces, until decoded into `Cached::pieces`.
+    pieces: [Option<(u32, u32)>; 8],
+    /// The runs' names as pieces hold them, once needed.
+    run_arcs: Option<Vec<Arc<str>>>,
     state: (usize, usize),
     strings: Vec<Arc<str>>,
     metas: Vec<Arc<SeriesMeta>>,
@@ -2582,6 +2649,64 @@ struct Pending {
 }
 
 impl Pending {
+    /// The runs' names, in order.
+    fn decode_names(&self, (at, n): (u32, u32)) -> DResult<Vec<String>> {
+        let mut d = Dec {
+            buf: &self.manifest.bytes()[..(at + n) as usize],
+            pos: at as usize,
+        };
+        let mut names: Vec<String> = Vec::with_capacity(self.nruns);
+        let mut prev: Vec<u8> = Vec::new();
+        for _ in 0..self.nruns {
+            d.prefixed_into(&mut prev)?;
+            let name = std::str::from_utf8(&prev).map_err(|_| "bad UTF-8".to_string())?;
+            if names.last().is_some_and(|p| p.as_str() >= name) {
+                return Err("runs out of order".into());
+            }
+            names.push(name.to_string());
+        }
+        if d.pos != d.buf.len() {
+            return Err("names section has trailing bytes".into());
+        }
+        Ok(names)
+    }
+
+    /// One kind's pieces, checked against the segments' rows.
+    fn decode_pieces(
+        &self,
+        kind: Kind,
+        (at, n): (u32, u32),
+        runs: &[Arc<str>],
+        segments: &[Segment],
+    ) -> DResult<Vec<Piece>> {
+        let mut d = Dec {
+            buf: &self.manifest.bytes()[..(at + n) as usize],
+            pos: at as usize,
+        };
+        let count = d.n()?;
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let seg = d.index(segments.len())?;
+            let start = d.u()? as usize;
+            let len = d.u()? as usize;
+            let run = runs[d.index(runs.len())?].clone();
+            let rows = segments[seg].rows(kind);
+            if start.checked_add(len).is_none_or(|end| end > rows) {
+                return Err("a piece points past its segment".into());
+            }
+            out.push(Piece {
+                seg,
+                start,
+                len,
+                run,
+            });
+        }
+        if d.pos != d.buf.len() {
+            return Err("pieces section has trailing bytes".into());
+        }
+        Ok(out)
+    }
+
     fn run_files(&self, run: usize) -> &[FileIndex] {
         &self.index.files[self.index.start[run] as usize..self.index.start[run + 1] as usize]
     }
@@ -2697,18 +2822,12 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         }));
     }
     let nruns = d.n()?;
-    let mut run_names: Vec<String> = Vec::with_capacity(nruns);
-    let mut run_arcs: Vec<Arc<str>> = Vec::with_capacity(nruns);
+    let names = d.range()?;
     let mut index = RunIndex {
         start: Vec::with_capacity(nruns + 1),
         files: Vec::with_capacity(nruns),
     };
-    let mut prev: Vec<u8> = Vec::new();
     for _ in 0..nruns {
-        d.prefixed_into(&mut prev)?;
-        let name = std::str::from_utf8(&prev)
-            .map_err(|_| "bad UTF-8".to_string())?
-            .to_string();
         index.start.push(index.files.len() as u32);
         let nf = d.n()?;
         for _ in 0..nf {
@@ -2739,32 +2858,14 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
                 failed: d.flag()?,
             });
         }
-        if run_names.last().is_some_and(|p| *p >= name) {
-            return Err("runs out of order".into());
-        }
-        run_arcs.push(Arc::from(name.as_str()));
-        run_names.push(name);
     }
     index.start.push(index.files.len() as u32);
     let state_len = d.n()?;
     let state = (d.pos, d.pos + state_len);
     d.pos += state_len;
-    let mut pieces: [Vec<Piece>; 8] = Default::default();
+    let mut pieces = [(0u32, 0u32); 8];
     for kind in pieces.iter_mut() {
-        let n = d.n()?;
-        kind.reserve(n);
-        for _ in 0..n {
-            let seg = d.index(segments.len())?;
-            let start = d.u()? as usize;
-            let len = d.u()? as usize;
-            let run = run_arcs[d.index(run_arcs.len())?].clone();
-            kind.push(Piece {
-                seg,
-                start,
-                len,
-                run,
-            });
-        }
+        *kind = d.range()?;
     }
     let nrep = d.n()?;
     let mut report = Vec::with_capacity(nrep);
@@ -2789,7 +2890,7 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         let name = d.range()?;
         let run = match d.u()? {
             0 => u32::MAX,
-            r if (r as usize) <= run_names.len() => r as u32 - 1,
+            r if (r as usize) <= nruns => r as u32 - 1,
             _ => return Err("bad directory run".into()),
         };
         let dev = d.u()?;
@@ -2830,7 +2931,8 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
     }
     Ok(Manifest {
         segments,
-        run_names,
+        nruns,
+        names,
         index,
         strings,
         metas,

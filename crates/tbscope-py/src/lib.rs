@@ -277,17 +277,17 @@ impl NativeReader {
         .map_err(to_py_err)
     }
 
-    fn run_names(&self) -> Vec<String> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .run_names()
+    fn run_names(&self) -> PyResult<Vec<String>> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::Names).map_err(to_py_err)?;
+        Ok(r.run_names())
     }
 
     /// The health report: (run, file, severity, offset, length, reason) tuples.
-    fn report(&self) -> Vec<(String, String, &'static str, u64, u64, String)> {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.report_entries()
+    fn report(&self) -> PyResult<Vec<ReportTuple>> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::Names).map_err(to_py_err)?;
+        Ok(r.report_entries()
             .iter()
             .map(|e| {
                 (
@@ -299,7 +299,7 @@ impl NativeReader {
                     e.reason.clone(),
                 )
             })
-            .collect()
+            .collect())
     }
 
     /// What the cache did on the last load: (dir, status, generation, written, runs dropped,
@@ -327,6 +327,9 @@ impl NativeReader {
 }
 
 type Work = Vec<(String, PathBuf, tbscope_core::event_file::Cursor)>;
+
+/// `NativeReader.report()`: (run, file, severity, offset, length, reason).
+type ReportTuple = (String, String, &'static str, u64, u64, String);
 
 /// `NativeReader.cache_info()`: (dir, status, generation, written, runs dropped, warnings).
 type CacheInfoTuple = (
