@@ -275,10 +275,17 @@ class Logdir:
             "last_wall_time": info.column("last_wall_time").to_pandas(),
         }
         if hparams:
-            hp = self._run_hparams(info.column("run"))
-            for c in hp.columns:
-                if c.startswith("hparam:"):
-                    cols[c] = hp[c].to_numpy()
+            hp_all = self._hparams_frame()
+            if len(hp_all):
+                hp = self._run_hparams(info.column("run"), hp_all)
+                for c in hp.columns:
+                    if c.startswith("hparam:"):
+                        cols[c] = hp[c].to_numpy()
+            else:
+                # No run has hparams: their columns (if any) are empty.
+                for c in hp_all.columns:
+                    if c.startswith("hparam:"):
+                        cols[c] = hp_all[c].iloc[:0].reindex(range(info.num_rows)).to_numpy()
         for i, name in enumerate(table.column_names):
             col = table.column(i).combine_chunks()
             if chosen[i % len(chosen)] in ("argmin", "argmax"):
@@ -289,12 +296,13 @@ class Logdir:
                 cols[name] = col.to_numpy()
         return cols
 
-    def _run_hparams(self, run_names: list[str] | pa.ChunkedArray) -> pd.DataFrame:
+    def _run_hparams(self, run_names: list[str] | pa.ChunkedArray, hp: pd.DataFrame | None = None) -> pd.DataFrame:
         """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
-        ``hparam:<name>`` column per hyperparameter."""
+        ``hparam:<name>`` column per hyperparameter (``hp``: ``_hparams_frame()`` if known)."""
         import pandas as pd
 
-        hp = self._hparams_frame()
+        if hp is None:
+            hp = self._hparams_frame()
         if not len(hp):
             # Nothing to look up (most logdirs of many runs): no walk over every run name.
             n = len(run_names)

@@ -934,12 +934,17 @@ impl Cached {
         else {
             return Ok(());
         };
-        self.decode_names(r)?;
+        // A kind without rows (hparams, on most logdirs: the section is its count, 0) needs
+        // no names.
+        let empty = at.1 <= 1;
+        if !empty {
+            self.decode_names(r)?;
+        }
         let p = self.pending.as_deref_mut().expect("pending");
-        if p.run_arcs.is_none() {
+        if p.run_arcs.is_none() && !empty {
             p.run_arcs = Some(r.run_names.iter().map(|n| Arc::from(n.as_str())).collect());
         }
-        let runs = p.run_arcs.as_deref().expect("just set");
+        let runs = p.run_arcs.as_deref().unwrap_or_default();
         self.pieces[kind as usize] = p
             .decode_pieces(kind, at, runs, &self.segments)
             .map_err(|e| Error::Other(format!("manifest: {e}")))?;

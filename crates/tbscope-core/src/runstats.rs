@@ -347,11 +347,19 @@ pub fn summary_of(
                 .unwrap_or(usize::MAX)
         })
         .collect();
-    // (column, row) of every statistics row.
-    let cells: Vec<Option<(usize, usize)>> = rkeys
+    // (column, row) of every statistics row, as column * runs + row (u32::MAX: not shown). A
+    // table of 100,000 runs is millions of cells: small indices, no intermediate per cell.
+    const NOT: u32 = u32::MAX;
+    if n.saturating_mul(tag_count) >= NOT as usize {
+        return Err(Error::InvalidArgument("summary too large".into()));
+    }
+    let cells: Vec<u32> = rkeys
         .iter()
         .zip(tkeys.iter())
-        .map(|(&r, &t)| row_of[r as usize].map(|row| (col_of[t as usize], row)))
+        .map(|(&r, &t)| match (row_of[r as usize], col_of[t as usize]) {
+            (Some(row), c) if c != usize::MAX => (c * n + row) as u32,
+            _ => NOT,
+        })
         .collect();
     let mut fields: Vec<Field> = Vec::with_capacity(tag_count * stats.len());
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(tag_count * stats.len());
@@ -366,28 +374,40 @@ pub fn summary_of(
                 let v = src
                     .as_primitive::<arrow_array::types::Float64Type>()
                     .values();
-                let mut m = vec![vec![f64::NAN; n]; tag_count];
-                for (cell, &x) in cells.iter().zip(v.iter()) {
-                    if let Some((c, r)) = *cell {
-                        m[c][r] = x;
+                let mut m = vec![f64::NAN; n * tag_count];
+                for (&cell, &x) in cells.iter().zip(v.iter()) {
+                    if cell != NOT {
+                        m[cell as usize] = x;
                     }
                 }
-                m.into_iter()
-                    .map(|c| Arc::new(Float64Array::from(c)) as ArrayRef)
+                let m = arrow_buffer::Buffer::from_vec(m);
+                (0..tag_count)
+                    .map(|c| {
+                        let values = arrow_buffer::ScalarBuffer::new(m.clone(), c * n, n);
+                        Arc::new(Float64Array::new(values, None)) as ArrayRef
+                    })
                     .collect()
             }
             DataType::Int64 => {
                 let a = src.as_primitive::<Int64Type>();
                 // Counts are 0 where a run lacks the tag; steps and points are missing there.
                 let zero = *stat == "count";
-                let mut m: Vec<Vec<Option<i64>>> = vec![vec![zero.then_some(0); n]; tag_count];
-                for (i, cell) in cells.iter().enumerate() {
-                    if let Some((c, r)) = *cell {
-                        m[c][r] = if a.is_null(i) { None } else { Some(a.value(i)) };
+                let mut values = vec![0i64; n * tag_count];
+                let mut valid = vec![zero; n * tag_count];
+                for (i, &cell) in cells.iter().enumerate() {
+                    if cell != NOT {
+                        values[cell as usize] = a.value(i);
+                        valid[cell as usize] = a.is_valid(i);
                     }
                 }
-                m.into_iter()
-                    .map(|c| Arc::new(Int64Array::from(c)) as ArrayRef)
+                let values = arrow_buffer::Buffer::from_vec(values);
+                (0..tag_count)
+                    .map(|c| {
+                        let v = arrow_buffer::ScalarBuffer::new(values.clone(), c * n, n);
+                        let nulls = arrow_buffer::NullBuffer::from(&valid[c * n..(c + 1) * n]);
+                        let nulls = (nulls.null_count() > 0).then_some(nulls);
+                        Arc::new(Int64Array::new(v, nulls)) as ArrayRef
+                    })
                     .collect()
             }
             other => {
