@@ -1822,7 +1822,6 @@ impl Cached {
         let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
         let mut children: Vec<u32> = vec![0; p.dirs.len()];
         let mut seen = vec![false; p.nruns];
-        let mut work: Vec<u32> = Vec::with_capacity(p.dirs.len());
         for (i, d) in p.dirs.iter().enumerate() {
             if d.unsure || d.odd.1 > 0 {
                 return false;
@@ -1848,23 +1847,12 @@ impl Cached {
                 fd_of[i] = fd.as_raw_fd();
                 fds.push(fd);
             }
-            let mut n = 1;
             if d.has_files {
-                let run = d.run as usize;
-                if d.run == u32::MAX || std::mem::replace(&mut seen[run], true) {
+                // (Its files are looked at in the second pass.)
+                if d.run == u32::MAX || std::mem::replace(&mut seen[d.run as usize], true) {
                     return false;
                 }
-                let files = p.run_files(run);
-                if files.is_empty()
-                    || files
-                        .iter()
-                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none())
-                {
-                    return false;
-                }
-                n += files.len() as u32;
             }
-            work.push(n);
         }
         if p.dirs.iter().zip(&children).any(|(d, &n)| d.subdirs.1 != n) || seen.contains(&false) {
             return false;
@@ -1914,7 +1902,18 @@ impl Cached {
                 if !d.has_files {
                     continue;
                 }
-                for f in p.run_files(d.run as usize) {
+                let files = p.run_files(d.run as usize);
+                // Only a run's own files, each stat'ed last time (a file that failed, or one
+                // found elsewhere, is discovery's business).
+                if files.is_empty()
+                    || files
+                        .iter()
+                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none())
+                {
+                    same.store(false, Ordering::Relaxed);
+                    return;
+                }
+                for f in files {
                     buf.clear();
                     if own == NONE {
                         buf.extend_from_slice(name);
@@ -1930,26 +1929,17 @@ impl Cached {
                 }
             }
         };
-        let total: u64 = work.iter().map(|&n| u64::from(n)).sum();
+        let total = p.dirs.len() + p.index.files.len();
         let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
         let t1 = std::time::Instant::now();
         if threads == 1 {
             check(0..p.dirs.len());
         } else {
-            // Ranges of about equal numbers of stats.
-            let per = total.div_ceil(threads as u64);
-            let mut ranges = Vec::with_capacity(threads);
-            let (mut start, mut acc) = (0usize, 0u64);
-            for (i, &n) in work.iter().enumerate() {
-                acc += u64::from(n);
-                if acc >= per {
-                    ranges.push(start..i + 1);
-                    (start, acc) = (i + 1, 0);
-                }
-            }
-            if start < work.len() {
-                ranges.push(start..work.len());
-            }
+            // Equal ranges of directories (run directories hold a file or a few each).
+            let per = p.dirs.len().div_ceil(threads);
+            let ranges: Vec<std::ops::Range<usize>> = (0..threads)
+                .map(|t| t * per..((t + 1) * per).min(p.dirs.len()))
+                .collect();
             std::thread::scope(|s| {
                 for range in ranges {
                     s.spawn(|| check(range));
