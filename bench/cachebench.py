@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -100,14 +101,41 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown task {kind!r}")
 
 
+_DURATION = re.compile(r"([0-9.]+)(ns|µs|us|ms|s)\b")
+_UNIT = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def trace_phases(stderr: str) -> dict[str, Any]:
+    """The phases of a load through the cache, from its ``TBSCOPE_TRACE=1`` lines: seconds per
+    phase of the ``tbscope cache <status>:`` line, and the warm check's stat and thread counts."""
+    out: dict[str, Any] = {}
+    for line in stderr.splitlines():
+        m = re.match(r"tbscope cache (hit|miss|updated): (.*)", line)
+        if m:
+            for part in m.group(2).split(", "):
+                name, _, value = part.partition(" ")
+                d = _DURATION.fullmatch(value.strip())
+                if d:
+                    out[name] = float(d.group(1)) * _UNIT[d.group(2)]
+        m = re.match(r"tbscope cache check: (\d+) stats on (\d+) threads", line)
+        if m:
+            out["stats"], out["threads"] = int(m.group(1)), int(m.group(2))
+    return out
+
+
 def run_task(task: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
-    """One task in a fresh interpreter; its result dict, or {"error": ...}."""
+    """One task in a fresh interpreter; its result dict, or {"error": ...}. A task through a
+    cache also reports the phases of its load (``TBSCOPE_TRACE=1``; printing them costs
+    microseconds)."""
     with tempfile.TemporaryDirectory(prefix="tbscope-cachebench-") as tmp:
         out = Path(tmp) / "result.json"
         task = {**task, "out": str(Path(tmp) / "stdout.txt")} if task["task"] == "cli" else task
-        proc = subprocess.run([sys.executable, str(HERE), "--task", json.dumps(task), str(out)], capture_output=True, text=True, timeout=timeout)
+        env = dict(os.environ, TBSCOPE_TRACE="1") if task.get("cache") else None
+        proc = subprocess.run([sys.executable, str(HERE), "--task", json.dumps(task), str(out)], capture_output=True, text=True, timeout=timeout, env=env)
         if out.is_file():
             result: dict[str, Any] = json.loads(out.read_text())
+            if env is not None:
+                result["phases"] = trace_phases(proc.stderr)
             return result
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
@@ -230,6 +258,17 @@ def render(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | None
             cold, warm = _median(r["cold"]), _median(r["warm"])
             lines.append(f"| {names[cmd]} | {_fmt(cold)} | {_fmt(warm)} | {cold / warm:.1f}× | {r['check']} |")
         lines += ["", f"Cache size: {mib(c['cache_bytes'])}."]
+        phases = [r.get("phases", {}) for cmd in ("ls", "summary") for r in c[cmd]["warm"]]
+        if phases and all("check" in p and "restore" in p for p in phases):
+            med = {k: statistics.median(p[k] for p in phases) for k in ("restore", "check")}
+            stats = phases[0].get("stats", "?")
+            threads = phases[0].get("threads", "?")
+            lines += [
+                "",
+                f"Where a warm `ls`/`summary` spends its time (`TBSCOPE_TRACE=1`, median of their warm runs): "
+                f"opening the generation {med['restore'] * 1000:.0f} ms, checking that nothing changed "
+                f"({stats} stats on {threads} threads) {med['check'] * 1000:.0f} ms; the rest is the command building and writing its output.",
+            ]
     return lines
 
 

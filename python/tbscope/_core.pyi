@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "rewrite"]
+__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "rewrite", "to_csv"]
 
 __version__: str
 
@@ -59,6 +59,13 @@ class NativeReader:
     def run_mtimes(self) -> Table:
         """run, last_modified: the newest mtime of each run's event files (seconds, null when
         none could be stat'ed), as of the last load."""
+    def run_facts(self) -> Table:
+        """Per run: the runs table's columns, then last_modified, series, first_step, last_step."""
+    def scalar_stats(self) -> Table:
+        """Per scalar series: run, tag, points, first, last, min, max, mean, count, argmin, argmax."""
+    def summary_table(self, stats: list[tuple[str, str]]) -> Table:
+        """Per run of runs_table(): a column <tag>:<suffix> per tag with scalars (sorted) and per
+        (statistic, suffix) of ``stats``."""
     def run_names(self) -> list[str]: ...
     def report(self) -> list[tuple[str, str, str, int, int, str]]: ...
     def file_path(self, rel: str) -> str | None: ...
@@ -227,3 +234,15 @@ def rewrite(
 
 def commit_rewrite(src: str | PathLike[str], staging: str | PathLike[str], dst: str | PathLike[str], *, force: bool = False) -> None:
     """Publish a staging directory of ``rewrite(commit=False)`` as ``dst``."""
+
+def to_csv(
+    table: object,
+    *,
+    header: bool = True,
+    chunk_rows: int = 100000,
+    quote_chars: str | None = None,
+    quote_empty: bool = False,
+) -> bytes:
+    """An Arrow table as CSV in pandas' to_csv format, UTF-8; ValueError for a column type it
+    does not format. ``quote_chars``: what makes a field quoted (default: comma, quote,
+    newline)."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -388,7 +389,11 @@ def _emit_chunks(chunks: Iterator[pd.DataFrame], fmt: str, title: str | None = N
         first = True
         for df in chunks:
             if first or len(df):
-                out.write(df.to_csv(index=False, header=first, lineterminator="\n"))
+                data = _fast_csv(df, header=first)
+                if data is None:
+                    out.write(df.to_csv(index=False, header=first, lineterminator="\n"))
+                else:
+                    _write_utf8(out, data)
             first = False
         return
     if fmt == "json":
@@ -407,6 +412,88 @@ def _emit_chunks(chunks: Iterator[pd.DataFrame], fmt: str, title: str | None = N
 
     df = pd.concat(list(chunks), ignore_index=True)
     _table(df, title)
+
+
+@functools.lru_cache(maxsize=1)
+def _csv_quoting() -> tuple[str, bool]:
+    """What makes Python's ``csv`` module (which pandas writes CSV with) quote a field: the
+    characters among those that can, and whether an empty field is quoted. Asked of the module
+    itself, since Python versions differ."""
+    import csv
+    import io
+
+    def written(field: str) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow([field, "x"])
+        return buf.getvalue()[: -len(",x\n")]
+
+    chars = "".join(c for c in ',"\n\r\t \'\\;|' if written(f"a{c}b") != f"a{c}b")
+    return chars, written("") != ""
+
+
+def _write_utf8(out: Any, data: bytes) -> None:
+    """UTF-8 text to a text stream: straight to its byte buffer when it encodes UTF-8 and
+    leaves newlines alone (no second copy), else through it."""
+    encoding = str(getattr(out, "encoding", "") or "").lower().replace("-", "").replace("_", "")
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None and encoding == "utf8" and os.linesep == "\n":
+        out.flush()
+        buffer.write(data)
+    else:
+        out.write(data.decode("utf-8"))
+
+
+def _fast_csv(df: pd.DataFrame | Mapping[str, Any], header: bool) -> bytes | None:
+    """``df.to_csv(index=False, header=header, lineterminator="\\n")``, byte for byte, written
+    natively (a table of 100,000 runs takes pandas seconds to format); None for a frame with a
+    column this does not handle (then pandas writes it). ``df`` may also be the columns a
+    DataFrame would be made of (name: Series, array or list), to skip making it."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from tbscope import _core
+
+    names = list(df.columns if isinstance(df, pd.DataFrame) else df.keys())
+    if not names or not all(isinstance(c, str) for c in names) or len(set(names)) != len(names):
+        return None
+    arrays = []
+    for name in names:
+        value = df[name]
+        # As a DataFrame would hold it (a list of str becomes a str column, and so on).
+        col = value if isinstance(value, pd.Series) else pd.Series(value, copy=False)
+        if len(col) != len(df[names[0]]):
+            return None
+        dtype = col.dtype
+        if isinstance(dtype, pd.DatetimeTZDtype):
+            if str(dtype.tz) != "UTC":
+                return None
+            arrays.append(pa.array(col))
+        elif isinstance(dtype, (pd.StringDtype, pd.Int64Dtype)) or dtype.kind in "iufb" and not isinstance(dtype, pd.api.extensions.ExtensionDtype):
+            if dtype.kind == "f" and dtype.itemsize != 8:
+                return None
+            arrays.append(pa.array(col))
+        elif dtype == object:
+            # Strings as they are, other Python scalars as str() makes them (what the csv module
+            # does), missing values empty.
+            values = col.to_numpy()
+            missing = pd.isna(values)
+            if not all(type(v) in (str, bool, int, float) for v in values[~missing]):
+                return None
+            arrays.append(pa.array([None if m else v if type(v) is str else str(v) for v, m in zip(values, missing)], type=pa.string()))
+        else:
+            return None
+    chars, quote_empty = _csv_quoting()
+    try:
+        return _core.to_csv(
+            pa.table(arrays, names=names),
+            header=header,
+            # pandas formats (and picks a timestamp resolution for) this many rows at a time.
+            chunk_rows=max(100_000 // len(names), 1),
+            quote_chars=chars,
+            quote_empty=quote_empty,
+        )
+    except ValueError:
+        return None
 
 
 def _table(df: pd.DataFrame, title: str | None) -> None:
@@ -475,38 +562,44 @@ def ls_command(
     """
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
     from tbscope.reader import scan
 
     lg = scan(logdir, **_scan_args(runs, tags, kinds, steps), **_cache_arg(cache, cache_dir))
     _read(lg)
-    info = lg.run_info().to_pandas()
-    # Only the columns used: a logdir of many runs has many series, and strings cost.
-    ser = lg.series().to_arrow().select(["run", "tag", "first_step", "last_step"]).to_pandas()
-    info["run"] = info["run"].astype(str)
-    ser["run"] = ser["run"].astype(str)
-    by_run = ser.groupby("run", sort=False).agg(tags=("tag", "size"), first_step=("first_step", "min"), last_step=("last_step", "max"))
-    # The reader stat'ed every event file as it read: no second stat per file here. The newest
-    # of wall time and mtime; fmax skips a missing (NaN) one.
-    newest = lg._run_mtimes()
-    mtimes = np.array([newest.get(run) for run in info["run"]], dtype="float64")
-    last = pd.Series(np.fmax(info["last_wall_time"].to_numpy(dtype="float64", na_value=np.nan), mtimes))
-    counts = info[list(KINDS)]
+    # Per run, natively: the runs table, its series' count and step range, its newest file
+    # mtime (as stat'ed by the read: no second stat per file). A warm cache that found nothing
+    # changed answers from the table it stored.
+    facts = lg._run_facts()
+
+    def floats(name: str) -> np.ndarray[Any, Any]:
+        return np.asarray(facts.column(name).to_numpy(zero_copy_only=False), dtype="float64")
+
+    def nullable_ints(name: str) -> pd.arrays.IntegerArray:
+        col = facts.column(name).combine_chunks()
+        missing = col.is_null().to_numpy(zero_copy_only=False)
+        return pd.arrays.IntegerArray(col.fill_null(0).to_numpy().astype("int64"), missing)
+
+    # The newest of wall time and mtime; fmax skips a missing (NaN) one.
+    last = pd.Series(np.fmax(floats("last_wall_time"), floats("last_modified")))
+    counts = np.column_stack([facts.column(k).to_numpy() for k in KINDS]) if facts.num_rows else np.zeros((0, len(KINDS)), dtype=np.int64)
     # One string per distinct set of kinds present, not one join per run.
-    present = counts.to_numpy() != 0
-    masks = present.astype(np.int64) @ (1 << np.arange(len(KINDS), dtype=np.int64))
-    names = {int(m): ",".join(k for i, k in enumerate(KINDS) if m >> i & 1) for m in np.unique(masks)}
+    masks = (counts != 0).astype(np.int64) @ (1 << np.arange(len(KINDS), dtype=np.int64))
+    uniq, inverse = np.unique(masks, return_inverse=True)
+    names = pa.array([",".join(k for i, k in enumerate(KINDS) if int(m) >> i & 1) for m in uniq], type=pa.string())
     df = pd.DataFrame(
         {
-            "run": info["run"],
-            "kinds": [names[int(m)] for m in masks],
-            "tags": info["run"].map(by_run["tags"]).fillna(0).astype("int64"),
+            # Strings stay in Arrow: no Python object per run.
+            "run": facts.column("run").to_pandas(),
+            "kinds": names.take(pa.array(inverse.reshape(-1), type=pa.int64())).to_pandas(),
+            "tags": facts.column("series").to_numpy().astype("int64"),
             "points": counts.sum(axis=1).astype("int64"),
-            "first_step": info["run"].map(by_run["first_step"]).astype("Int64"),
-            "last_step": info["run"].map(by_run["last_step"]).astype("Int64"),
+            "first_step": nullable_ints("first_step"),
+            "last_step": nullable_ints("last_step"),
             "last_write": pd.to_datetime(last, unit="s", utc=True),
-            "files": info["files"].astype("int64"),
-            "bytes": info["bytes"].astype("int64"),
+            "files": facts.column("files").to_numpy().astype("int64"),
+            "bytes": facts.column("bytes").to_numpy().astype("int64"),
         }
     )
     if fmt == "table":
@@ -648,6 +741,8 @@ def summary(
       tbscope summary runs/ --tags 'eval/*' --stats last,max,argmax --format csv
       tbscope summary runs/ --tags train/loss --group-by 'lr=[^/]*' --format csv
     """
+    import pandas as pd
+
     from tbscope.reader import scan
 
     stat_list = _split_list(stats)
@@ -667,14 +762,21 @@ def summary(
     if not hparams:
         kwargs["hparams"] = False
     _read(lg)
-    df = lg.summary(**kwargs)
+    if fmt == "csv":
+        # Straight from the columns: a DataFrame of 100,000 runs is not needed to write them.
+        cols = lg._summary_columns(**kwargs)
+        data = _fast_csv(cols, header=True)
+        if data is not None:
+            _write_utf8(sys.stdout, data)
+            return
+        df = pd.DataFrame(cols)
+    else:
+        df = lg.summary(**kwargs)
     if fmt == "table" and stat_list is None:
         # A terminal has room for the last values; csv and json carry every statistic.
         keep = [c for c in df.columns if c in ("run", "max_step") or c.startswith("hparam:") or c.endswith(":last")]
         df = df[keep].rename(columns=lambda c: c.removeprefix("hparam:").removesuffix(":last"))
     elif fmt == "table" and "last_wall_time" in df.columns:
-        import pandas as pd
-
         df = df.assign(last_wall_time=pd.to_datetime(df["last_wall_time"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M"))
     _emit(df, fmt, title=f"runs in {logdir}")
 

@@ -106,22 +106,35 @@ class Logdir:
     def _load(self) -> LoadStats:
         stats = LoadStats(*self._native.load())
         self._loaded = True
-        info = self._native.cache_info()
-        if info is not None:
-            # A cache that cannot be used or written is worth a warning, never an error: the
-            # data came from the logdir.
-            from tbscope.cache import log as cache_log
-
-            warnings = info[5]
-            for w in warnings[self._seen_cache_warnings :]:
-                cache_log.warning("%s", w)
-            self._seen_cache_warnings = len(warnings)
-            cache_log.debug("cache %s: %s (generation %s, written: %s)", info[0], info[1], info[2], info[3])
+        self._log_cache(debug=True)
         if self._strict:
             problems = self.report.problems
             fresh, self._seen_problems = problems[self._seen_problems :], len(problems)
             _raise_strict(fresh)
         return stats
+
+    def _log_cache(self, debug: bool = False) -> None:
+        """Logs the cache's new warnings: a cache that cannot be used or written is worth a
+        warning, never an error (the data came from the logdir)."""
+        info = self._native.cache_info()
+        if info is None:
+            return
+        from tbscope.cache import log as cache_log
+
+        warnings = info[5]
+        for w in warnings[self._seen_cache_warnings :]:
+            cache_log.warning("%s", w)
+        self._seen_cache_warnings = len(warnings)
+        if debug:
+            cache_log.debug("cache %s: %s (generation %s, written: %s)", info[0], info[1], info[2], info[3])
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """A native method. Through a cache, a warm open decodes what a method needs when it is
+        first called, and falls back to reading the logdir if that fails: log why."""
+        out = getattr(self._native, method)(*args)
+        if "cache_dir" in self._native_args:
+            self._log_cache()
+        return out
 
     def _ensure(self) -> None:
         if not self._loaded:
@@ -146,18 +159,18 @@ class Logdir:
     def runs(self) -> list[str]:
         """Run names: paths relative to the logdir with ``/``, ``.`` for the logdir itself."""
         self._ensure()
-        return list(self._native.run_names())
+        return list(self._call("run_names"))
 
     @property
     def report(self) -> Report:
         """Corrupt records, unusable values and truncated tails found so far."""
         self._ensure()
-        return Report(tuple(Problem(*p) for p in self._native.report()))
+        return Report(tuple(Problem(*p) for p in self._call("report")))
 
     def _frame(self, kind: str) -> Frame:
         cls = {"tensors": TensorFrame, "images": BlobFrame, "audio": BlobFrame, "blobs": BlobFrame}.get(kind, Frame)
         self._ensure()
-        return cls(self._native.table(kind), kind, self._blob_path)
+        return cls(self._call("table", kind), kind, self._blob_path)
 
     def iter_batches(self, kind: str = "scalars", max_rows: int = 1 << 20, max_bytes: int = 256 << 20) -> Iterator[pa.RecordBatch]:
         """Stream one table in Arrow record batches, for logdirs bigger than memory.
@@ -225,7 +238,7 @@ class Logdir:
         """One row per run with hparams records: group_name, start/end time, status, and a
         column ``hparam:<name>`` per hyperparameter (union of keys; float64, bool or string)."""
         self._ensure()
-        return Frame(self._native.hparams(), "hparams")
+        return Frame(self._call("hparams"), "hparams")
 
     def summary(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> pd.DataFrame:
         """One row per run: ``run``, ``max_step``, ``last_wall_time``, the run's hparams
@@ -239,55 +252,66 @@ class Logdir:
         those of the nearest enclosing run that has them (Keras writes ``run/train`` and
         ``run/validation`` under the run that holds the hparams); ``hparams=False`` leaves them out.
         """
-        import numpy as np
         import pandas as pd
 
-        from tbscope.query import SUMMARY_STATS, check_stats, series_stats, summary_column
+        return pd.DataFrame(self._summary_columns(stats, hparams))
+
+    def _summary_columns(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> dict[str, Any]:
+        """The columns of :meth:`summary`, before they make a DataFrame (the CLI writes CSV from
+        them directly)."""
+        import pandas as pd
+        import pyarrow as pa
+
+        from tbscope.query import SUMMARY_STATS, check_stats, summary_column
 
         chosen = check_stats(stats, SUMMARY_STATS, "summary")
         self._ensure()
         info = self.run_info().to_arrow()
-        run_names = [str(r) for r in info.column("run").to_pylist()]
-        tags, values = series_stats(self.scalars().to_arrow(), run_names, chosen)
+        # Per run and tag, natively: a column "<tag>:<stat>" per tag (sorted) and statistic.
+        table = pa.table(self._call("summary_table", [(s, summary_column("", s)[1:]) for s in chosen]))
         cols: dict[str, Any] = {
-            "run": run_names,
+            "run": info.column("run").to_pandas(),
             "max_step": info.column("max_step").to_pandas(),
             "last_wall_time": info.column("last_wall_time").to_pandas(),
         }
         if hparams:
-            hp = self._run_hparams(run_names)
-            for c in hp.columns:
-                if c.startswith("hparam:"):
-                    cols[c] = hp[c].to_numpy()
-        for j, tag in enumerate(tags):
-            for s in chosen:
-                col = values[s][:, j]
-                if s in ("argmin", "argmax"):
-                    # Steps are int64; nullable Int64 keeps them exact where a run has no point.
-                    ok = ~np.isnan(col)
-                    ints = np.zeros(len(col), dtype=np.int64)
-                    ints[ok] = col[ok].astype(np.int64)
-                    cols[summary_column(tag, s)] = pd.arrays.IntegerArray(ints, ~ok)
-                else:
-                    cols[summary_column(tag, s)] = col
-        return pd.DataFrame(cols)
+            hp_all = self._hparams_frame()
+            if len(hp_all):
+                hp = self._run_hparams(info.column("run"), hp_all)
+                for c in hp.columns:
+                    if c.startswith("hparam:"):
+                        cols[c] = hp[c].to_numpy()
+            else:
+                # No run has hparams: their columns (if any) are empty.
+                for c in hp_all.columns:
+                    if c.startswith("hparam:"):
+                        cols[c] = hp_all[c].iloc[:0].reindex(range(info.num_rows)).to_numpy()
+        for i, name in enumerate(table.column_names):
+            col = table.column(i).combine_chunks()
+            if chosen[i % len(chosen)] in ("argmin", "argmax"):
+                # Steps are int64; nullable Int64 keeps them exact where a run has no point.
+                missing = col.is_null().to_numpy(zero_copy_only=False)
+                cols[name] = pd.arrays.IntegerArray(col.fill_null(0).to_numpy(), missing)
+            else:
+                cols[name] = col.to_numpy()
+        return cols
 
-    def _run_hparams(self, run_names: list[str]) -> pd.DataFrame:
+    def _run_hparams(self, run_names: list[str] | pa.ChunkedArray, hp: pd.DataFrame | None = None) -> pd.DataFrame:
         """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
-        ``hparam:<name>`` column per hyperparameter."""
+        ``hparam:<name>`` column per hyperparameter (``hp``: ``_hparams_frame()`` if known)."""
         import pandas as pd
 
-        a = self._native_args
-        reusable = a["runs"] is None and a["tags"] is None and a["step_lo"] is None and a["step_hi"] is None and (a["kinds"] is None or "hparams" in a["kinds"])
-        if reusable:
-            hp = self.hparams().to_pandas()
-        else:
-            # hparams records are run-level facts: tag and step filters (and a runs filter that
-            # leaves out the enclosing session run) must not hide them.
-            hp_scan = scan(
-                self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")
-            )
-            hp = hp_scan.hparams().to_pandas()
+        if hp is None:
+            hp = self._hparams_frame()
+        if not len(hp):
+            # Nothing to look up (most logdirs of many runs): no walk over every run name.
+            n = len(run_names)
+            out = pd.DataFrame({c: hp[c].iloc[:0].reindex(range(n)) for c in hp.columns if c.startswith("hparam:")}, index=range(n))
+            out.insert(0, "source", [None] * n)
+            out.insert(0, "run", run_names if isinstance(run_names, list) else run_names.to_pandas())
+            return out
+        if not isinstance(run_names, list):
+            run_names = run_names.to_pylist()
         hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
         by_run = {str(r): row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
         rows, sources = [], []
@@ -303,6 +327,21 @@ class Logdir:
         out.insert(0, "source", sources)
         out.insert(0, "run", run_names)
         return out
+
+    def _hparams_frame(self) -> pd.DataFrame:
+        """``hparams()`` of the whole logdir (whatever this scan's tag, step and run filters)."""
+        a = self._native_args
+        reusable = a["runs"] is None and a["tags"] is None and a["step_lo"] is None and a["step_hi"] is None and (a["kinds"] is None or "hparams" in a["kinds"])
+        if reusable:
+            hp = self.hparams().to_pandas()
+        else:
+            # hparams records are run-level facts: tag and step filters (and a runs filter that
+            # leaves out the enclosing session run) must not hide them.
+            hp_scan = scan(
+                self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")
+            )
+            hp = hp_scan.hparams().to_pandas()
+        return hp
 
     def aggregate(
         self,
@@ -371,7 +410,7 @@ class Logdir:
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
         self._ensure()
-        return Frame(self._native.series(), "series")
+        return Frame(self._call("series"), "series")
 
     def _run_mtimes(self) -> dict[str, float | None]:
         """Per run, the newest modification time of its event files (seconds), as stat'ed by
@@ -379,13 +418,23 @@ class Logdir:
         import pyarrow as pa
 
         self._ensure()
-        t = pa.table(self._native.run_mtimes())
+        t = pa.table(self._call("run_mtimes"))
         return dict(zip(t.column("run").to_pylist(), t.column("last_modified").to_pylist()))
 
     def run_info(self) -> Frame:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
-        return Frame(self._native.runs_table(), "runs")
+        return Frame(self._call("runs_table"), "runs")
+
+    def _run_facts(self) -> pa.Table:
+        """``run_info()``'s columns and, per run, ``last_modified`` (the newest mtime of its event
+        files, as stat'ed by the last read), ``series`` (its rows in ``series()``) and
+        ``first_step``/``last_step`` (their step range): what ``tbscope ls`` shows, computed
+        natively (and, on a warm cache that found nothing changed, read from the cache)."""
+        import pyarrow as pa
+
+        self._ensure()
+        return pa.table(self._call("run_facts"))
 
 
 def _raise_strict(problems: Iterable[Problem]) -> None:

@@ -23,11 +23,19 @@
 //! The cache always holds the unfiltered load. A scan's filters are applied to what it returns:
 //! rows are selected through their run and tag dictionaries and step column, and the series and
 //! runs tables are derived from the saved per-tag state (or, with a step range, from the rows).
+//!
+//! A warm open of a logdir that did not change is the common case, and on a logdir of many runs
+//! decoding every run's state would cost more than everything else. So the manifest keeps what
+//! the change check needs (run names, file identities, directory listings) apart from the
+//! runs' state, and a generation also stores, for the unfiltered load, each run's facts and
+//! each scalar series' statistics (`runstats.rs`). An open whose check finds nothing changed
+//! leaves the state encoded ("pending") and serves the runs table, the facts and the
+//! statistics from those tables; anything else decodes the state first (`Reader::prepare`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
@@ -51,9 +59,11 @@ use crate::load::{
     ReaderOptions, ReportEntry, RunState, TagState,
 };
 use crate::logdir::discover;
+use crate::runstats::{runs_table_of_facts, scalar_stats_of};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
-const FORMAT_VERSION: u32 = 1;
+/// 2: the runs' state apart from the change-check index; facts and statistics tables.
+const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"TBSCACHE";
 /// Past this many segments the small ones are merged (see `compact_if_needed`).
 const MAX_SEGMENTS: usize = 8;
@@ -76,6 +86,8 @@ pub(crate) struct View {
     step_lo: Option<i64>,
     step_hi: Option<i64>,
     provenance: bool,
+    /// Tables go through `restarts::apply` (preemption, or its lower step bound).
+    restarts: bool,
 }
 
 impl View {
@@ -102,6 +114,7 @@ pub(crate) fn split_options(opts: ReaderOptions) -> (ReaderOptions, View) {
         step_lo: opts.file.step_lo,
         step_hi: opts.file.step_hi,
         provenance: opts.file.provenance,
+        restarts: opts.restarts == crate::load::Restarts::Preempt || opts.step_lo.is_some(),
     };
     let base = ReaderOptions {
         file: Options {
@@ -146,8 +159,36 @@ pub struct CacheInfo {
 struct Segment {
     name: String,
     batches: [Option<RecordBatch>; 8],
+    /// Files of a restored generation opened but not decoded yet, with their row counts:
+    /// `batches[k]` is filled from `unread[k]` when a table of that kind is first needed
+    /// (`Cached::decode_kind`). A warm `ls` or `summary` never decodes the rows.
+    unread: [Option<(File, u64)>; 8],
     /// A published generation holding this segment's files, to hard-link them from.
     home: Option<PathBuf>,
+}
+
+impl Segment {
+    fn new(name: String, home: Option<PathBuf>) -> Segment {
+        Segment {
+            name,
+            batches: Default::default(),
+            unread: Default::default(),
+            home,
+        }
+    }
+
+    /// Rows of `kind`, decoded or not.
+    fn rows(&self, kind: Kind) -> usize {
+        match (&self.batches[kind as usize], &self.unread[kind as usize]) {
+            (Some(b), _) => b.num_rows(),
+            (None, Some((_, rows))) => *rows as usize,
+            (None, None) => 0,
+        }
+    }
+
+    fn has(&self, kind: Kind) -> bool {
+        self.batches[kind as usize].is_some() || self.unread[kind as usize].is_some()
+    }
 }
 
 /// Rows `start..start + len` of a segment's table, all of one run.
@@ -168,8 +209,57 @@ pub struct Cached {
     pieces: [Vec<Piece>; 8],
     /// Directory listings as of the last discovery, keyed by path below the root.
     dirs: HashMap<PathBuf, DirListing>,
+    /// The restored generation's runs' state, not decoded yet; `Reader::runs` is empty (and
+    /// `Reader::run_names` complete) while it is here.
+    pending: Option<Box<Pending>>,
+    /// Leave the state pending after a load that found nothing changed (the caller promises to
+    /// call `Reader::prepare` before using it); otherwise every load decodes it.
+    lazy: bool,
+    /// The next load reads everything and reports a miss (the cache was found unusable).
+    force_miss: bool,
     opened: bool,
     info: CacheInfo,
+}
+
+/// What [`Reader::prepare`] gets ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Everything: the runs' state, for `series`, `run_mtimes`, `file_path`, `plan`.
+    State,
+    /// `runs_table` (and `run_names`, `report`).
+    RunsTable,
+    /// `run_facts`.
+    RunFacts,
+    /// `scalar_stats`.
+    ScalarStats,
+    /// The rows of one kind: `table`, `schema`, `hparams`.
+    Rows(Kind),
+    /// The runs' names: `run_names`, `report`.
+    Names,
+}
+
+impl Reader {
+    /// A reader with a cache may leave the runs' state of a restored generation undecoded after
+    /// a load that found nothing changed (see the module docs). The caller must then call
+    /// [`Reader::prepare`] with what it is about to use. Without this, loads decode it.
+    pub fn defer_cache_state(&mut self) {
+        if let Some(c) = self.cached.as_mut() {
+            c.lazy = true;
+        }
+    }
+
+    /// Makes what `need` uses ready: decodes a pending state unless the generation's stored
+    /// tables answer `need` for this scan's filters, and the rows of a kind before they are
+    /// used. A no-op without a cache. Should the cache turn out unusable here (a damaged
+    /// segment), it is dropped with a warning and the logdir read again, as a load does.
+    pub fn prepare(&mut self, need: Need) -> Result<()> {
+        let Some(mut c) = self.cached.take() else {
+            return Ok(());
+        };
+        let out = c.prepare(self, need);
+        self.cached = Some(c);
+        out
+    }
 }
 
 impl Cached {
@@ -180,6 +270,9 @@ impl Cached {
             segments: Vec::new(),
             pieces: Default::default(),
             dirs: HashMap::new(),
+            pending: None,
+            lazy: false,
+            force_miss: false,
             opened: false,
             info: CacheInfo {
                 dir: dir.to_path_buf(),
@@ -211,7 +304,7 @@ impl Cached {
     fn load(&mut self, r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
         self.info.written = false;
         self.info.runs_dropped = 0;
-        let mut rebuilt = false;
+        let mut rebuilt = std::mem::take(&mut self.force_miss);
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, Duration)> = Vec::new();
         if !self.opened {
@@ -233,6 +326,29 @@ impl Cached {
         marks.push(("restore", t0.elapsed()));
         // Stats are most of a warm open on a logdir of many runs: spread them over threads.
         let threads = thread_count(r.opts.threads);
+        if self.pending.is_some() {
+            let same = self.unchanged(r, threads);
+            marks.push(("check", t0.elapsed()));
+            if same {
+                self.info.status = "hit";
+                if !self.lazy {
+                    self.materialise(r)?;
+                    marks.push(("state", t0.elapsed()));
+                }
+                self.trace(&marks);
+                return Ok(LoadStats::default());
+            }
+            if let Err(e) = self.materialise(r) {
+                let msg = format!(
+                    "cache {} not used ({e}); reading the logdir and rewriting the cache",
+                    self.dir.display()
+                );
+                self.warn(msg);
+                self.reset(r);
+                rebuilt = true;
+            }
+            marks.push(("state", t0.elapsed()));
+        }
         let pool = if threads > 1 {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -307,29 +423,44 @@ impl Cached {
             }
             marks.push(("publish", t0.elapsed()));
         }
-        if std::env::var_os("TBSCOPE_TRACE").is_some() {
-            let mut last = Duration::ZERO;
-            let parts: Vec<String> = marks
-                .iter()
-                .map(|(what, at)| {
-                    let d = *at - last;
-                    last = *at;
-                    format!("{what} {d:?}")
-                })
-                .collect();
-            eprintln!("tbscope cache {}: {}", self.info.status, parts.join(", "));
-        }
+        self.trace(&marks);
         Ok(stats)
+    }
+
+    /// `TBSCOPE_TRACE=1`: where the load spent its time.
+    fn trace(&self, marks: &[(&str, Duration)]) {
+        if std::env::var_os("TBSCOPE_TRACE").is_none() {
+            return;
+        }
+        let mut last = Duration::ZERO;
+        let parts: Vec<String> = marks
+            .iter()
+            .map(|(what, at)| {
+                let d = *at - last;
+                last = *at;
+                format!("{what} {d:?}")
+            })
+            .collect();
+        eprintln!("tbscope cache {}: {}", self.info.status, parts.join(", "));
+    }
+
+    /// Forgets everything restored (a generation that turned out unusable): the load then
+    /// reads the logdir whole.
+    fn reset(&mut self, r: &mut Reader) {
+        self.pending = None;
+        self.segments.clear();
+        self.pieces = Default::default();
+        self.dirs.clear();
+        r.runs.clear();
+        r.run_names.clear();
+        r.file_names.clear();
+        r.report.clear();
     }
 
     /// Adds one load's batches as a segment; its rows are in run order, each run contiguous.
     fn add_segment(&mut self, batches: Vec<(Kind, RecordBatch)>) {
         let seg = self.segments.len();
-        let mut s = Segment {
-            name: unique_name("s"),
-            batches: Default::default(),
-            home: None,
-        };
+        let mut s = Segment::new(unique_name("s"), None);
         for (kind, b) in batches {
             let mut fresh = run_pieces(seg, &b);
             // Stable: a run's earlier rows (older segments) stay first.
@@ -343,6 +474,7 @@ impl Cached {
 
     /// The rows of `kind` in output order, as slices of the segments (no copies).
     fn served(&self, kind: Kind) -> Vec<RecordBatch> {
+        self.expect_decoded(kind);
         let mut out = Vec::new();
         let mut cur: Option<(usize, usize, usize)> = None;
         let flush = |c: Option<(usize, usize, usize)>, out: &mut Vec<RecordBatch>| {
@@ -387,7 +519,7 @@ impl Cached {
         let rows: Vec<usize> = self
             .segments
             .iter()
-            .map(|s| s.batches.iter().flatten().map(|b| b.num_rows()).sum())
+            .map(|s| Kind::ALL.iter().map(|&k| s.rows(k)).sum())
             .collect();
         let total: usize = rows.iter().sum();
         let used: HashSet<usize> = self.pieces.iter().flatten().map(|p| p.seg).collect();
@@ -413,11 +545,7 @@ impl Cached {
     /// Replaces the segments in `merge` by one holding their live rows, in output order.
     fn merge_segments(&mut self, merge: &HashSet<usize>) -> Result<()> {
         let new_seg = self.segments.len();
-        let mut merged = Segment {
-            name: unique_name("s"),
-            batches: Default::default(),
-            home: None,
-        };
+        let mut merged = Segment::new(unique_name("s"), None);
         for k in Kind::ALL {
             let mut parts = Vec::new();
             let mut at = 0;
@@ -611,6 +739,7 @@ impl Cached {
     }
 
     pub(crate) fn schema(&self, kind: Kind) -> SchemaRef {
+        self.expect_decoded(kind);
         let first = self
             .segments
             .iter()
@@ -694,9 +823,22 @@ impl Cached {
         }))
     }
 
+    /// Every run's name in order: the state's, or while it is pending the restored list (a
+    /// generation's runs are its state's, in name order).
+    fn all_run_names<'a>(&'a self, r: &'a Reader) -> Box<dyn Iterator<Item = &'a String> + 'a> {
+        if let Some(p) = &self.pending {
+            assert!(
+                p.names.is_none(),
+                "the cache's run names are not decoded: call Reader::prepare(Need::Names) first"
+            );
+            Box::new(r.run_names.iter())
+        } else {
+            Box::new(r.runs.keys())
+        }
+    }
+
     pub(crate) fn run_names(&self, r: &Reader) -> Vec<String> {
-        r.runs
-            .keys()
+        self.all_run_names(r)
             .filter(|n| self.view.run_ok(n))
             .cloned()
             .collect()
@@ -712,16 +854,22 @@ impl Cached {
             .cloned()
             .collect();
         // A read whose runs filter matches nothing says so, when it has nothing else to say.
-        if out.is_empty() && !r.runs.keys().any(|n| self.view.run_ok(n)) {
+        if out.is_empty() && !self.all_run_names(r).any(|n| self.view.run_ok(n)) {
             out.push(crate::load::no_runs_entry(&r.root));
         }
         out
     }
 
     pub(crate) fn series(&self, r: &Reader) -> RecordBatch {
+        self.with_series_pick(|pick| r.series_with(pick))
+    }
+
+    /// Calls `f` with what decides the view's series rows (see `Reader::series_with`).
+    fn with_series_pick<T>(&self, f: impl FnOnce(crate::runstats::SeriesPick<'_>) -> T) -> T {
+        self.expect_state();
         let v = &self.view;
         if !v.has_steps() {
-            return r.series_with(&|run, tag, ts, k| {
+            return f(&|run, tag, ts, k| {
                 (v.run_ok(run) && v.tag_ok(tag) && v.kinds.contains(k)).then_some((
                     ts.points,
                     ts.first_step,
@@ -730,7 +878,7 @@ impl Cached {
             });
         }
         let stats = self.step_stats();
-        r.series_with(&|run, tag, _, k| {
+        f(&|run, tag, _, k| {
             if !(v.run_ok(run) && v.tag_ok(tag) && v.kinds.contains(k)) {
                 return None;
             }
@@ -740,8 +888,225 @@ impl Cached {
         })
     }
 
+    fn prepare(&mut self, r: &mut Reader, need: Need) -> Result<()> {
+        let ready = match need {
+            Need::Rows(kind) => self
+                .decode_kind(kind)
+                .and_then(|()| self.decode_pieces(r, kind)),
+            Need::Names => self.decode_names(r),
+            _ if self.pending.is_some() && !self.serves(need) => self.materialise(r),
+            _ => Ok(()),
+        };
+        let Err(why) = ready else {
+            return Ok(());
+        };
+        let msg = format!(
+            "cache {} not used ({why}); reading the logdir and rewriting the cache",
+            self.dir.display()
+        );
+        self.warn(msg);
+        self.reset(r);
+        self.force_miss = true;
+        self.load(r, &AtomicBool::new(false)).map(|_| ())
+    }
+
+    /// Decodes the runs' names a restore left encoded into `Reader::run_names`.
+    fn decode_names(&mut self, r: &mut Reader) -> Result<()> {
+        let Some(p) = self.pending.as_deref_mut() else {
+            return Ok(());
+        };
+        let Some(at) = p.names else {
+            return Ok(());
+        };
+        r.run_names = p
+            .decode_names(at)
+            .map_err(|e| Error::Other(format!("manifest: {e}")))?;
+        p.names = None;
+        Ok(())
+    }
+
+    /// Decodes the pieces of `kind` a restore left encoded (and the names they need).
+    fn decode_pieces(&mut self, r: &mut Reader, kind: Kind) -> Result<()> {
+        let Some(at) = self
+            .pending
+            .as_deref()
+            .and_then(|p| p.pieces[kind as usize])
+        else {
+            return Ok(());
+        };
+        // A kind without rows (hparams, on most logdirs: the section is its count, 0) needs
+        // no names.
+        let empty = at.1 <= 1;
+        if !empty {
+            self.decode_names(r)?;
+        }
+        let p = self.pending.as_deref_mut().expect("pending");
+        if p.run_arcs.is_none() && !empty {
+            p.run_arcs = Some(r.run_names.iter().map(|n| Arc::from(n.as_str())).collect());
+        }
+        let runs = p.run_arcs.as_deref().unwrap_or_default();
+        self.pieces[kind as usize] = p
+            .decode_pieces(kind, at, runs, &self.segments)
+            .map_err(|e| Error::Other(format!("manifest: {e}")))?;
+        p.pieces[kind as usize] = None;
+        Ok(())
+    }
+
+    /// Decodes the segment files of `kind` a restore left unread.
+    fn decode_kind(&mut self, kind: Kind) -> Result<()> {
+        for s in &mut self.segments {
+            let Some((f, rows)) = s.unread[kind as usize].take() else {
+                continue;
+            };
+            let path = s
+                .home
+                .as_ref()
+                .map_or_else(PathBuf::new, |h| h.join(segment_file(&s.name, kind)));
+            let b = read_ipc_file(&f, &path).map_err(|e| match e {
+                RestoreError::Gone => Error::Other(format!("{} vanished", path.display())),
+                RestoreError::Bad(why) => Error::Other(why),
+            })?;
+            if b.num_rows() as u64 != rows {
+                return Err(Error::Other(format!(
+                    "{} has {} rows, the manifest says {rows}",
+                    path.display(),
+                    b.num_rows()
+                )));
+            }
+            s.batches[kind as usize] = Some(b);
+        }
+        Ok(())
+    }
+
+    /// Rows of `kind` used before `Reader::prepare(Need::Rows(kind))`: a programming error.
+    fn expect_decoded(&self, kind: Kind) {
+        assert!(
+            self.segments
+                .iter()
+                .all(|s| s.unread[kind as usize].is_none())
+                && self
+                    .pending
+                    .as_ref()
+                    .is_none_or(|p| p.pieces[kind as usize].is_none()),
+            "the cache's {} rows are not decoded: call Reader::prepare(Need::Rows) first",
+            kind.name()
+        );
+    }
+
+    /// A use of the state while it is pending is a missing `Reader::prepare`: better a loud
+    /// failure than tables that silently leave every run out.
+    fn expect_state(&self) {
+        assert!(
+            self.pending.is_none(),
+            "the cache's run state is not decoded: call Reader::prepare(Need::State) first"
+        );
+    }
+
+    /// Whether the generation's stored tables answer `need` for this scan's filters.
+    fn serves(&self, need: Need) -> bool {
+        let Some(p) = &self.pending else {
+            return false;
+        };
+        let v = &self.view;
+        match need {
+            Need::State => false,
+            // Counts per kind are the sums over the kinds kept; a tag filter changes them.
+            Need::RunsTable => p.facts.is_some() && v.tags.is_none() && !v.has_steps(),
+            // The series counted depend on the kinds kept too.
+            Need::RunFacts => {
+                p.facts.is_some() && v.tags.is_none() && !v.has_steps() && v.kinds.0 == 0xff
+            }
+            // Statistics per series: a tag filter selects series, a step range changes them.
+            Need::ScalarStats => p.stats.is_some() && !v.has_steps() && !v.restarts,
+            Need::Rows(_) | Need::Names => true,
+        }
+    }
+
+    /// The stored facts of the runs the view selects (pending state, `serves(RunFacts)`).
+    fn stored_facts(&self) -> Result<RecordBatch> {
+        let p = self.pending.as_ref().expect("pending state");
+        let facts = p.facts.as_ref().expect("served only with facts");
+        let Some(re) = &self.view.runs else {
+            return Ok(facts.clone());
+        };
+        let names = facts.column(0).as_string::<i32>();
+        let keep: BooleanArray = (0..names.len())
+            .map(|i| Some(re.is_match(names.value(i))))
+            .collect();
+        arrow_select::filter::filter_record_batch(facts, &keep)
+            .map_err(|e| Error::Other(format!("filtering cached facts failed: {e}")))
+    }
+
+    pub(crate) fn run_facts(&self, r: &Reader) -> Result<RecordBatch> {
+        if self.pending.is_some() {
+            assert!(
+                self.serves(Need::RunFacts),
+                "call Reader::prepare(Need::RunFacts) first"
+            );
+            return self.stored_facts();
+        }
+        let table = self.runs_table(r);
+        Ok(self.with_series_pick(|pick| r.facts_from(table, pick)))
+    }
+
+    pub(crate) fn scalar_stats(&self, r: &Reader) -> Result<RecordBatch> {
+        if self.pending.is_none() || !self.view.kinds.contains(Kind::Scalars) {
+            return scalar_stats_of(&self.table(r, Kind::Scalars)?);
+        }
+        assert!(
+            self.serves(Need::ScalarStats),
+            "call Reader::prepare(Need::ScalarStats) first"
+        );
+        let p = self.pending.as_ref().expect("pending state");
+        let stats = p.stats.as_ref().expect("served only with statistics");
+        Ok(self
+            .select_series(stats)?
+            .unwrap_or_else(|| stats.slice(0, 0)))
+    }
+
+    /// The rows of a table keyed by (run, tag) dictionaries that the view's run and tag
+    /// filters select, dictionaries compacted; None when no row is selected.
+    fn select_series(&self, b: &RecordBatch) -> Result<Option<RecordBatch>> {
+        let v = &self.view;
+        let mut mask: Option<Vec<bool>> = None;
+        for (col, re) in [(0, &v.runs), (1, &v.tags)] {
+            let Some(re) = re else { continue };
+            let dict = b.column(col).as_dictionary::<Int32Type>();
+            let values = dict.values().as_string::<i32>();
+            let ok: Vec<bool> = (0..values.len())
+                .map(|i| re.is_match(values.value(i)))
+                .collect();
+            let keys = dict.keys().values();
+            match &mut mask {
+                None => mask = Some(keys.iter().map(|&k| ok[k as usize]).collect()),
+                Some(m) => {
+                    for (x, &k) in m.iter_mut().zip(keys.iter()) {
+                        *x &= ok[k as usize];
+                    }
+                }
+            }
+        }
+        let Some(m) = mask else {
+            return Ok(Some(b.clone()));
+        };
+        if !m.iter().any(|&x| x) {
+            return Ok(None);
+        }
+        let f = arrow_select::filter::filter_record_batch(b, &BooleanArray::from(m))
+            .map_err(|e| Error::Other(format!("filtering cached statistics failed: {e}")))?;
+        compact_dicts(&f).map(Some)
+    }
+
     pub(crate) fn runs_table(&self, r: &Reader) -> RecordBatch {
         let v = &self.view;
+        if self.pending.is_some() {
+            assert!(
+                self.serves(Need::RunsTable),
+                "call Reader::prepare(Need::RunsTable) first"
+            );
+            let table = runs_table_of_facts(&self.stored_facts().expect("facts filter"));
+            return self.zero_kinds_left_out(table);
+        }
         if !v.has_steps() {
             return r.runs_table_with(&|run, s| {
                 if !v.run_ok(run) {
@@ -1089,6 +1454,10 @@ fn segment_file(seg: &str, kind: Kind) -> String {
     format!("{seg}.{}.arrow", kind.name())
 }
 
+/// The stored tables of a generation: the runs' facts and the scalar series' statistics.
+const FACTS: &str = "facts.arrow";
+const STATS: &str = "stats.arrow";
+
 impl Cached {
     /// Writes a generation into a temporary directory, then makes it current: a rename of the
     /// directory and an atomic replacement of CURRENT, under the lock. Readers see the old
@@ -1159,14 +1528,13 @@ impl Cached {
     }
 
     fn write_into(&self, r: &Reader, tmp: &Path) -> std::result::Result<(), String> {
-        let mut sizes: Vec<[u64; 8]> = Vec::with_capacity(self.segments.len());
+        let mut sizes: Vec<[(u64, u64); 8]> = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
-            let mut rows = [0u64; 8];
+            let mut rows = [(0u64, 0u64); 8];
             for k in Kind::ALL {
-                let Some(b) = &s.batches[k as usize] else {
+                if !s.has(k) {
                     continue;
-                };
-                rows[k as usize] = b.num_rows() as u64;
+                }
                 let name = segment_file(&s.name, k);
                 let dest = tmp.join(&name);
                 let linked = s
@@ -1174,13 +1542,33 @@ impl Cached {
                     .as_ref()
                     .is_some_and(|h| fs::hard_link(h.join(&name), &dest).is_ok());
                 if !linked {
+                    let b = s.batches[k as usize]
+                        .as_ref()
+                        .ok_or_else(|| format!("segment {} was not decoded", s.name))?;
                     write_ipc(&dest, b)
                         .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
                 }
+                let bytes = fs::metadata(&dest)
+                    .map_err(|e| format!("cannot stat {}: {e}", dest.display()))?
+                    .len();
+                rows[k as usize] = (s.rows(k) as u64, bytes);
             }
             sizes.push(rows);
         }
-        let manifest = encode_manifest(r, &self.segments, &sizes, &self.pieces, &self.dirs)?;
+        // The stored tables answer a warm open that finds nothing changed (see the module
+        // docs): computed here with the cache taken out of the reader, so for the unfiltered load.
+        let facts = r
+            .run_facts()
+            .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
+        let stats = scalar_stats_of(&self.served(Kind::Scalars))
+            .map_err(|e| format!("cannot compute scalar statistics: {e}"))?;
+        for (name, b) in [(FACTS, &facts), (STATS, &stats)] {
+            let dest = tmp.join(name);
+            write_ipc(&dest, b).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        }
+        let derived = [Some(facts.num_rows()), Some(stats.num_rows())];
+        let manifest =
+            encode_manifest(r, &self.segments, &sizes, &self.pieces, &self.dirs, derived)?;
         let path = tmp.join("manifest");
         (|| {
             let mut f = File::create_new(&path)?;
@@ -1226,9 +1614,18 @@ impl Cached {
         gdir: &Path,
     ) -> std::result::Result<Restore, RestoreError> {
         let t0 = std::time::Instant::now();
-        let bytes = fs::read(gdir.join("manifest")).map_err(RestoreError::io)?;
+        // Mapped rather than read: a manifest of many runs is tens of MB, and only the change
+        // check's part of it is decoded unless something changed.
+        let file = File::open(gdir.join("manifest")).map_err(RestoreError::io)?;
+        let len = file.metadata().map_err(RestoreError::io)?.len() as usize;
         let bad = |e: String| RestoreError::Bad(format!("manifest: {e}"));
-        let (h, body) = decode_header(&bytes).map_err(bad)?;
+        if len == 0 {
+            return Err(bad("empty".into()));
+        }
+        let mapping = map_file(&file, len).map_err(|e| bad(e.to_string()))?;
+        drop(file);
+        let bytes = mapping.bytes();
+        let (h, body) = decode_header(bytes).map_err(bad)?;
         if h.tbscope != env!("CARGO_PKG_VERSION") {
             return Err(RestoreError::Bad(format!(
                 "written by tbscope {}, this is {}",
@@ -1255,52 +1652,75 @@ impl Cached {
             return Ok(Restore::Missing);
         }
         let t_read = t0.elapsed();
-        let m = decode_body(body, &r.root).map_err(bad)?;
+        let m = decode_body(body).map_err(bad)?;
         let t_decode = t0.elapsed();
         let mut segments = Vec::with_capacity(m.segments.len());
         for (name, rows) in &m.segments {
-            let mut s = Segment {
-                name: name.clone(),
-                batches: Default::default(),
-                home: Some(gdir.to_path_buf()),
-            };
+            // Opened (so that a writer removing this generation takes nothing away) and
+            // checked for size here; decoded when first needed.
+            let mut s = Segment::new(name.clone(), Some(gdir.to_path_buf()));
             for k in Kind::ALL {
-                if rows[k as usize] == 0 {
+                let (n, bytes) = rows[k as usize];
+                if n == 0 {
                     continue;
                 }
-                let b = read_ipc(&gdir.join(segment_file(name, k)))?;
-                if b.num_rows() as u64 != rows[k as usize] {
+                let path = gdir.join(segment_file(name, k));
+                let f = File::open(&path).map_err(RestoreError::io)?;
+                let len = f.metadata().map_err(RestoreError::io)?.len();
+                if len != bytes {
                     return Err(RestoreError::Bad(format!(
-                        "segment {name} has {} {} rows, the manifest says {}",
-                        b.num_rows(),
-                        k.name(),
-                        rows[k as usize]
+                        "{} is {len} bytes, the manifest says {bytes}",
+                        path.display()
                     )));
                 }
-                s.batches[k as usize] = Some(b);
+                s.unread[k as usize] = Some((f, n));
             }
             segments.push(s);
         }
-        for (k, pieces) in m.pieces.iter().enumerate() {
-            for p in pieces {
-                let rows = segments[p.seg].batches[k]
-                    .as_ref()
-                    .map_or(0, |b| b.num_rows());
-                if p.start.checked_add(p.len).is_none_or(|end| end > rows) {
-                    return Err(RestoreError::Bad("a piece points past its segment".into()));
-                }
+        let mut derived: [Option<RecordBatch>; 2] = [None, None];
+        for ((slot, rows), name) in derived.iter_mut().zip(m.derived).zip([FACTS, STATS]) {
+            let Some(rows) = rows else { continue };
+            let b = read_ipc(&gdir.join(name))?;
+            if b.num_rows() != rows {
+                return Err(RestoreError::Bad(format!(
+                    "{name} has {} rows, the manifest says {rows}",
+                    b.num_rows()
+                )));
+            }
+            *slot = Some(b);
+        }
+        if let Some(f) = &derived[0] {
+            if f.num_rows() != m.nruns {
+                return Err(RestoreError::Bad("facts of other runs".into()));
             }
         }
         let t_segments = t0.elapsed();
-        // Everything checked: take it.
+        // Everything checked: take it. The runs' state stays encoded until it is needed.
+        let [facts, stats] = derived;
         r.opts.file.provenance = h.provenance;
-        r.runs = m.runs;
-        r.run_names = m.run_names;
-        r.file_names = m.file_names;
+        r.runs.clear();
+        // Names and pieces too are decoded when first needed.
+        r.run_names.clear();
+        r.file_names.clear();
         r.report = m.report;
         self.segments = segments;
-        self.pieces = m.pieces;
-        self.dirs = m.dirs;
+        self.pieces = Default::default();
+        // Kept as the pending index until discovery needs them as a map.
+        self.dirs.clear();
+        self.pending = Some(Box::new(Pending {
+            manifest: mapping,
+            nruns: m.nruns,
+            names: Some(m.names),
+            pieces: m.pieces.map(Some),
+            run_arcs: None,
+            state: m.state,
+            strings: m.strings,
+            metas: m.metas,
+            index: m.index,
+            dirs: m.dirs,
+            facts,
+            stats,
+        }));
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
                 "tbscope cache restore: read {t_read:?}, decode {:?}, segments {:?}",
@@ -1309,6 +1729,234 @@ impl Cached {
             );
         }
         Ok(Restore::Restored)
+    }
+}
+
+impl Cached {
+    /// Decodes a pending state into the reader, and every segment (a no-op once done).
+    fn materialise(&mut self, r: &mut Reader) -> Result<()> {
+        for k in Kind::ALL {
+            self.decode_kind(k)?;
+            self.decode_pieces(r, k)?;
+        }
+        self.decode_names(r)?;
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        match decode_state(&p, &r.run_names, &r.root).and_then(|x| Ok((x, p.listings()?))) {
+            Ok(((runs, file_names), dirs)) => {
+                r.runs = runs;
+                r.file_names = file_names;
+                self.dirs = dirs;
+                Ok(())
+            }
+            Err(e) => {
+                self.pending = Some(p);
+                Err(Error::Other(format!(
+                    "cache {}: the runs' state cannot be decoded: {e}",
+                    self.dir.display()
+                )))
+            }
+        }
+    }
+
+    /// A runs table from the stored facts, with the counts of kinds the view leaves out at 0
+    /// (as `runs_table` counts only the kinds kept).
+    fn zero_kinds_left_out(&self, table: RecordBatch) -> RecordBatch {
+        if self.view.kinds.0 == 0xff {
+            return table;
+        }
+        let schema = table.schema();
+        let cols: Vec<ArrayRef> = (0..table.num_columns())
+            .map(|i| {
+                let kept = Kind::from_name(schema.field(i).name())
+                    .is_none_or(|k| self.view.kinds.contains(k));
+                if kept {
+                    table.column(i).clone()
+                } else {
+                    Arc::new(arrow_array::Int64Array::from(vec![0i64; table.num_rows()]))
+                        as ArrayRef
+                }
+            })
+            .collect();
+        RecordBatch::try_new(schema, cols).expect("same columns")
+    }
+
+    /// Whether nothing changed since the pending generation was written, decided with one
+    /// stat per directory and per event file and nothing else: every directory listing settled
+    /// and still current (same device, inode and mtime: no entry added, removed or renamed),
+    /// every event file where it was with the same identity, size and mtime. False when any of
+    /// that does not hold or cannot be told this way (a single-file logdir, symlinks, a file
+    /// that failed); the full discovery then decides what changed.
+    ///
+    /// Paths are stat'ed relative to their parent directory (one `open` per directory that has
+    /// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
+    /// down the full path is most of a stat.
+    fn unchanged(&self, r: &Reader, threads: usize) -> bool {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let Some(p) = self.pending.as_deref() else {
+            return false;
+        };
+        // A single-file logdir, or a root that could not be listed: leave it to discovery.
+        if p.dirs.first().is_none_or(|d| d.parent != u32::MAX) {
+            return false;
+        }
+        let open_dir = |at: Option<i32>, path: &[u8]| -> Option<OwnedFd> {
+            let c = std::ffi::CString::new(path).ok()?;
+            let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+            // SAFETY: a valid NUL-terminated path and (for openat) a descriptor we hold open.
+            let fd = unsafe {
+                match at {
+                    None => libc::open(c.as_ptr(), flags),
+                    Some(dirfd) => libc::openat(dirfd, c.as_ptr(), flags),
+                }
+            };
+            // SAFETY: `fd` is a descriptor we just opened (checked non-negative).
+            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+        };
+        const NONE: i32 = -1;
+        let t0 = std::time::Instant::now();
+        // First pass: what the listings promise (settled, complete, every run in its
+        // directory), and a descriptor for every directory with subdirectories.
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
+        let mut children: Vec<u32> = vec![0; p.dirs.len()];
+        let mut seen = vec![false; p.nruns];
+        for (i, d) in p.dirs.iter().enumerate() {
+            if d.unsure || d.odd.1 > 0 {
+                return false;
+            }
+            let parent = if i == 0 {
+                None
+            } else {
+                children[d.parent as usize] += 1;
+                match fd_of[d.parent as usize] {
+                    NONE => return false,
+                    fd => Some(fd),
+                }
+            };
+            if i == 0 || d.subdirs.1 > 0 {
+                let path = if i == 0 {
+                    r.root.as_os_str().as_bytes()
+                } else {
+                    p.bytes(d.name)
+                };
+                let Some(fd) = open_dir(parent, path) else {
+                    return false;
+                };
+                fd_of[i] = fd.as_raw_fd();
+                fds.push(fd);
+            }
+            if d.has_files {
+                // (Its files are looked at in the second pass.)
+                if d.run == u32::MAX || std::mem::replace(&mut seen[d.run as usize], true) {
+                    return false;
+                }
+            }
+        }
+        if p.dirs.iter().zip(&children).any(|(d, &n)| d.subdirs.1 != n) || seen.contains(&false) {
+            return false;
+        }
+        // Second pass, on `threads` threads over contiguous ranges of directories: one stat
+        // of each directory and of each of its event files, relative to the nearest descriptor.
+        let same = AtomicBool::new(true);
+        let stat_is =
+            |fd: i32, path: &[u8], dev: u64, ino: u64, mtime: (i64, u64), size: Option<u64>| {
+                // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: the descriptor is open for the whole check; `path` ends with a NUL.
+                let rc = unsafe { libc::fstatat(fd, path.as_ptr().cast(), &mut st, 0) };
+                rc == 0
+                    && st.st_dev as u64 == dev
+                    && st.st_ino as u64 == ino
+                    && (st.st_mtime as i64, st.st_mtime_nsec as u64) == mtime
+                    && size.is_none_or(|n| st.st_size as u64 == n)
+            };
+        let check = |range: std::ops::Range<usize>| {
+            let mut buf: Vec<u8> = Vec::with_capacity(512);
+            for i in range {
+                if !same.load(Ordering::Relaxed) {
+                    return;
+                }
+                let d = &p.dirs[i];
+                let name = p.bytes(d.name);
+                let own = fd_of[i];
+                let parent = if i == 0 {
+                    NONE
+                } else {
+                    fd_of[d.parent as usize]
+                };
+                buf.clear();
+                let fd = if own != NONE {
+                    buf.push(b'.');
+                    own
+                } else {
+                    buf.extend_from_slice(name);
+                    parent
+                };
+                buf.push(0);
+                if !stat_is(fd, &buf, d.dev, d.ino, d.mtime, None) {
+                    same.store(false, Ordering::Relaxed);
+                    return;
+                }
+                if !d.has_files {
+                    continue;
+                }
+                let files = p.run_files(d.run as usize);
+                // Only a run's own files, each stat'ed last time (a file that failed, or one
+                // found elsewhere, is discovery's business).
+                if files.is_empty()
+                    || files
+                        .iter()
+                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none())
+                {
+                    same.store(false, Ordering::Relaxed);
+                    return;
+                }
+                for f in files {
+                    buf.clear();
+                    if own == NONE {
+                        buf.extend_from_slice(name);
+                        buf.push(b'/');
+                    }
+                    buf.extend_from_slice(p.bytes(f.path));
+                    buf.push(0);
+                    let mtime = f.mtime.expect("checked above");
+                    if !stat_is(fd, &buf, f.dev, f.ino, mtime, Some(f.size)) {
+                        same.store(false, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            }
+        };
+        let total = p.dirs.len() + p.index.files.len();
+        let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
+        let t1 = std::time::Instant::now();
+        if threads == 1 {
+            check(0..p.dirs.len());
+        } else {
+            // Equal ranges of directories (run directories hold a file or a few each).
+            let per = p.dirs.len().div_ceil(threads);
+            let ranges: Vec<std::ops::Range<usize>> = (0..threads)
+                .map(|t| t * per..((t + 1) * per).min(p.dirs.len()))
+                .collect();
+            std::thread::scope(|s| {
+                for range in ranges {
+                    s.spawn(|| check(range));
+                }
+            });
+        }
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope cache check: {total} stats on {threads} threads, {} directories opened; \
+                 listings {:?}, stats {:?}",
+                fds.len(),
+                t1 - t0,
+                t1.elapsed()
+            );
+        }
+        drop(fds);
+        same.load(Ordering::Relaxed)
     }
 }
 
@@ -1363,6 +2011,13 @@ struct Mapping {
     len: usize,
 }
 
+impl Mapping {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes at `ptr` for as long as the mapping lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
 // SAFETY: the mapping is read-only and lives until drop; nothing mutates it.
 unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
@@ -1399,13 +2054,18 @@ fn map_file(f: &File, len: usize) -> std::io::Result<Mapping> {
 
 /// The one record batch of an IPC file, its buffers pointing into a mapping of the file.
 fn read_ipc(path: &Path) -> std::result::Result<RecordBatch, RestoreError> {
-    let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
     let f = File::open(path).map_err(RestoreError::io)?;
+    read_ipc_file(&f, path)
+}
+
+/// [`read_ipc`] of a file already open (`path` names it in errors).
+fn read_ipc_file(f: &File, path: &Path) -> std::result::Result<RecordBatch, RestoreError> {
+    let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
     let len = f.metadata().map_err(RestoreError::io)?.len() as usize;
     if len < 16 {
         return Err(bad("too short for an Arrow file".into()));
     }
-    let map = map_file(&f, len).map_err(|e| bad(e.to_string()))?;
+    let map = map_file(f, len).map_err(|e| bad(e.to_string()))?;
     let ptr = map.ptr;
     // SAFETY: the mapping is `len` readable bytes and is kept alive by the buffer's owner.
     let buf = unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) };
@@ -1504,7 +2164,21 @@ struct Dec<'a> {
 type DResult<T> = std::result::Result<T, String>;
 
 impl<'a> Dec<'a> {
+    #[inline]
     fn u(&mut self) -> DResult<u64> {
+        // A manifest of many runs is millions of varints: with ten bytes left (a varint's
+        // most), one bounds check for the whole of it.
+        if let Some(w) = self.buf.get(self.pos..self.pos + 10) {
+            let mut v = 0u64;
+            for (i, &b) in w.iter().enumerate() {
+                v |= u64::from(b & 0x7f) << (7 * i);
+                if b < 0x80 {
+                    self.pos += i + 1;
+                    return Ok(v);
+                }
+            }
+            return Err("bad varint".into());
+        }
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = *self.buf.get(self.pos).ok_or("ends early")?;
@@ -1539,6 +2213,13 @@ impl<'a> Dec<'a> {
         let b = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(b)
+    }
+    /// Length-prefixed bytes as (start, length) in the buffer.
+    fn range(&mut self) -> DResult<(u32, u32)> {
+        let n = self.n()?;
+        let at = self.pos;
+        self.pos += n;
+        Ok((at as u32, n as u32))
     }
     fn s(&mut self) -> DResult<String> {
         String::from_utf8(self.b()?.to_vec()).map_err(|_| "bad UTF-8".to_string())
@@ -1648,9 +2329,10 @@ type MetaKey<'a> = (&'a str, &'a [u8], &'a str, &'a str, i32);
 fn encode_manifest(
     r: &Reader,
     segments: &[Segment],
-    rows: &[[u64; 8]],
+    rows: &[[(u64, u64); 8]],
     pieces: &[Vec<Piece>; 8],
     dirs: &HashMap<PathBuf, DirListing>,
+    derived: [Option<usize>; 2],
 ) -> std::result::Result<Vec<u8>, String> {
     let mut e = Enc::default();
     e.0.extend_from_slice(MAGIC);
@@ -1664,8 +2346,9 @@ fn encode_manifest(
     e.u(segments.len() as u64);
     for (s, rows) in segments.iter().zip(rows) {
         e.s(&s.name);
-        for &n in rows {
+        for &(n, bytes) in rows {
             e.u(n);
+            e.u(bytes);
         }
     }
     // Tables of repeated strings and metadata, then runs referring to them.
@@ -1709,24 +2392,19 @@ fn encode_manifest(
     }
     let root_is_file = r.root.is_file();
     let mut run_index: HashMap<&str, u64> = HashMap::with_capacity(r.runs.len());
+    // The runs' names, one length-prefixed section (a warm open that finds nothing changed
+    // needs none of them); then the change-check index: per run its files' identities. The
+    // state follows as one more section, so that a warm open can leave it undecoded.
     e.u(r.runs.len() as u64);
+    let mut names = Enc::default();
     let mut prev: &[u8] = b"";
-    for (name, st) in &r.runs {
+    for name in r.runs.keys() {
         run_index.insert(name.as_str(), run_index.len() as u64);
-        e.prefixed(prev, name.as_bytes());
+        names.prefixed(prev, name.as_bytes());
         prev = name.as_bytes();
-        e.opt_f(st.first_wall);
-        e.opt_f(st.last_wall);
-        e.flag(st.max_step.is_some());
-        e.i(st.max_step.unwrap_or(0));
-        e.u(st.corrupt);
-        e.u(st.sessions.len() as u64);
-        for s in &st.sessions {
-            e.i(s.step);
-            e.f(s.wall);
-            e.i(i64::from(s.status));
-            e.u(s.offset);
-        }
+    }
+    e.b(&names.0);
+    for (name, st) in &r.runs {
         let dir = run_dir(&r.root, name);
         e.u(st.files.len() as u64);
         for f in st.files.values() {
@@ -1752,18 +2430,36 @@ fn encode_manifest(
             }
             e.u(f.dev);
             e.u(f.ino);
-            e.u(f.cursor.offset);
             e.u(f.size);
             e.flag(f.mtime.is_some());
             let (secs, nanos) = f.mtime.map_or((0, 0), time_parts);
             e.i(secs);
             e.u(nanos);
+            e.flag(f.failed);
+        }
+    }
+    let mut st_enc = Enc::default();
+    for st in r.runs.values() {
+        let e = &mut st_enc;
+        e.opt_f(st.first_wall);
+        e.opt_f(st.last_wall);
+        e.flag(st.max_step.is_some());
+        e.i(st.max_step.unwrap_or(0));
+        e.u(st.corrupt);
+        e.u(st.sessions.len() as u64);
+        for s in &st.sessions {
+            e.i(s.step);
+            e.f(s.wall);
+            e.i(i64::from(s.status));
+            e.u(s.offset);
+        }
+        for f in st.files.values() {
+            e.u(f.cursor.offset);
             e.u(f.records);
             e.u(f.tail);
             for v in [&f.file_version, &f.writer] {
                 e.u(v.as_deref().map_or(0, |s| strings.id(s) + 1));
             }
-            e.flag(f.failed);
         }
         e.u(st.tag_order.len() as u64);
         for t in &st.tag_order {
@@ -1786,17 +2482,21 @@ fn encode_manifest(
             e.i(ts.last_step);
         }
     }
+    e.b(&st_enc.0);
+    // Each kind's pieces length-prefixed: decoded when a table of that kind is asked for.
     for kind in pieces {
-        e.u(kind.len() as u64);
+        let mut k = Enc::default();
+        k.u(kind.len() as u64);
         for p in kind {
-            e.u(p.seg as u64);
-            e.u(p.start as u64);
-            e.u(p.len as u64);
+            k.u(p.seg as u64);
+            k.u(p.start as u64);
+            k.u(p.len as u64);
             let run = run_index
                 .get(&*p.run)
                 .ok_or_else(|| format!("rows of run {} without its state", p.run))?;
-            e.u(*run);
+            k.u(*run);
         }
+        e.b(&k.0);
     }
     e.u(r.report.len() as u64);
     for x in &r.report {
@@ -1807,14 +2507,31 @@ fn encode_manifest(
         e.u(x.length);
         e.s(&x.reason);
     }
+    // Directories in path order, which is a depth-first walk (a parent, then its subtrees in
+    // name order), each with its parent's index and its run's: the change check of a warm
+    // open walks them without building a path or looking anything up.
     let mut dir_list: Vec<(&PathBuf, &DirListing)> = dirs.iter().collect();
     dir_list.sort_by(|a, b| a.0.cmp(b.0));
+    let dir_index: HashMap<&Path, u64> = dir_list
+        .iter()
+        .enumerate()
+        .map(|(i, (rel, _))| (rel.as_path(), i as u64))
+        .collect();
     e.u(dir_list.len() as u64);
-    let mut prev: &[u8] = b"";
     for (rel, d) in dir_list {
-        let bytes = rel.as_os_str().as_bytes();
-        e.prefixed(prev, bytes);
-        prev = bytes;
+        let parent = match rel.parent() {
+            None => 0,
+            Some(p) => dir_index
+                .get(p)
+                .map(|i| i + 1)
+                .ok_or_else(|| format!("directory {} listed without its parent", rel.display()))?,
+        };
+        e.u(parent);
+        e.b(rel.file_name().map_or(&[][..], |n| n.as_bytes()));
+        let run = d
+            .has_files
+            .then(|| run_index.get(rel_run_name(rel).as_str()));
+        e.u(run.flatten().map_or(0, |i| i + 1));
         e.u(d.dev);
         e.u(d.ino);
         e.i(d.mtime.0);
@@ -1827,6 +2544,10 @@ fn encode_manifest(
                 e.b(n.as_bytes());
             }
         }
+    }
+    // Rows of the stored facts and statistics tables (0: none; 1 + rows otherwise).
+    for rows in derived {
+        e.u(rows.map_or(0, |n| n as u64 + 1));
     }
     let crc = crc32c::crc32c(&e.0);
     e.0.extend_from_slice(&crc.to_le_bytes());
@@ -1844,13 +2565,196 @@ struct Header {
 
 /// A decoded manifest, with file paths rebuilt below the reader's root.
 struct Manifest {
-    segments: Vec<(String, [u64; 8])>,
-    runs: BTreeMap<String, RunState>,
-    run_names: Vec<String>,
-    file_names: Vec<String>,
-    pieces: [Vec<Piece>; 8],
+    /// Per segment: its name and (rows, bytes) of its file of each kind.
+    segments: Vec<(String, [(u64, u64); 8])>,
+    nruns: usize,
+    /// Where the runs' names lie (decoded by `Pending::names`).
+    names: (u32, u32),
+    index: RunIndex,
+    strings: Vec<Arc<str>>,
+    metas: Vec<Arc<SeriesMeta>>,
+    /// Where the runs' state section lies in the manifest.
+    state: (usize, usize),
+    /// Where each kind's pieces lie (decoded by `Pending::pieces`).
+    pieces: [(u32, u32); 8],
     report: Vec<ReportEntry>,
-    dirs: HashMap<PathBuf, DirListing>,
+    dirs: Vec<DirIndex>,
+    /// Rows of the stored facts and statistics tables, when the generation has them.
+    derived: [Option<usize>; 2],
+}
+
+/// The runs' files as the change check needs them: run `i` has `files[start[i]..start[i + 1]]`.
+struct RunIndex {
+    start: Vec<u32>,
+    files: Vec<FileIndex>,
+}
+
+/// One event file of a restored run. Names are ranges of the manifest: a warm open of many
+/// runs allocates nothing per file.
+struct FileIndex {
+    /// 2: the logdir is this file; 1: `path` is a name in the run's directory; 0: `path` is
+    /// below the root.
+    code: u8,
+    path: (u32, u32),
+    /// Its name in `file` columns when that is not the usual one (`rel_name`).
+    display: Option<String>,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: Option<(i64, u64)>,
+    failed: bool,
+}
+
+/// One directory of a restored generation's listings: a tree in depth-first order.
+struct DirIndex {
+    /// Index of the parent directory (`u32::MAX` for the root).
+    parent: u32,
+    name: (u32, u32),
+    /// The run whose files it holds (`u32::MAX`: none).
+    run: u32,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, u64),
+    unsure: bool,
+    has_files: bool,
+    /// (offset, count) of its subdirectory and odd-entry names, length-prefixed in the manifest.
+    subdirs: (u32, u32),
+    odd: (u32, u32),
+}
+
+/// A restored generation whose runs' state is still encoded (see the module docs).
+struct Pending {
+    /// The manifest, mapped (a generation's files are never modified in place).
+    manifest: Mapping,
+    nruns: usize,
+    /// The runs' names, until decoded into `Reader::run_names`.
+    names: Option<(u32, u32)>,
+    /// Each kind's pieces, until decoded into `Cached::pieces`.
+    pieces: [Option<(u32, u32)>; 8],
+    /// The runs' names as pieces hold them, once needed.
+    run_arcs: Option<Vec<Arc<str>>>,
+    state: (usize, usize),
+    strings: Vec<Arc<str>>,
+    metas: Vec<Arc<SeriesMeta>>,
+    index: RunIndex,
+    dirs: Vec<DirIndex>,
+    /// The generation's facts (`Reader::run_facts`, unfiltered) and scalar statistics.
+    facts: Option<RecordBatch>,
+    stats: Option<RecordBatch>,
+}
+
+impl Pending {
+    /// The runs' names, in order.
+    fn decode_names(&self, (at, n): (u32, u32)) -> DResult<Vec<String>> {
+        let mut d = Dec {
+            buf: &self.manifest.bytes()[..(at + n) as usize],
+            pos: at as usize,
+        };
+        let mut names: Vec<String> = Vec::with_capacity(self.nruns);
+        let mut prev: Vec<u8> = Vec::new();
+        for _ in 0..self.nruns {
+            d.prefixed_into(&mut prev)?;
+            let name = std::str::from_utf8(&prev).map_err(|_| "bad UTF-8".to_string())?;
+            if names.last().is_some_and(|p| p.as_str() >= name) {
+                return Err("runs out of order".into());
+            }
+            names.push(name.to_string());
+        }
+        if d.pos != d.buf.len() {
+            return Err("names section has trailing bytes".into());
+        }
+        Ok(names)
+    }
+
+    /// One kind's pieces, checked against the segments' rows.
+    fn decode_pieces(
+        &self,
+        kind: Kind,
+        (at, n): (u32, u32),
+        runs: &[Arc<str>],
+        segments: &[Segment],
+    ) -> DResult<Vec<Piece>> {
+        let mut d = Dec {
+            buf: &self.manifest.bytes()[..(at + n) as usize],
+            pos: at as usize,
+        };
+        let count = d.n()?;
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let seg = d.index(segments.len())?;
+            let start = d.u()? as usize;
+            let len = d.u()? as usize;
+            let run = runs[d.index(runs.len())?].clone();
+            let rows = segments[seg].rows(kind);
+            if start.checked_add(len).is_none_or(|end| end > rows) {
+                return Err("a piece points past its segment".into());
+            }
+            out.push(Piece {
+                seg,
+                start,
+                len,
+                run,
+            });
+        }
+        if d.pos != d.buf.len() {
+            return Err("pieces section has trailing bytes".into());
+        }
+        Ok(out)
+    }
+
+    fn run_files(&self, run: usize) -> &[FileIndex] {
+        &self.index.files[self.index.start[run] as usize..self.index.start[run + 1] as usize]
+    }
+
+    fn bytes(&self, (at, n): (u32, u32)) -> &[u8] {
+        &self.manifest.bytes()[at as usize..(at + n) as usize]
+    }
+
+    /// The `n` length-prefixed names at `at`.
+    fn names(&self, (at, n): (u32, u32)) -> DResult<Vec<std::ffi::OsString>> {
+        let mut d = Dec {
+            buf: self.manifest.bytes(),
+            pos: at as usize,
+        };
+        (0..n)
+            .map(|_| Ok(std::ffi::OsStr::from_bytes(d.b()?).to_os_string()))
+            .collect()
+    }
+
+    /// The path of a file of run `run` (whose directory is `dir`).
+    fn file_path(&self, root: &Path, dir: &Path, f: &FileIndex) -> PathBuf {
+        let rel = std::ffi::OsStr::from_bytes(self.bytes(f.path));
+        match f.code {
+            2 => root.to_path_buf(),
+            1 => dir.join(rel),
+            _ => root.join(rel),
+        }
+    }
+
+    /// The directory listings as discovery keeps them, keyed by path below the root.
+    fn listings(&self) -> DResult<HashMap<PathBuf, DirListing>> {
+        let mut rels: Vec<PathBuf> = Vec::with_capacity(self.dirs.len());
+        let mut out = HashMap::with_capacity(self.dirs.len());
+        for d in &self.dirs {
+            let rel = if d.parent == u32::MAX {
+                PathBuf::new()
+            } else {
+                rels[d.parent as usize].join(std::ffi::OsStr::from_bytes(self.bytes(d.name)))
+            };
+            let listing = DirListing {
+                dev: d.dev,
+                ino: d.ino,
+                mtime: d.mtime,
+                unsure: d.unsure,
+                has_files: d.has_files,
+                subdirs: self.names(d.subdirs)?,
+                odd: self.names(d.odd)?,
+            };
+            out.insert(rel.clone(), listing);
+            rels.push(rel);
+        }
+        Ok(out)
+    }
 }
 
 /// Checks magic, checksum and format version; returns the header and where the body starts.
@@ -1879,8 +2783,10 @@ fn decode_header(buf: &[u8]) -> DResult<(Header, Dec<'_>)> {
     Ok((h, d))
 }
 
-fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
-    let root_is_file = root.is_file();
+fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
+    if d.buf.len() > u32::MAX as usize {
+        return Err("manifest too large".into());
+    }
     let nseg = d.n()?;
     let mut segments = Vec::with_capacity(nseg);
     for _ in 0..nseg {
@@ -1888,9 +2794,9 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
             return Err("bad segment name".into());
         }
-        let mut rows = [0u64; 8];
+        let mut rows = [(0u64, 0u64); 8];
         for r in rows.iter_mut() {
-            *r = d.u()?;
+            *r = (d.u()?, d.u()?);
         }
         segments.push((name, rows));
     }
@@ -1911,16 +2817,147 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
         }));
     }
     let nruns = d.n()?;
-    let mut runs = BTreeMap::new();
-    let mut run_names = Vec::with_capacity(nruns);
-    let mut run_arcs: Vec<Arc<str>> = Vec::with_capacity(nruns);
-    let mut file_names = Vec::with_capacity(nruns);
-    let mut prev: Vec<u8> = Vec::new();
+    let names = d.range()?;
+    let mut index = RunIndex {
+        start: Vec::with_capacity(nruns + 1),
+        files: Vec::with_capacity(nruns),
+    };
     for _ in 0..nruns {
-        d.prefixed_into(&mut prev)?;
-        let name = std::str::from_utf8(&prev)
-            .map_err(|_| "bad UTF-8".to_string())?
-            .to_string();
+        index.start.push(index.files.len() as u32);
+        let nf = d.n()?;
+        for _ in 0..nf {
+            let code = d.u()?;
+            let path = match code {
+                2 => (0, 0),
+                0 | 1 => d.range()?,
+                _ => return Err("bad file path".into()),
+            };
+            let display = if d.flag()? { Some(d.s()?) } else { None };
+            let dev = d.u()?;
+            let ino = d.u()?;
+            let size = d.u()?;
+            let has_mtime = d.flag()?;
+            let secs = d.i()?;
+            let nanos = d.u()?;
+            if nanos >= 1_000_000_000 {
+                return Err("bad mtime".into());
+            }
+            index.files.push(FileIndex {
+                code: code as u8,
+                path,
+                display,
+                dev,
+                ino,
+                size,
+                mtime: has_mtime.then_some((secs, nanos)),
+                failed: d.flag()?,
+            });
+        }
+    }
+    index.start.push(index.files.len() as u32);
+    let state_len = d.n()?;
+    let state = (d.pos, d.pos + state_len);
+    d.pos += state_len;
+    let mut pieces = [(0u32, 0u32); 8];
+    for kind in pieces.iter_mut() {
+        *kind = d.range()?;
+    }
+    let nrep = d.n()?;
+    let mut report = Vec::with_capacity(nrep);
+    for _ in 0..nrep {
+        report.push(ReportEntry {
+            run: d.s()?,
+            file: d.s()?,
+            severity: severity_of(d.u()?)?,
+            offset: d.u()?,
+            length: d.u()?,
+            reason: d.s()?,
+        });
+    }
+    let ndirs = d.n()?;
+    let mut dirs = Vec::with_capacity(ndirs);
+    for i in 0..ndirs {
+        let parent = match d.u()? {
+            0 if i == 0 => u32::MAX,
+            p if p > 0 && (p as usize) <= i => p as u32 - 1,
+            _ => return Err("bad directory parent".into()),
+        };
+        let name = d.range()?;
+        let run = match d.u()? {
+            0 => u32::MAX,
+            r if (r as usize) <= nruns => r as u32 - 1,
+            _ => return Err("bad directory run".into()),
+        };
+        let dev = d.u()?;
+        let ino = d.u()?;
+        let mtime = (d.i()?, d.u()?);
+        let unsure = d.flag()?;
+        let has_files = d.flag()?;
+        let mut lists = [(0u32, 0u32); 2];
+        for list in lists.iter_mut() {
+            let n = d.n()?;
+            *list = (d.pos as u32, n as u32);
+            for _ in 0..n {
+                d.b()?;
+            }
+        }
+        dirs.push(DirIndex {
+            parent,
+            name,
+            run,
+            dev,
+            ino,
+            mtime,
+            unsure,
+            has_files,
+            subdirs: lists[0],
+            odd: lists[1],
+        });
+    }
+    let mut derived = [None; 2];
+    for rows in derived.iter_mut() {
+        *rows = match d.u()? {
+            0 => None,
+            n => Some(n as usize - 1),
+        };
+    }
+    if d.pos != d.buf.len() {
+        return Err("trailing bytes".into());
+    }
+    Ok(Manifest {
+        segments,
+        nruns,
+        names,
+        index,
+        strings,
+        metas,
+        state,
+        pieces,
+        report,
+        dirs,
+        derived,
+    })
+}
+
+/// Decodes the runs' state section of a pending generation: the runs as a load left them,
+/// with their file names (file ids in manifest order, as `decode` always numbered them).
+fn decode_state(
+    p: &Pending,
+    run_names: &[String],
+    root: &Path,
+) -> DResult<(BTreeMap<String, RunState>, Vec<String>)> {
+    let root_is_file = root.is_file();
+    let mut d = Dec {
+        buf: &p.manifest.bytes()[..p.state.1],
+        pos: p.state.0,
+    };
+    let (strings, metas) = (&p.strings, &p.metas);
+    let mut runs = BTreeMap::new();
+    let mut file_names = Vec::with_capacity(p.index.files.len());
+    for (id, name) in run_names.iter().enumerate() {
+        let (a, b) = (p.index.start[id] as usize, p.index.start[id + 1] as usize);
+        let index = &p.index.files[a..b];
+        let dir = run_dir(root, name);
         let first_wall = d.opt_f()?;
         let last_wall = d.opt_f()?;
         let has_max = d.flag()?;
@@ -1936,28 +2973,9 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
                 offset: d.u()?,
             });
         }
-        let dir = run_dir(root, &name);
-        let nf = d.n()?;
-        let mut files = crate::load::FileMap::with_capacity(nf);
-        for _ in 0..nf {
-            let path = match d.u()? {
-                2 => root.to_path_buf(),
-                1 => dir.join(std::ffi::OsStr::from_bytes(d.b()?)),
-                0 => root.join(std::ffi::OsStr::from_bytes(d.b()?)),
-                _ => return Err("bad file path".into()),
-            };
-            let display = if d.flag()? {
-                d.s()?
-            } else {
-                rel_name(root, root_is_file, &path)
-            };
-            let dev = d.u()?;
-            let ino = d.u()?;
+        let mut files = crate::load::FileMap::with_capacity(index.len());
+        for f in index {
             let cursor = Cursor { offset: d.u()? };
-            let size = d.u()?;
-            let has_mtime = d.flag()?;
-            let secs = d.i()?;
-            let nanos = d.u()?;
             let records = d.u()?;
             let tail = d.u()?;
             let mut opt: [Option<Arc<str>>; 2] = [None, None];
@@ -1967,23 +2985,27 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
                     *v = Some(strings[i - 1].clone());
                 }
             }
-            let failed = d.flag()?;
             let [file_version, writer] = opt;
-            let id = file_names.len() as i32;
-            file_names.push(display);
+            let fid = file_names.len() as i32;
+            let path = p.file_path(root, &dir, f);
+            file_names.push(
+                f.display
+                    .clone()
+                    .unwrap_or_else(|| rel_name(root, root_is_file, &path)),
+            );
             files.insert(FileState {
                 path,
-                id,
+                id: fid,
                 cursor,
-                size,
-                mtime: has_mtime.then(|| time_of(secs, nanos)),
-                dev,
-                ino,
+                size: f.size,
+                mtime: f.mtime.map(|(s, n)| time_of(s, n)),
+                dev: f.dev,
+                ino: f.ino,
                 records,
                 tail,
                 file_version,
                 writer,
-                failed,
+                failed: f.failed,
             });
         }
         let nt = d.n()?;
@@ -2009,9 +3031,8 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
             tags.insert(t.clone(), ts);
             tag_order.push(t);
         }
-        run_arcs.push(Arc::from(name.as_str()));
         let state = RunState {
-            id: run_names.len() as i32,
+            id: id as i32,
             files,
             tags,
             tag_order,
@@ -2021,74 +3042,12 @@ fn decode_body(mut d: Dec<'_>, root: &Path) -> DResult<Manifest> {
             sessions,
             corrupt,
         };
-        run_names.push(name.clone());
-        runs.insert(name, state);
+        runs.insert(name.clone(), state);
     }
-    let mut pieces: [Vec<Piece>; 8] = Default::default();
-    for kind in pieces.iter_mut() {
-        let n = d.n()?;
-        kind.reserve(n);
-        for _ in 0..n {
-            let seg = d.index(segments.len())?;
-            let start = d.u()? as usize;
-            let len = d.u()? as usize;
-            let run = run_arcs[d.index(run_arcs.len())?].clone();
-            kind.push(Piece {
-                seg,
-                start,
-                len,
-                run,
-            });
-        }
+    if d.pos != p.state.1 {
+        return Err("state section has trailing bytes".into());
     }
-    let nrep = d.n()?;
-    let mut report = Vec::with_capacity(nrep);
-    for _ in 0..nrep {
-        report.push(ReportEntry {
-            run: d.s()?,
-            file: d.s()?,
-            severity: severity_of(d.u()?)?,
-            offset: d.u()?,
-            length: d.u()?,
-            reason: d.s()?,
-        });
-    }
-    let ndirs = d.n()?;
-    let mut dirs = HashMap::with_capacity(ndirs);
-    let mut prev: Vec<u8> = Vec::new();
-    for _ in 0..ndirs {
-        d.prefixed_into(&mut prev)?;
-        let rel = prev.clone();
-        let mut listing = DirListing {
-            dev: d.u()?,
-            ino: d.u()?,
-            mtime: (d.i()?, d.u()?),
-            unsure: d.flag()?,
-            has_files: d.flag()?,
-            subdirs: Vec::new(),
-            odd: Vec::new(),
-        };
-        for names in [&mut listing.subdirs, &mut listing.odd] {
-            let n = d.n()?;
-            names.reserve(n);
-            for _ in 0..n {
-                names.push(std::ffi::OsStr::from_bytes(d.b()?).to_os_string());
-            }
-        }
-        dirs.insert(PathBuf::from(std::ffi::OsString::from_vec(rel)), listing);
-    }
-    if d.pos != d.buf.len() {
-        return Err("trailing bytes".into());
-    }
-    Ok(Manifest {
-        segments,
-        runs,
-        run_names,
-        file_names,
-        pieces,
-        report,
-        dirs,
-    })
+    Ok((runs, file_names))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ pub mod masked_crc;
 pub mod proto;
 pub mod restarts;
 pub mod rewrite;
+pub mod runstats;
 pub mod tensor;
+pub mod text;
 pub mod tf_record;
 pub mod writer;
 

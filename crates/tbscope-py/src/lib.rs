@@ -22,6 +22,7 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+use tbscope_core::cache::Need;
 use tbscope_core::event_file::Options;
 use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
 
@@ -151,7 +152,12 @@ impl NativeReader {
             step_lo: if preempt { step_lo } else { None },
         };
         let reader = match cache_dir {
-            Some(dir) => Reader::with_cache(&path, opts, &dir),
+            Some(dir) => Reader::with_cache(&path, opts, &dir).map(|mut r| {
+                // A warm open that finds nothing changed leaves the runs' state encoded; every
+                // method below that uses it calls `prepare` first.
+                r.defer_cache_state();
+                r
+            }),
             None => Reader::new(&path, opts),
         }
         .map_err(to_py_err)?;
@@ -169,12 +175,11 @@ impl NativeReader {
     /// Streams one kind in pieces of about `max_bytes` of event files, keeping nothing.
     fn stream(&self, kind_name: &str, max_bytes: u64) -> PyResult<Stream> {
         let k = kind(kind_name)?;
-        let plan = self
-            .inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .plan()
-            .map_err(to_py_err)?;
+        let plan = {
+            let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            r.prepare(Need::State).map_err(to_py_err)?;
+            r.plan().map_err(to_py_err)?
+        };
         let mut groups = VecDeque::new();
         let mut group = Vec::new();
         let mut bytes = 0u64;
@@ -204,7 +209,8 @@ impl NativeReader {
         let k = kind(kind_name)?;
         let reader = self.inner.clone();
         py.detach(move || {
-            let r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            r.prepare(Need::Rows(k))?;
             let batches = r.table(k)?;
             Ok(Table {
                 schema: r.schema(k),
@@ -214,39 +220,74 @@ impl NativeReader {
         .map_err(to_py_err)
     }
 
-    fn series(&self) -> Table {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Table::one(r.series())
+    fn series(&self) -> PyResult<Table> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::State).map_err(to_py_err)?;
+        Ok(Table::one(r.series()))
     }
 
     /// One row per run with hparams records.
     fn hparams(&self) -> PyResult<Table> {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::Rows(Kind::Hparams)).map_err(to_py_err)?;
         Ok(Table::one(r.hparams().map_err(to_py_err)?))
     }
 
-    fn runs_table(&self) -> Table {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Table::one(r.runs_table())
+    fn runs_table(&self) -> PyResult<Table> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::RunsTable).map_err(to_py_err)?;
+        Ok(Table::one(r.runs_table()))
     }
 
     /// Per run, the newest mtime of its event files (seconds) as of the last load.
-    fn run_mtimes(&self) -> Table {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Table::one(r.run_mtimes())
+    fn run_mtimes(&self) -> PyResult<Table> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::State).map_err(to_py_err)?;
+        Ok(Table::one(r.run_mtimes()))
     }
 
-    fn run_names(&self) -> Vec<String> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .run_names()
+    /// Per run: the runs table's columns, last_modified, series, first_step, last_step.
+    fn run_facts(&self) -> PyResult<Table> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::RunFacts).map_err(to_py_err)?;
+        Ok(Table::one(r.run_facts().map_err(to_py_err)?))
+    }
+
+    /// One row per run of `runs_table()`; per tag with scalars (sorted) and per (statistic,
+    /// suffix) of `stats`, a column `<tag>:<suffix>`.
+    fn summary_table(&self, py: Python<'_>, stats: Vec<(String, String)>) -> PyResult<Table> {
+        let reader = self.inner.clone();
+        py.detach(move || {
+            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            r.prepare(Need::RunsTable)?;
+            r.prepare(Need::ScalarStats)?;
+            r.summary_table(&stats).map(Table::one)
+        })
+        .map_err(to_py_err)
+    }
+
+    /// Per scalar series: points, first, last, min, max, mean, count, argmin, argmax.
+    fn scalar_stats(&self, py: Python<'_>) -> PyResult<Table> {
+        let reader = self.inner.clone();
+        py.detach(move || {
+            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
+            r.prepare(Need::ScalarStats)?;
+            r.scalar_stats().map(Table::one)
+        })
+        .map_err(to_py_err)
+    }
+
+    fn run_names(&self) -> PyResult<Vec<String>> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::Names).map_err(to_py_err)?;
+        Ok(r.run_names())
     }
 
     /// The health report: (run, file, severity, offset, length, reason) tuples.
-    fn report(&self) -> Vec<(String, String, &'static str, u64, u64, String)> {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.report_entries()
+    fn report(&self) -> PyResult<Vec<ReportTuple>> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::Names).map_err(to_py_err)?;
+        Ok(r.report_entries()
             .iter()
             .map(|e| {
                 (
@@ -258,7 +299,7 @@ impl NativeReader {
                     e.reason.clone(),
                 )
             })
-            .collect()
+            .collect())
     }
 
     /// What the cache did on the last load: (dir, status, generation, written, runs dropped,
@@ -278,15 +319,17 @@ impl NativeReader {
     }
 
     /// The absolute path of a file named in `blob_file`/`file` columns.
-    fn file_path(&self, rel: &str) -> Option<PathBuf> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .file_path(rel)
+    fn file_path(&self, rel: &str) -> PyResult<Option<PathBuf>> {
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.prepare(Need::State).map_err(to_py_err)?;
+        Ok(r.file_path(rel))
     }
 }
 
 type Work = Vec<(String, PathBuf, tbscope_core::event_file::Cursor)>;
+
+/// `NativeReader.report()`: (run, file, severity, offset, length, reason).
+type ReportTuple = (String, String, &'static str, u64, u64, String);
 
 /// `NativeReader.cache_info()`: (dir, status, generation, written, runs dropped, warnings).
 type CacheInfoTuple = (
@@ -566,6 +609,58 @@ fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> 
     tbscope_core::rewrite::commit(&src, &staging, &dst, force).map_err(rewrite_err)
 }
 
+/// An Arrow table (anything with `__arrow_c_stream__`) as CSV in pandas' format, UTF-8 bytes
+/// (see `tbscope_core::text`); ValueError for a column type it does not format.
+#[pyfunction]
+#[pyo3(signature = (table, *, header=true, chunk_rows=100_000, quote_chars=None, quote_empty=false))]
+fn to_csv<'py>(
+    py: Python<'py>,
+    table: &Bound<'py, PyAny>,
+    header: bool,
+    chunk_rows: usize,
+    quote_chars: Option<String>,
+    quote_empty: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    use arrow_array::ffi_stream::RecordBatchStreamReader;
+    use arrow_array::RecordBatchReader as _;
+    let capsule = table.call_method0("__arrow_c_stream__")?;
+    let capsule = capsule.cast::<PyCapsule>()?;
+    let ptr = capsule.pointer_checked(Some(STREAM))?;
+    // SAFETY: the capsule holds an FFI_ArrowArrayStream (checked by name); `from_raw` moves it
+    // out and leaves a released stream behind, which the capsule's destructor then skips.
+    let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) };
+    let reader = RecordBatchStreamReader::try_new(stream)
+        .map_err(|e| PyValueError::new_err(format!("not an Arrow stream: {e}")))?;
+    let names: Vec<String> = reader
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let batches = reader
+        .collect::<Result<Vec<RecordBatch>, _>>()
+        .map_err(|e| PyValueError::new_err(format!("reading the Arrow stream failed: {e}")))?;
+    let opts = tbscope_core::text::CsvOptions {
+        chunk_rows: chunk_rows.max(1),
+        quote_chars: quote_chars.as_deref().unwrap_or(",\"\n").chars().collect(),
+        quote_empty,
+    };
+    let threads = tbscope_core::load::thread_count(0);
+    let parts = py
+        .detach(move || tbscope_core::text::write_csv(&names, &batches, header, &opts, threads))
+        .map_err(PyValueError::new_err)?;
+    // Straight into the bytes object: the text of a large table is copied once.
+    let len = parts.iter().map(String::len).sum();
+    pyo3::types::PyBytes::new_with(py, len, |buf| {
+        let mut at = 0;
+        for p in &parts {
+            buf[at..at + p.len()].copy_from_slice(p.as_bytes());
+            at += p.len();
+        }
+        Ok(())
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -575,6 +670,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::EventWriter>()?;
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
+    m.add_function(wrap_pyfunction!(to_csv, m)?)?;
     m.add(
         "CorruptRecordError",
         m.py().get_type::<CorruptRecordError>(),
