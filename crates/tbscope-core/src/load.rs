@@ -866,17 +866,24 @@ impl Reader {
         if let Some(c) = &self.cached {
             return c.series(self);
         }
+        self.series_with(&self.series_pick())
+    }
+
+    /// Which series an uncached scan shows, with their (points, first step, last step). With a
+    /// step range, those with points in it: records outside the range still decide kinds, so a
+    /// series seen only there is known but has nothing to show.
+    pub(crate) fn series_pick(
+        &self,
+    ) -> impl Fn(&str, &str, &TagState, Kind) -> Option<(u64, i64, i64)> {
         let kinds = self.opts.file.kinds;
-        // With a step range, series are those with points in it (records outside the range
-        // still decide kinds, so a series seen only there is known but has nothing to show).
         let ranged = self.opts.file.step_lo.is_some() || self.opts.file.step_hi.is_some();
-        self.series_with(&|_, _, ts, k| {
+        move |_, _, ts, k| {
             (kinds.contains(k) && (ts.points > 0 || !ranged)).then_some((
                 ts.points,
                 ts.first_step,
                 ts.last_step,
             ))
-        })
+        }
     }
 
     /// The series table with `pick` deciding, per (run, tag, state, kind), whether the row is

@@ -38,13 +38,7 @@ impl Reader {
         if let Some(c) = &self.cached {
             return c.run_facts(self);
         }
-        let kinds = self.opts.file.kinds;
-        let pick = |_: &str, _: &str, ts: &TagState, k: Kind| {
-            kinds
-                .contains(k)
-                .then_some((ts.points, ts.first_step, ts.last_step))
-        };
-        Ok(self.facts_from(self.runs_table(), &pick))
+        Ok(self.facts_from(self.runs_table(), &self.series_pick()))
     }
 
     /// Per scalar series the scan selects: statistics of its points (see [`scalar_stats_of`]).
