@@ -31,7 +31,7 @@ pub fn prefault<T>(v: &Vec<T>, rows: usize) {
 
 /// [`prefault`] for `bytes` bytes from address `start`, which must lie inside one allocation
 /// whose contents there the caller is about to overwrite (or which reads back as zeros).
-fn populate(start: usize, bytes: usize) {
+pub(crate) fn populate(start: usize, bytes: usize) {
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;
@@ -161,7 +161,7 @@ impl Common {
     }
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Scalars {
     pub c: Common,
     pub value: Vec<f64>,
@@ -169,6 +169,8 @@ pub struct Scalars {
     /// allocation that holds for (a reallocated column starts over).
     pub populated: usize,
     pub populated_base: usize,
+    /// When set, every row lives here instead (the columns above are empty).
+    pub placed: Option<Box<PlacedScalars>>,
 }
 
 impl Scalars {
@@ -197,6 +199,181 @@ impl Scalars {
             }
         }
         self.populated = self.populated.max(upto);
+    }
+
+    /// Empties the columns but keeps their (backed) memory, for the next segment.
+    pub fn clear(&mut self) {
+        self.c.tag.clear();
+        self.c.step.clear();
+        self.c.wall.clear();
+        self.c.offset.clear();
+        self.value.clear();
+    }
+
+    /// Rows, wherever they live.
+    pub fn len(&self) -> usize {
+        match &self.placed {
+            Some(p) => p.len(),
+            None => self.c.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Moves placed rows into ordinary columns (a copy), so they can be appended to.
+    fn materialize(&mut self) {
+        if let Some(p) = self.placed.take() {
+            let p = *p;
+            self.c.tag = p.tag.as_slice().to_vec();
+            self.c.step = p.step.as_slice().to_vec();
+            self.c.wall = p.wall.as_slice().to_vec();
+            self.value = p.value.as_slice().to_vec();
+            self.c.offset = p.offset.as_slice().to_vec();
+            self.c.run = p.run;
+            self.c.file = p.file;
+        }
+    }
+}
+
+/// Rows `lo..hi` of a column allocation that two workers filled from a shared boundary
+/// outwards, one downwards and one upwards (see `load::parse_groups`). The rows cannot start
+/// at the allocation's start, so they become Arrow buffers that keep the allocation alive,
+/// not vectors.
+#[derive(Debug, Default)]
+pub struct Placed<T> {
+    /// Owns the memory; its length stays 0, rows are written through raw pointers.
+    alloc: Vec<T>,
+    lo: usize,
+    hi: usize,
+}
+
+impl<T: arrow_buffer::ArrowNativeType + std::panic::RefUnwindSafe> Placed<T> {
+    /// Address space for `cap` rows; `None` when the system will not give that much.
+    pub fn with_capacity(cap: usize) -> Option<Self> {
+        let mut alloc = Vec::new();
+        alloc.try_reserve_exact(cap).ok()?;
+        Some(Placed {
+            alloc,
+            lo: 0,
+            hi: 0,
+        })
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.alloc.capacity()
+    }
+
+    /// A raw pointer writers share; each writes only the rows it owns.
+    pub fn base(&mut self) -> *mut T {
+        self.alloc.as_mut_ptr()
+    }
+
+    /// Declares rows `lo..hi` written.
+    ///
+    /// # Safety
+    /// Every row in `lo..hi` was written, and `hi` is within the capacity.
+    pub unsafe fn set_rows(&mut self, lo: usize, hi: usize) {
+        debug_assert!(lo <= hi && hi <= self.alloc.capacity());
+        (self.lo, self.hi) = (lo, hi);
+    }
+
+    pub fn len(&self) -> usize {
+        self.hi - self.lo
+    }
+
+    /// Rows `a..b`, whatever rows are declared.
+    ///
+    /// # Safety
+    /// Every row in `a..b` was written, and `b` is within the capacity.
+    pub unsafe fn written(&self, a: usize, b: usize) -> &[T] {
+        std::slice::from_raw_parts(self.alloc.as_ptr().add(a), b - a)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hi == self.lo
+    }
+
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: rows lo..hi were written (set_rows' contract) and lie in the allocation.
+        unsafe { std::slice::from_raw_parts(self.alloc.as_ptr().add(self.lo), self.len()) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as in as_slice; &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.alloc.as_mut_ptr().add(self.lo), self.len()) }
+    }
+
+    /// The rows as an Arrow buffer, without copying; the buffer owns the allocation.
+    pub fn into_buffer(self) -> ScalarBuffer<T> {
+        let len = self.len();
+        let bytes = len * std::mem::size_of::<T>();
+        if len == 0 {
+            return ScalarBuffer::from(Vec::new());
+        }
+        let ptr = self.alloc.as_ptr();
+        // SAFETY: ptr.add(lo) is non-null and aligned for T (inside a Vec<T> allocation);
+        // `bytes` bytes from it were written (set_rows); the allocation lives as long as the
+        // buffer, which owns the vector (length 0, so dropping it drops no elements).
+        let buf = unsafe {
+            arrow_buffer::Buffer::from_custom_allocation(
+                std::ptr::NonNull::new_unchecked(ptr.add(self.lo) as *mut u8),
+                bytes,
+                Arc::new(self.alloc),
+            )
+        };
+        ScalarBuffer::new(buf, 0, len)
+    }
+}
+
+/// Scalar columns filled in place by a pair of workers; run and file are filled at finish.
+#[derive(Debug, Default)]
+pub struct PlacedScalars {
+    pub tag: Placed<i32>,
+    pub step: Placed<i64>,
+    pub wall: Placed<f64>,
+    pub value: Placed<f64>,
+    /// Record offsets; capacity 0 without provenance.
+    pub offset: Placed<i64>,
+    pub run: Vec<i32>,
+    pub file: Vec<i32>,
+}
+
+impl PlacedScalars {
+    /// Address space for `cap` rows in each column; `None` when the system refuses.
+    pub fn with_capacity(cap: usize, provenance: bool) -> Option<Self> {
+        Some(PlacedScalars {
+            tag: Placed::with_capacity(cap)?,
+            step: Placed::with_capacity(cap)?,
+            wall: Placed::with_capacity(cap)?,
+            value: Placed::with_capacity(cap)?,
+            offset: Placed::with_capacity(if provenance { cap } else { 0 })?,
+            run: Vec::new(),
+            file: Vec::new(),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.tag.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tag.is_empty()
+    }
+
+    /// Declares rows `lo..hi` of every column written.
+    ///
+    /// # Safety
+    /// As [`Placed::set_rows`], for every column (the offset column only with provenance).
+    pub unsafe fn set_rows(&mut self, lo: usize, hi: usize, provenance: bool) {
+        self.tag.set_rows(lo, hi);
+        self.step.set_rows(lo, hi);
+        self.wall.set_rows(lo, hi);
+        self.value.set_rows(lo, hi);
+        if provenance {
+            self.offset.set_rows(lo, hi);
+        }
     }
 }
 
@@ -294,7 +471,7 @@ pub struct BlobSeq {
 }
 
 /// One table per kind.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Tables {
     pub scalars: Scalars,
     pub tensors: Tensors,
@@ -351,7 +528,7 @@ pub fn sniff_image(b: &[u8]) -> u8 {
 impl Tables {
     pub fn rows(&self) -> [usize; 8] {
         [
-            self.scalars.c.len(),
+            self.scalars.len(),
             self.histograms.c.len(),
             self.images.b.c.len(),
             self.audio.b.c.len(),
@@ -381,7 +558,12 @@ impl Tables {
             cat(&mut a.offset, &mut b.offset);
         }
         // Scalars are most of the bytes: two halves of their columns copy side by side.
-        {
+        if !o.scalars.is_empty() {
+            // Placed rows cannot grow: both sides become ordinary columns (a copy, rarely:
+            // a load places each pair of workers' rows, and pairs are appended only on
+            // machines with more than two threads).
+            self.scalars.materialize();
+            o.scalars.materialize();
             let (a, b) = (&mut self.scalars, &mut o.scalars);
             let (ac, bc) = (&mut a.c, &mut b.c);
             both(
@@ -494,7 +676,9 @@ impl Tables {
         let blob_files = |b: &mut Blobs, (a, e): (usize, usize)| {
             b.blob_file.extend(std::iter::repeat_n(file, e - a))
         };
-        fix(&mut self.scalars.c, rows[0], tag_map, run, file, provenance);
+        if self.scalars.placed.is_none() {
+            fix(&mut self.scalars.c, rows[0], tag_map, run, file, provenance);
+        }
         fix(
             &mut self.histograms.c,
             rows[1],
@@ -522,6 +706,60 @@ impl Tables {
     }
 }
 
+/// [`Tables::finish_rows`] for placed scalars, every file at once: `jobs` are each file's
+/// row range (in order, covering all rows), tag map, run and file id. Files are finished side
+/// by side when called on a worker pool.
+pub fn finish_placed(
+    p: &mut PlacedScalars,
+    jobs: &[((usize, usize), &[i32], i32, i32)],
+    provenance: bool,
+) {
+    let n = p.len();
+    // Zeroed allocations come straight from the kernel, untouched: each piece below backs
+    // its own pages.
+    p.run = vec![0; n];
+    p.file = if provenance { vec![0; n] } else { Vec::new() };
+    let mut tag = p.tag.as_mut_slice();
+    let mut run = p.run.as_mut_slice();
+    let mut file = p.file.as_mut_slice();
+    let mut pieces = Vec::with_capacity(jobs.len());
+    let mut at = 0;
+    for &((a, b), map, r, f) in jobs {
+        debug_assert_eq!(a, at, "placed files finished out of order");
+        let len = b - a;
+        let (t, tr) = std::mem::take(&mut tag).split_at_mut(len);
+        let (u, ur) = std::mem::take(&mut run).split_at_mut(len);
+        let (v, vr) = if provenance {
+            std::mem::take(&mut file).split_at_mut(len)
+        } else {
+            (&mut [][..], &mut [][..])
+        };
+        (tag, run, file) = (tr, ur, vr);
+        pieces.push((t, u, v, map, r, f));
+        at = b;
+    }
+    debug_assert_eq!(at, n, "placed rows not all finished");
+    let fill = |(t, u, v, map, r, f): (&mut [i32], &mut [i32], &mut [i32], &[i32], i32, i32)| {
+        if !map.iter().enumerate().all(|(i, &m)| m == i as i32) {
+            for x in t.iter_mut() {
+                *x = map[*x as usize];
+            }
+        }
+        populate(u.as_ptr() as usize, std::mem::size_of_val(u));
+        u.fill(r);
+        if provenance {
+            populate(v.as_ptr() as usize, std::mem::size_of_val(v));
+            v.fill(f);
+        }
+    };
+    if rayon::current_thread_index().is_some() {
+        use rayon::prelude::*;
+        pieces.into_par_iter().for_each(fill);
+    } else {
+        pieces.into_iter().for_each(fill);
+    }
+}
+
 /// Dictionaries the merged tables refer to.
 pub struct Dicts<'a> {
     pub runs: &'a [String],
@@ -540,11 +778,49 @@ fn dict_field(name: &str) -> Field {
     )
 }
 
+/// A column the Arrow conversion can rewrite in place and then take over without copying.
+pub trait Col<T: arrow_buffer::ArrowNativeType>: Send + Sync {
+    fn rows(&self) -> &[T];
+    fn rows_mut(&mut self) -> &mut [T];
+    fn into_buffer(self) -> ScalarBuffer<T>;
+}
+
+impl<T: arrow_buffer::ArrowNativeType> Col<T> for Vec<T> {
+    fn rows(&self) -> &[T] {
+        self
+    }
+    fn rows_mut(&mut self) -> &mut [T] {
+        self
+    }
+    fn into_buffer(self) -> ScalarBuffer<T> {
+        ScalarBuffer::from(self)
+    }
+}
+
+impl<T: arrow_buffer::ArrowNativeType + std::panic::RefUnwindSafe> Col<T> for Placed<T> {
+    fn rows(&self) -> &[T] {
+        self.as_slice()
+    }
+    fn rows_mut(&mut self) -> &mut [T] {
+        self.as_mut_slice()
+    }
+    fn into_buffer(self) -> ScalarBuffer<T> {
+        Placed::into_buffer(self)
+    }
+}
+
 /// A dictionary column holding only the values its rows use, so a scalars table's `tag`
 /// categories are its own tags, not every tag of the logdir.
-fn dict_array(mut keys: Vec<i32>, values: &[String]) -> ArrayRef {
+fn dict_array(keys: impl Col<i32>, values: &[String]) -> ArrayRef {
+    let (keys, values) = dict_parts(keys, values);
+    dict_from(keys, values)
+}
+
+/// The work of [`dict_array`] that passes over the rows: keys renumbered in place into the
+/// used values.
+fn dict_parts<K: Col<i32>>(mut keys: K, values: &[String]) -> (K, ArrayRef) {
     let mut remap = vec![-1i32; values.len()];
-    for &k in &keys {
+    for &k in keys.rows() {
         remap[k as usize] = 0;
     }
     let mut used = Vec::new();
@@ -555,14 +831,17 @@ fn dict_array(mut keys: Vec<i32>, values: &[String]) -> ArrayRef {
         }
     }
     if used.len() != values.len() {
-        for k in keys.iter_mut() {
+        for k in keys.rows_mut() {
             *k = remap[*k as usize];
         }
     }
-    let keys = Int32Array::new(ScalarBuffer::from(keys), None);
-    let values = Arc::new(StringArray::from_iter_values(used));
-    // SAFETY: every key was remapped into `0..used.len()` above (or all values are used and
-    // keys index `values` by construction); checking again would be another pass over them.
+    (keys, Arc::new(StringArray::from_iter_values(used)))
+}
+
+fn dict_from(keys: impl Col<i32>, values: ArrayRef) -> ArrayRef {
+    let keys = Int32Array::new(keys.into_buffer(), None);
+    // SAFETY: every key was remapped into `0..used.len()` by dict_parts (or all values are
+    // used and keys index `values` by construction); checking again would be another pass.
     debug_assert!(keys
         .values()
         .iter()
@@ -605,12 +884,27 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
         file,
         offset,
     } = c;
+    common_columns_of(run, tag, step, wall, file, offset, d, provenance)
+}
+
+/// [`common_columns`] for columns held in any [`Col`].
+#[allow(clippy::too_many_arguments)]
+fn common_columns_of<I: Col<i32>, L: Col<i64>, F: Col<f64>>(
+    run: Vec<i32>,
+    tag: I,
+    step: L,
+    wall: F,
+    file: Vec<i32>,
+    offset: L,
+    d: &Dicts<'_>,
+    provenance: bool,
+) -> (Vec<Field>, Vec<ArrayRef>) {
     let (runs, tags) = (d.runs, d.tags);
     // The derived timestamp column and the two dictionary columns are independent passes over
     // ten million rows each: side by side on the pool's workers.
-    let ((ts, nulls), (run_col, tag_col)) = join(
-        || timestamps(&wall),
-        || join(|| dict_array(run, runs), || dict_array(tag, tags)),
+    let ((ts, nulls), ((run_keys, run_vals), (tag_keys, tag_vals))) = join(
+        || timestamps(wall.rows()),
+        || join(|| dict_parts(run, runs), || dict_parts(tag, tags)),
     );
     let mut fields = vec![
         dict_field("run"),
@@ -624,17 +918,17 @@ fn common_columns(c: Common, d: &Dicts<'_>, provenance: bool) -> (Vec<Field>, Ve
         ),
     ];
     let mut cols: Vec<ArrayRef> = vec![
-        run_col,
-        tag_col,
-        Arc::new(Int64Array::new(ScalarBuffer::from(step), None)),
-        Arc::new(Float64Array::new(ScalarBuffer::from(wall), nulls.clone())),
+        dict_from(run_keys, run_vals),
+        dict_from(tag_keys, tag_vals),
+        Arc::new(Int64Array::new(step.into_buffer(), None)),
+        Arc::new(Float64Array::new(wall.into_buffer(), nulls.clone())),
         Arc::new(TimestampNanosecondArray::new(ScalarBuffer::from(ts), nulls).with_timezone("UTC")),
     ];
     if provenance {
         fields.push(dict_field("file"));
         fields.push(Field::new("offset", DataType::Int64, false));
         cols.push(dict_array(file, d.files));
-        cols.push(Arc::new(Int64Array::new(ScalarBuffer::from(offset), None)));
+        cols.push(Arc::new(Int64Array::new(offset.into_buffer(), None)));
     }
     (fields, cols)
 }
@@ -723,10 +1017,22 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
     let (mut f, mut c);
     match kind {
         Kind::Scalars => {
-            let s = std::mem::take(&mut tables.scalars);
-            (f, c) = common_columns(s.c, d, provenance);
+            let mut s = std::mem::take(&mut tables.scalars);
+            let value = match s.placed.take() {
+                Some(p) => {
+                    let p = *p;
+                    (f, c) = common_columns_of(
+                        p.run, p.tag, p.step, p.wall, p.file, p.offset, d, provenance,
+                    );
+                    Float64Array::new(p.value.into_buffer(), None)
+                }
+                None => {
+                    (f, c) = common_columns(s.c, d, provenance);
+                    Float64Array::new(ScalarBuffer::from(s.value), None)
+                }
+            };
             f.push(Field::new("value", DataType::Float64, false));
-            c.push(f64_col(s.value, None));
+            c.push(Arc::new(value));
         }
         Kind::Tensors => {
             let t = std::mem::replace(&mut tables.tensors, Tensors::new());
@@ -747,7 +1053,7 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
                 }
             });
             f.push(dict_field("dtype"));
-            c.push(dict_array(codes.collect(), &names));
+            c.push(dict_array(codes.collect::<Vec<_>>(), &names));
             let dim = Arc::new(Field::new("item", DataType::Int64, false));
             f.push(Field::new("shape", DataType::LargeList(dim.clone()), false));
             c.push(Arc::new(LargeListArray::new(
@@ -813,7 +1119,10 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
             let names: Vec<String> = IMAGE_TYPES.iter().map(|s| s.to_string()).collect();
             f.push(dict_field("content_type"));
             c.push(dict_array(
-                im.content_type.iter().map(|&x| x as i32).collect(),
+                im.content_type
+                    .iter()
+                    .map(|&x| x as i32)
+                    .collect::<Vec<_>>(),
                 &names,
             ));
             blob_columns(im.b, d, &mut f, &mut c);

@@ -15,7 +15,10 @@ use arrow_schema::{DataType, Field, Schema};
 use rayon::prelude::*;
 use regex::Regex;
 
-use crate::columns::{binary_array, string_array, to_batch, Dicts, Tables};
+use crate::columns::{
+    binary_array, finish_placed, populate, string_array, to_batch, Dicts, PlacedScalars, Scalars,
+    Tables,
+};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::{
@@ -516,6 +519,14 @@ impl Reader {
                     for j in jobs.iter() {
                         t.finish_rows(&j.rows, &j.tag_map, j.run, j.file, provenance);
                     }
+                    // A pair's shared scalar columns: every file at once, side by side.
+                    if let Some(p) = t.scalars.placed.as_mut() {
+                        let js: Vec<_> = jobs
+                            .iter()
+                            .map(|j| (j.rows[0], &j.tag_map[..], j.run, j.file))
+                            .collect();
+                        finish_placed(p, &js, provenance);
+                    }
                 };
                 if rayon::current_thread_index().is_some() {
                     groups.par_iter_mut().for_each(fix);
@@ -579,6 +590,8 @@ impl Reader {
             }
         }
         ranges.push((start, work.len(), acc));
+        // One segment may hold several shares of the bytes: fewer groups than threads then.
+        let n = ranges.len();
         let one = |&(a, b, group_bytes): &(usize, usize, u64)| {
             let mut tables = Tables::default();
             if opts.kinds.contains(Kind::Scalars) {
@@ -597,10 +610,66 @@ impl Reader {
                 .collect();
             (tables, chunks)
         };
-        match pool {
-            Some(p) => p.install(|| ranges.par_iter().map(one).collect()),
-            None => ranges.iter().map(one).collect(),
+        // Workers in pairs share their scalar columns: the first of a pair fills them
+        // downwards from a boundary (its segments last to first), the second upwards, so the
+        // pair's rows end up contiguous without an appending copy, and no row's memory is
+        // backed twice. Only where there is a pool (and a second worker).
+        let pairs = if pool.is_some() && n >= 2 && opts.kinds.contains(Kind::Scalars) {
+            (0..n / 2)
+                .map(|p| {
+                    // Rows are rarely under 40 bytes; a pair whose rows are smaller than that
+                    // still reads right, through a copy (see `place`).
+                    let below = (ranges[2 * p].2 / 40) as usize;
+                    let above = (ranges[2 * p + 1].2 / 40) as usize;
+                    PlacedScalars::with_capacity(below + above, opts.provenance)
+                        .map(|cols| (cols, below))
+                })
+                .collect::<Option<Vec<_>>>()
+        } else {
+            None
+        };
+        let Some(mut pairs) = pairs else {
+            return match pool {
+                Some(p) => p.install(|| ranges.par_iter().map(one).collect()),
+                None => ranges.iter().map(one).collect(),
+            };
+        };
+        let dests: Vec<Dest> = pairs.iter_mut().map(|(c, s)| Dest::of(c, *s)).collect();
+        let parse = |g: usize| -> Parsed {
+            let (a, b, _) = ranges[g];
+            match dests.get(g / 2) {
+                Some(dest) => place(&work[a..b], g % 2 == 0, dest, opts, known, cancel),
+                None => {
+                    let (t, cs) = one(&ranges[g]);
+                    Parsed {
+                        tables: t,
+                        chunks: cs.into_iter().map(|c| (c, Piece::Own)).collect(),
+                        cursor: 0,
+                    }
+                }
+            }
+        };
+        let mut parsed: Vec<Parsed> = match pool {
+            Some(p) => p.install(|| (0..n).into_par_iter().map(parse).collect()),
+            None => (0..n).map(parse).collect(),
+        };
+        let mut out = Vec::with_capacity(n.div_ceil(2));
+        let mut pairs = pairs.into_iter();
+        let mut parsed_iter = parsed.drain(..);
+        while let Some(first) = parsed_iter.next() {
+            match pairs.next() {
+                Some((cols, _)) => {
+                    let second = parsed_iter.next().expect("workers come in pairs");
+                    out.push(join_pair(first, second, cols, opts.provenance));
+                }
+                // The unpaired last worker of an odd count.
+                None => out.push((
+                    first.tables,
+                    first.chunks.into_iter().map(|(c, _)| c).collect(),
+                )),
+            }
         }
+        out
     }
 
     /// Splits files with much left to read into segments for parallel parsing.
@@ -1175,4 +1244,242 @@ fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
         cols.into_iter().map(|(_, a)| a).collect(),
     )
     .expect("columns match their schema")
+}
+
+/// Where a segment's scalar rows went in a pair's shared columns.
+enum Piece {
+    /// Rows `lo..hi` of the shared allocation.
+    At(usize, usize),
+    /// Left in the segment's own tables: they did not fit (or the worker is unpaired).
+    Kept(Scalars),
+    /// The worker is not paired; rows are in its own tables as before.
+    Own,
+}
+
+/// One worker's result: its non-scalar tables (rows in file order), each segment's chunk
+/// and where its scalar rows are, and where its cursor in the shared columns stopped.
+struct Parsed {
+    tables: Tables,
+    chunks: Vec<(FileChunk, Piece)>,
+    cursor: usize,
+}
+
+/// The shared columns of a pair, as raw pointers: the two workers write disjoint rows.
+struct Dest {
+    tag: *mut i32,
+    step: *mut i64,
+    wall: *mut f64,
+    value: *mut f64,
+    /// Null without provenance.
+    offset: *mut i64,
+    cap: usize,
+    /// The boundary both workers start from.
+    start: usize,
+}
+
+// SAFETY: the pointers are only written through by `place`, where the downward worker writes
+// rows below `start` and the upward one rows at or above it; the allocation outlives both.
+unsafe impl Send for Dest {}
+unsafe impl Sync for Dest {}
+
+impl Dest {
+    fn of(c: &mut PlacedScalars, start: usize) -> Dest {
+        Dest {
+            tag: c.tag.base(),
+            step: c.step.base(),
+            wall: c.wall.base(),
+            value: c.value.base(),
+            offset: if c.offset.capacity() > 0 {
+                c.offset.base()
+            } else {
+                std::ptr::null_mut()
+            },
+            cap: c.tag.capacity(),
+            start,
+        }
+    }
+
+    /// Copies `s`'s rows to rows `at..at + s.len()`, backing that memory first.
+    ///
+    /// # Safety
+    /// `at + s.len() <= cap`, and no other thread touches those rows.
+    unsafe fn copy(&self, s: &Scalars, at: usize) {
+        unsafe fn one<T: Copy>(src: &[T], dst: *mut T, at: usize) {
+            let d = dst.add(at);
+            populate(d as usize, std::mem::size_of_val(src));
+            std::ptr::copy_nonoverlapping(src.as_ptr(), d, src.len());
+        }
+        one(&s.c.tag, self.tag, at);
+        one(&s.c.step, self.step, at);
+        one(&s.c.wall, self.wall, at);
+        one(&s.value, self.value, at);
+        if !self.offset.is_null() {
+            one(&s.c.offset, self.offset, at);
+        }
+    }
+}
+
+/// Parses `work` as one worker of a pair: each segment into a reused scratch table, whose
+/// scalar rows are then copied into the shared columns, below the boundary when `down` (the
+/// segments taken last to first) and from it upwards otherwise. The scratch stays in cache and
+/// its memory is backed once; the copy is what the appending of a second worker's rows used
+/// to cost, without backing those rows twice.
+fn place(
+    work: &[Segment],
+    down: bool,
+    dest: &Dest,
+    opts: &Options,
+    known: &HashMap<String, HashMap<String, Known>>,
+    cancel: &AtomicBool,
+) -> Parsed {
+    let mut scratch = Scalars::default();
+    let mut cursor = dest.start;
+    // Upwards, non-scalar rows go straight into the worker's tables in file order;
+    // downwards, each segment gets tables of its own, put in order at the end.
+    let mut tables = Tables::default();
+    let mut segs: Vec<(Tables, FileChunk, Piece)> = Vec::with_capacity(work.len());
+    let mut put = |t: &mut Tables, scratch: &mut Scalars, chunk: &mut FileChunk| -> Piece {
+        std::mem::swap(&mut t.scalars, scratch);
+        let n = scratch.c.len();
+        let fits = if down {
+            n <= cursor
+        } else {
+            n <= dest.cap - cursor
+        };
+        if !fits {
+            // Rows too small for the estimate: keep them, and let the pair copy them in.
+            return Piece::Kept(std::mem::take(scratch));
+        }
+        let at = if down { cursor - n } else { cursor };
+        // SAFETY: at..at + n is within the capacity (checked above) and on this worker's
+        // side of the boundary, which the cursor only moves away from.
+        unsafe { dest.copy(scratch, at) };
+        scratch.clear();
+        cursor = if down { at } else { at + n };
+        chunk.rows[0] = (at, at + n);
+        Piece::At(at, at + n)
+    };
+    if down {
+        for (run, path, cur, end) in work.iter().rev() {
+            let mut t = Tables::default();
+            std::mem::swap(&mut t.scalars, &mut scratch);
+            let mut chunk = read_file_into(path, *cur, *end, opts, &known[run], cancel, &mut t);
+            let piece = put(&mut t, &mut scratch, &mut chunk);
+            segs.push((t, chunk, piece));
+        }
+        segs.reverse();
+        let mut chunks = Vec::with_capacity(segs.len());
+        for (t, mut chunk, piece) in segs {
+            let rows = t.rows();
+            if rows[1..].iter().any(|&r| r > 0) {
+                let base = tables.rows();
+                for k in 1..8 {
+                    let (a, b) = chunk.rows[k];
+                    chunk.rows[k] = (a + base[k], b + base[k]);
+                }
+                if base.iter().all(|&r| r == 0) {
+                    tables = t;
+                } else {
+                    tables.append(t);
+                }
+            } else {
+                let base = tables.rows();
+                for k in 1..8 {
+                    chunk.rows[k] = (base[k], base[k]);
+                }
+            }
+            chunks.push((chunk, piece));
+        }
+        Parsed {
+            tables,
+            chunks,
+            cursor,
+        }
+    } else {
+        let mut chunks = Vec::with_capacity(work.len());
+        for (run, path, cur, end) in work {
+            std::mem::swap(&mut tables.scalars, &mut scratch);
+            let mut chunk =
+                read_file_into(path, *cur, *end, opts, &known[run], cancel, &mut tables);
+            let piece = put(&mut tables, &mut scratch, &mut chunk);
+            chunks.push((chunk, piece));
+        }
+        Parsed {
+            tables,
+            chunks,
+            cursor,
+        }
+    }
+}
+
+/// A pair's results as one group: the shared scalar columns (or, when some rows did not fit,
+/// ordinary columns holding every row in order), the non-scalar tables of both, and the
+/// chunks with row ranges into them.
+fn join_pair(
+    first: Parsed,
+    second: Parsed,
+    mut cols: PlacedScalars,
+    provenance: bool,
+) -> (Tables, Vec<FileChunk>) {
+    let (lo, hi) = (first.cursor, second.cursor);
+    let mut tables = first.tables;
+    let mut chunks: Vec<FileChunk> = Vec::with_capacity(first.chunks.len() + second.chunks.len());
+    let base = tables.rows();
+    let pieces: Vec<(FileChunk, Piece)> = first
+        .chunks
+        .into_iter()
+        .chain(second.chunks.into_iter().map(|(mut c, p)| {
+            for k in 1..8 {
+                let (a, b) = c.rows[k];
+                c.rows[k] = (a + base[k], b + base[k]);
+            }
+            (c, p)
+        }))
+        .collect();
+    tables.append(second.tables);
+    if pieces.iter().all(|(_, p)| matches!(p, Piece::At(..))) {
+        // SAFETY: the downward worker wrote every row from its final cursor up to the
+        // boundary, and the upward one every row from the boundary to its cursor.
+        unsafe { cols.set_rows(lo, hi, provenance) };
+        for (mut c, p) in pieces {
+            if let Piece::At(a, b) = p {
+                c.rows[0] = (a - lo, b - lo);
+            }
+            chunks.push(c);
+        }
+        tables.scalars = Scalars {
+            placed: Some(Box::new(cols)),
+            ..Default::default()
+        };
+    } else {
+        // Some rows did not fit: gather all of them, in order, into ordinary columns.
+        let mut s = Scalars::default();
+        for (mut c, p) in pieces {
+            let start = s.c.len();
+            match p {
+                // SAFETY: a placed piece's rows were all written (`place`).
+                Piece::At(a, b) => unsafe {
+                    s.c.tag.extend_from_slice(cols.tag.written(a, b));
+                    s.c.step.extend_from_slice(cols.step.written(a, b));
+                    s.c.wall.extend_from_slice(cols.wall.written(a, b));
+                    s.value.extend_from_slice(cols.value.written(a, b));
+                    if provenance {
+                        s.c.offset.extend_from_slice(cols.offset.written(a, b));
+                    }
+                },
+                Piece::Kept(k) => {
+                    s.c.tag.extend_from_slice(&k.c.tag);
+                    s.c.step.extend_from_slice(&k.c.step);
+                    s.c.wall.extend_from_slice(&k.c.wall);
+                    s.value.extend_from_slice(&k.value);
+                    s.c.offset.extend_from_slice(&k.c.offset);
+                }
+                Piece::Own => unreachable!("paired workers place every piece"),
+            }
+            c.rows[0] = (start, s.c.len());
+            chunks.push(c);
+        }
+        tables.scalars = s;
+    }
+    (tables, chunks)
 }

@@ -16,6 +16,7 @@ use std::sync::Once;
 
 use common::oracle::*;
 use common::*;
+use tbscope_core::data_compat::Kind;
 use tbscope_core::event_file::{read_file, split_points, Cursor, Options, Severity};
 use tbscope_core::load::{Reader, ReaderOptions};
 
@@ -260,5 +261,85 @@ fn split_growing_file() {
             );
         }
         assert!(reader.report().is_empty(), "{:?}", reader.report());
+    }
+}
+
+/// Every kind's table, batch for batch, after one load.
+fn all_tables(
+    dir: &std::path::Path,
+    o: ReaderOptions,
+) -> Vec<(Kind, Vec<arrow_array::RecordBatch>)> {
+    let mut r = Reader::new(dir, o).unwrap();
+    r.load(&AtomicBool::new(false)).unwrap();
+    Kind::ALL
+        .into_iter()
+        .map(|k| (k, r.table(k).unwrap()))
+        .collect()
+}
+
+/// Workers in pairs write scalar rows into shared columns, the first of a pair downwards
+/// from its segments' last to first. Two logdirs of several runs: one with files of every
+/// kind (wild files, when present), one with a file whose rows are far smaller than the 40
+/// bytes the shared columns are sized for (twenty one-letter values per record, so the pair
+/// falls back to copying). Each must give the very same tables on 2, 3 and 4 threads as on
+/// one, with and without provenance.
+#[test]
+fn paired_workers_give_the_tables_of_one() {
+    SPLIT.call_once(|| std::env::set_var("TBSCOPE_SPLIT_BYTES", "256"));
+    for dense in [false, true] {
+        paired_case(dense);
+    }
+}
+
+fn paired_case(with_dense: bool) {
+    let dir = TempDir::new("pairs");
+    for s in 0..3u64 {
+        let (b, _) = synth_file(&mut Rng::new(900 + s), 80 + 40 * s as usize);
+        dir.write(&format!("run{s}/events.out.tfevents.{s}.gen"), &b);
+    }
+    let names: Vec<String> = (b'a'..=b't').map(|c| (c as char).to_string()).collect();
+    let mut dense = record(&file_version_event(1.0));
+    for step in 0..400i64 {
+        let values: Vec<(&str, f32)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), step as f32 + i as f32 / 32.0))
+            .collect();
+        dense.extend(record(&scalar_event(2.0 + step as f64, step, &values)));
+    }
+    if with_dense {
+        dir.write("dense/events.out.tfevents.9.dense", &dense);
+    }
+    // Wild files (of every kind) only without the dense file: their bytes would give the
+    // shared columns room enough for it.
+    if !with_dense {
+        for (i, s) in wild(&opts(true, true)).into_iter().enumerate() {
+            dir.write(&format!("wild{i}/{}", FILE), &s.bytes);
+        }
+    }
+    for provenance in [false, true] {
+        let one = all_tables(dir.path(), opts(provenance, true));
+        let scalars = one.iter().find(|(k, _)| *k == Kind::Scalars).unwrap();
+        let dense_rows: usize = scalars.1.iter().map(|b| b.num_rows()).sum();
+        assert!(
+            dense_rows >= if with_dense { 8000 } else { 100 },
+            "{dense_rows} scalar rows"
+        );
+        for threads in [2, 3, 4] {
+            let mut o = opts(provenance, true);
+            o.threads = threads;
+            let many = all_tables(dir.path(), o);
+            for ((k, a), (_, b)) in one.iter().zip(&many) {
+                let cat = |bs: &[arrow_array::RecordBatch]| {
+                    bs.first()
+                        .map(|f| arrow_select::concat::concat_batches(&f.schema(), bs).unwrap())
+                };
+                assert_eq!(
+                    cat(a),
+                    cat(b),
+                    "{k:?}, {threads} threads, provenance {provenance}, dense {with_dense}"
+                );
+            }
+        }
     }
 }
