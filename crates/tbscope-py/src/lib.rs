@@ -650,11 +650,11 @@ fn to_csv<'py>(
         .detach(move || tbscope_core::text::write_csv(&names, &batches, header, &opts, threads))
         .map_err(PyValueError::new_err)?;
     // Straight into the bytes object: the text of a large table is copied once.
-    let len = parts.iter().map(String::len).sum();
+    let len = parts.iter().map(Vec::len).sum();
     pyo3::types::PyBytes::new_with(py, len, |buf| {
         let mut at = 0;
         for p in &parts {
-            buf[at..at + p.len()].copy_from_slice(p.as_bytes());
+            buf[at..at + p.len()].copy_from_slice(p);
             at += p.len();
         }
         Ok(())
