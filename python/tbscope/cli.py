@@ -576,10 +576,15 @@ def ls_command(
     def floats(name: str) -> np.ndarray[Any, Any]:
         return np.asarray(facts.column(name).to_numpy(zero_copy_only=False), dtype="float64")
 
+    def ints(name: str) -> np.ndarray[Any, Any]:
+        return np.asarray(facts.column(name).to_numpy(), dtype=np.int64)
+
     def nullable_ints(name: str) -> pd.arrays.IntegerArray:
         col = facts.column(name).combine_chunks()
+        if not col.null_count:
+            return pd.arrays.IntegerArray(np.asarray(col.to_numpy(), dtype=np.int64), np.zeros(len(col), dtype=bool))
         missing = col.is_null().to_numpy(zero_copy_only=False)
-        return pd.arrays.IntegerArray(col.fill_null(0).to_numpy().astype("int64"), missing)
+        return pd.arrays.IntegerArray(np.asarray(col.fill_null(0).to_numpy(), dtype=np.int64), missing)
 
     # The newest of wall time and mtime; fmax skips a missing (NaN) one.
     last = pd.Series(np.fmax(floats("last_wall_time"), floats("last_modified")))
@@ -593,13 +598,13 @@ def ls_command(
             # Strings stay in Arrow: no Python object per run.
             "run": facts.column("run").to_pandas(),
             "kinds": names.take(pa.array(inverse.reshape(-1), type=pa.int64())).to_pandas(),
-            "tags": facts.column("series").to_numpy().astype("int64"),
+            "tags": ints("series"),
             "points": counts.sum(axis=1).astype("int64"),
             "first_step": nullable_ints("first_step"),
             "last_step": nullable_ints("last_step"),
             "last_write": pd.to_datetime(last, unit="s", utc=True),
-            "files": facts.column("files").to_numpy().astype("int64"),
-            "bytes": facts.column("bytes").to_numpy().astype("int64"),
+            "files": ints("files"),
+            "bytes": ints("bytes"),
         }
     )
     if fmt == "table":

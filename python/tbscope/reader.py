@@ -202,7 +202,7 @@ class Logdir:
             _raise_strict([Problem(*p) for p in native.report()])
 
     def _blob_path(self, rel: str) -> str | None:
-        p = self._native.file_path(rel)
+        p = self._call("file_path", rel)
         return None if p is None else os.fspath(p)
 
     def scalars(self) -> Frame:
