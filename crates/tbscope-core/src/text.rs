@@ -61,7 +61,7 @@ enum StrKind {
 }
 
 /// The CSV of `header` and the rows of `batches` (one table: every batch has the columns of
-/// `header`, in order), in pieces to be written one after the other; `header: false` writes
+/// `header`, in order), handed to `sink` a piece at a time, in order; `header: false` writes
 /// the rows alone. Rows are formatted on up to `threads` threads, a chunk at a time.
 pub fn write_csv(
     names: &[String],
@@ -69,7 +69,8 @@ pub fn write_csv(
     header: bool,
     opts: &CsvOptions,
     threads: usize,
-) -> Result<Vec<Vec<u8>>, String> {
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(), String> {
     let q = Quoting::of(opts);
     let mut head = String::new();
     if header {
@@ -152,30 +153,53 @@ pub fn write_csv(
         }
         out
     };
-    let mut parts: Vec<Vec<u8>> = if threads <= 1 || jobs.len() < 2 {
-        jobs.iter().map(format).collect()
-    } else {
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<std::sync::Mutex<Vec<u8>>> = jobs
-            .iter()
-            .map(|_| std::sync::Mutex::new(Vec::new()))
-            .collect();
-        std::thread::scope(|s| {
-            for _ in 0..threads.min(jobs.len()) {
-                s.spawn(|| loop {
-                    let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(job) = jobs.get(j) else { break };
-                    *slots[j].lock().unwrap_or_else(|p| p.into_inner()) = format(job);
-                });
+    sink(head.as_bytes()).map_err(|e| e.to_string())?;
+    if threads <= 1 || jobs.len() < 2 {
+        for job in &jobs {
+            sink(&format(job)).map_err(|e| e.to_string())?;
+        }
+        return Ok(());
+    }
+    // `threads` workers format jobs in any order; this thread hands each to `sink` in order
+    // as soon as it is done, so writing overlaps formatting.
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex};
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // Finished jobs by number, under one lock with one condition variable.
+    let slots: Mutex<Vec<Option<Vec<u8>>>> = Mutex::new(jobs.iter().map(|_| None).collect());
+    let done = Condvar::new();
+    let lock = || slots.lock().unwrap_or_else(|p| p.into_inner());
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(jobs.len()) {
+            s.spawn(|| loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(j) else { break };
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let text = format(job);
+                lock()[j] = Some(text);
+                done.notify_all();
+            });
+        }
+        for j in 0..jobs.len() {
+            let mut ready = lock();
+            let text = loop {
+                match ready[j].take() {
+                    Some(t) => break t,
+                    None => ready = done.wait(ready).unwrap_or_else(|p| p.into_inner()),
+                }
+            };
+            drop(ready);
+            if let Err(e) = sink(&text) {
+                // The workers stop at their next job; the error goes to the caller.
+                stop.store(true, Ordering::Relaxed);
+                return Err(e.to_string());
             }
-        });
-        slots
-            .into_iter()
-            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect()
-    };
-    parts.insert(0, head.into_bytes());
-    Ok(parts)
+        }
+        Ok(())
+    })
 }
 
 fn column(a: &ArrayRef) -> Result<Col<'_>, String> {
