@@ -412,15 +412,6 @@ class Logdir:
         self._ensure()
         return Frame(self._call("series"), "series")
 
-    def _run_mtimes(self) -> dict[str, float | None]:
-        """Per run, the newest modification time of its event files (seconds), as stat'ed by
-        the last read: what ``tbscope ls`` shows as a run's last write, without a stat per file."""
-        import pyarrow as pa
-
-        self._ensure()
-        t = pa.table(self._call("run_mtimes"))
-        return dict(zip(t.column("run").to_pylist(), t.column("last_modified").to_pylist()))
-
     def run_info(self) -> Frame:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
