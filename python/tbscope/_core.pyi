@@ -242,7 +242,9 @@ def to_csv(
     chunk_rows: int = 100000,
     quote_chars: str | None = None,
     quote_empty: bool = False,
-) -> bytes:
-    """An Arrow table as CSV in pandas' to_csv format, UTF-8; ValueError for a column type it
-    does not format. ``quote_chars``: what makes a field quoted (default: comma, quote,
-    newline)."""
+    fd: int | None = None,
+) -> bytes | None:
+    """An Arrow table as CSV in pandas' to_csv format, UTF-8: written to the file descriptor
+    ``fd`` as it is formatted (then None), or returned. ValueError for a column type it does not
+    format; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
+    comma, quote, newline)."""

@@ -26,6 +26,7 @@ from tbscope.reader import KINDS
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from tbscope.reader import Logdir
 
@@ -388,12 +389,8 @@ def _emit_chunks(chunks: Iterator[pd.DataFrame], fmt: str, title: str | None = N
     if fmt == "csv":
         first = True
         for df in chunks:
-            if first or len(df):
-                data = _fast_csv(df, header=first)
-                if data is None:
-                    out.write(df.to_csv(index=False, header=first, lineterminator="\n"))
-                else:
-                    _write_utf8(out, data)
+            if (first or len(df)) and not _write_fast_csv(out, df, header=first):
+                out.write(df.to_csv(index=False, header=first, lineterminator="\n"))
             first = False
         return
     if fmt == "json":
@@ -431,16 +428,40 @@ def _csv_quoting() -> tuple[str, bool]:
     return chars, written("") != ""
 
 
-def _write_utf8(out: Any, data: bytes) -> None:
-    """UTF-8 text to a text stream: straight to its byte buffer when it encodes UTF-8 and
-    leaves newlines alone (no second copy), else through it."""
+def _utf8_fd(out: Any) -> int | None:
+    """The file descriptor under a text stream that encodes UTF-8 and leaves newlines alone
+    (its buffers flushed, so that what is written there comes after them), else None."""
     encoding = str(getattr(out, "encoding", "") or "").lower().replace("-", "").replace("_", "")
-    buffer = getattr(out, "buffer", None)
-    if buffer is not None and encoding == "utf8" and os.linesep == "\n":
-        out.flush()
-        buffer.write(data)
-    else:
-        out.write(data.decode("utf-8"))
+    if encoding != "utf8" or os.linesep != "\n":
+        return None
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    out.flush()
+    return int(fd)
+
+
+def _write_fast_csv(out: Any, df: pd.DataFrame | Mapping[str, Any], header: bool) -> bool:
+    """Writes :func:`_fast_csv` of ``df`` to ``out`` (to its descriptor as it is formatted,
+    when it has one); False, writing nothing, when pandas has to write it."""
+    from tbscope import _core
+
+    table = _csv_table(df)
+    if table is None:
+        return False
+    args = _csv_args(table, header)
+    fd = _utf8_fd(out)
+    try:
+        if fd is not None:
+            _core.to_csv(table, **args, fd=fd)
+            return True
+        data = _core.to_csv(table, **args)
+    except ValueError:
+        return False
+    assert data is not None
+    out.write(data.decode("utf-8"))
+    return True
 
 
 def _fast_csv(df: pd.DataFrame | Mapping[str, Any], header: bool) -> bytes | None:
@@ -448,10 +469,28 @@ def _fast_csv(df: pd.DataFrame | Mapping[str, Any], header: bool) -> bytes | Non
     natively (a table of 100,000 runs takes pandas seconds to format); None for a frame with a
     column this does not handle (then pandas writes it). ``df`` may also be the columns a
     DataFrame would be made of (name: Series, array or list), to skip making it."""
+    from tbscope import _core
+
+    table = _csv_table(df)
+    if table is None:
+        return None
+    try:
+        return _core.to_csv(table, **_csv_args(table, header))
+    except ValueError:
+        return None
+
+
+def _csv_args(table: pa.Table, header: bool) -> dict[str, Any]:
+    chars, quote_empty = _csv_quoting()
+    # pandas formats (and picks a timestamp resolution for) this many rows at a time.
+    return dict(header=header, chunk_rows=max(100_000 // table.num_columns, 1), quote_chars=chars, quote_empty=quote_empty)
+
+
+def _csv_table(df: pd.DataFrame | Mapping[str, Any]) -> pa.Table | None:
+    """The columns of ``df`` as Arrow, as pandas would write them, or None for a column the
+    native writer does not handle."""
     import pandas as pd
     import pyarrow as pa
-
-    from tbscope import _core
 
     names = list(df.columns if isinstance(df, pd.DataFrame) else df.keys())
     if not names or not all(isinstance(c, str) for c in names) or len(set(names)) != len(names):
@@ -482,18 +521,7 @@ def _fast_csv(df: pd.DataFrame | Mapping[str, Any], header: bool) -> bytes | Non
             arrays.append(pa.array([None if m else v if type(v) is str else str(v) for v, m in zip(values, missing)], type=pa.string()))
         else:
             return None
-    chars, quote_empty = _csv_quoting()
-    try:
-        return _core.to_csv(
-            pa.table(arrays, names=names),
-            header=header,
-            # pandas formats (and picks a timestamp resolution for) this many rows at a time.
-            chunk_rows=max(100_000 // len(names), 1),
-            quote_chars=chars,
-            quote_empty=quote_empty,
-        )
-    except ValueError:
-        return None
+    return pa.table(arrays, names=names)
 
 
 def _table(df: pd.DataFrame, title: str | None) -> None:
@@ -576,10 +604,15 @@ def ls_command(
     def floats(name: str) -> np.ndarray[Any, Any]:
         return np.asarray(facts.column(name).to_numpy(zero_copy_only=False), dtype="float64")
 
+    def ints(name: str) -> np.ndarray[Any, Any]:
+        return np.asarray(facts.column(name).to_numpy(), dtype=np.int64)
+
     def nullable_ints(name: str) -> pd.arrays.IntegerArray:
         col = facts.column(name).combine_chunks()
+        if not col.null_count:
+            return pd.arrays.IntegerArray(np.asarray(col.to_numpy(), dtype=np.int64), np.zeros(len(col), dtype=bool))
         missing = col.is_null().to_numpy(zero_copy_only=False)
-        return pd.arrays.IntegerArray(col.fill_null(0).to_numpy().astype("int64"), missing)
+        return pd.arrays.IntegerArray(np.asarray(col.fill_null(0).to_numpy(), dtype=np.int64), missing)
 
     # The newest of wall time and mtime; fmax skips a missing (NaN) one.
     last = pd.Series(np.fmax(floats("last_wall_time"), floats("last_modified")))
@@ -593,13 +626,13 @@ def ls_command(
             # Strings stay in Arrow: no Python object per run.
             "run": facts.column("run").to_pandas(),
             "kinds": names.take(pa.array(inverse.reshape(-1), type=pa.int64())).to_pandas(),
-            "tags": facts.column("series").to_numpy().astype("int64"),
+            "tags": ints("series"),
             "points": counts.sum(axis=1).astype("int64"),
             "first_step": nullable_ints("first_step"),
             "last_step": nullable_ints("last_step"),
             "last_write": pd.to_datetime(last, unit="s", utc=True),
-            "files": facts.column("files").to_numpy().astype("int64"),
-            "bytes": facts.column("bytes").to_numpy().astype("int64"),
+            "files": ints("files"),
+            "bytes": ints("bytes"),
         }
     )
     if fmt == "table":
@@ -765,9 +798,7 @@ def summary(
     if fmt == "csv":
         # Straight from the columns: a DataFrame of 100,000 runs is not needed to write them.
         cols = lg._summary_columns(**kwargs)
-        data = _fast_csv(cols, header=True)
-        if data is not None:
-            _write_utf8(sys.stdout, data)
+        if _write_fast_csv(sys.stdout, cols, header=True):
             return
         df = pd.DataFrame(cols)
     else:

@@ -202,7 +202,7 @@ class Logdir:
             _raise_strict([Problem(*p) for p in native.report()])
 
     def _blob_path(self, rel: str) -> str | None:
-        p = self._native.file_path(rel)
+        p = self._call("file_path", rel)
         return None if p is None else os.fspath(p)
 
     def scalars(self) -> Frame:
@@ -411,15 +411,6 @@ class Logdir:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
         self._ensure()
         return Frame(self._call("series"), "series")
-
-    def _run_mtimes(self) -> dict[str, float | None]:
-        """Per run, the newest modification time of its event files (seconds), as stat'ed by
-        the last read: what ``tbscope ls`` shows as a run's last write, without a stat per file."""
-        import pyarrow as pa
-
-        self._ensure()
-        t = pa.table(self._call("run_mtimes"))
-        return dict(zip(t.column("run").to_pylist(), t.column("last_modified").to_pylist()))
 
     def run_info(self) -> Frame:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""

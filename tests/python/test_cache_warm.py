@@ -359,3 +359,26 @@ def test_native_statistics_match_the_numpy_reference(tmp_path: Path) -> None:
                 assert col.astype("Float64").to_numpy(dtype="float64", na_value=np.nan).tolist() == pytest.approx(ref.tolist(), nan_ok=True), name
             else:
                 assert _same_values(col.to_numpy(), ref), name
+
+
+def test_check_of_more_directories_than_it_holds_open(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check holds at most a few hundred directory descriptors at a time (a logdir of
+    thousands of sweep directories must not run into the limit on open files): 300 sweeps are
+    checked in windows, and a change in a late one is still seen."""
+    root = tmp_path / "wide"
+    payload = frame_records(scalar_events("loss", range(2)))
+    for i in range(300):
+        for t in range(2):
+            d = root / f"sweep{i:03d}" / f"t{t}"
+            d.mkdir(parents=True)
+            (d / "events.out.tfevents.1.x").write_bytes(payload)
+    settle(root)
+    cache = tmp_path / "cache"
+    tbscope.scan(root, cache=cache).runs
+    lg, trace = traced(capfd, monkeypatch, root, cache)
+    assert fast(trace) and "301 directories opened" in trace, trace
+    with open(root / "sweep299" / "t1" / "events.out.tfevents.1.x", "ab") as fh:
+        fh.write(payload)
+    lg, trace = traced(capfd, monkeypatch, root, cache)
+    assert not fast(trace) and lg.cache_info is not None and lg.cache_info.status == "updated"
+    assert_same(cold(root), snapshot(lg))

@@ -127,3 +127,54 @@ def test_object_columns_of_python_scalars() -> None:
 )
 def test_declines_what_it_does_not_format(column: pd.Series) -> None:
     assert _fast_csv(pd.DataFrame({"c": column, "n": [1, 2]}), True) is None
+
+
+def test_written_to_a_descriptor_as_it_is_formatted(tmp_path, monkeypatch) -> None:
+    """Through a file descriptor the CLI's table is written chunk by chunk as the threads format
+    it: the same bytes, in order."""
+    import os
+
+    from tbscope import _core
+    from tbscope.cli import _csv_args, _csv_table
+
+    monkeypatch.setenv("TBSCOPE_NUM_THREADS", "3")
+    rng = np.random.default_rng(5)
+    n = 60_000  # 23 columns: 14 chunks of 4,347 rows
+    cols = {"run": [f"r{i}" for i in range(n)]} | {f"t{j}:last": rng.standard_normal(n) for j in range(20)}
+    cols |= {"x:argmax_step": pd.array(rng.integers(0, 99, n), dtype="Int64"), "y:count": rng.integers(0, 9, n)}
+    df = pd.DataFrame(cols)
+    table = _csv_table(df)
+    assert table is not None
+    args = _csv_args(table, True)
+    data = _core.to_csv(table, **args)
+    assert data == pandas_csv(df)
+    with open(tmp_path / "out.csv", "wb") as f:
+        assert _core.to_csv(table, **args, fd=f.fileno()) is None
+    assert (tmp_path / "out.csv").read_bytes() == data
+    # A reader that went away: BrokenPipeError, as a write to the pipe would raise.
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        with pytest.raises(BrokenPipeError):
+            _core.to_csv(table, **args, fd=w)
+    finally:
+        os.close(w)
+
+
+def test_cli_csv_through_a_real_file(tmp_path, tbx_logdir) -> None:
+    """The console script writing to a file (the descriptor path) gives what the in-process
+    runner captures (the bytes path)."""
+    import os
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from tbscope.cli import main
+
+    for cmd in ("ls", "summary"):
+        want = CliRunner().invoke(main, [cmd, str(tbx_logdir), "--format", "csv"]).output
+        out = tmp_path / f"{cmd}.csv"
+        with open(out, "w") as f:
+            subprocess.run([sys.executable, "-m", "tbscope", cmd, str(tbx_logdir), "--format", "csv"], stdout=f, check=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+        assert out.read_text() == want

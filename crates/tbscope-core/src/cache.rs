@@ -1817,35 +1817,15 @@ impl Cached {
         const NONE: i32 = -1;
         let t0 = std::time::Instant::now();
         // First pass: what the listings promise (settled, complete, every run in its
-        // directory), and a descriptor for every directory with subdirectories.
-        let mut fds: Vec<OwnedFd> = Vec::new();
-        let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
+        // directory).
         let mut children: Vec<u32> = vec![0; p.dirs.len()];
         let mut seen = vec![false; p.nruns];
         for (i, d) in p.dirs.iter().enumerate() {
             if d.unsure || d.odd.1 > 0 {
                 return false;
             }
-            let parent = if i == 0 {
-                None
-            } else {
+            if i > 0 {
                 children[d.parent as usize] += 1;
-                match fd_of[d.parent as usize] {
-                    NONE => return false,
-                    fd => Some(fd),
-                }
-            };
-            if i == 0 || d.subdirs.1 > 0 {
-                let path = if i == 0 {
-                    r.root.as_os_str().as_bytes()
-                } else {
-                    p.bytes(d.name)
-                };
-                let Some(fd) = open_dir(parent, path) else {
-                    return false;
-                };
-                fd_of[i] = fd.as_raw_fd();
-                fds.push(fd);
             }
             if d.has_files {
                 // (Its files are looked at in the second pass.)
@@ -1857,6 +1837,12 @@ impl Cached {
         if p.dirs.iter().zip(&children).any(|(d, &n)| d.subdirs.1 != n) || seen.contains(&false) {
             return false;
         }
+        let Some(root_fd) = open_dir(None, r.root.as_os_str().as_bytes()) else {
+            return false;
+        };
+        let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
+        fd_of[0] = root_fd.as_raw_fd();
+        let mut opened_total = 1usize;
         // Second pass, on `threads` threads over contiguous ranges of directories: one stat
         // of each directory and of each of its event files, relative to the nearest descriptor.
         let same = AtomicBool::new(true);
@@ -1872,7 +1858,7 @@ impl Cached {
                     && (st.st_mtime as i64, st.st_mtime_nsec as u64) == mtime
                     && size.is_none_or(|n| st.st_size as u64 == n)
             };
-        let check = |range: std::ops::Range<usize>| {
+        let check = |range: std::ops::Range<usize>, fd_of: &[i32]| {
             let mut buf: Vec<u8> = Vec::with_capacity(512);
             for i in range {
                 if !same.load(Ordering::Relaxed) {
@@ -1932,30 +1918,88 @@ impl Cached {
         let total = p.dirs.len() + p.index.files.len();
         let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
         let t1 = std::time::Instant::now();
-        if threads == 1 {
-            check(0..p.dirs.len());
-        } else {
-            // Equal ranges of directories (run directories hold a file or a few each).
-            let per = p.dirs.len().div_ceil(threads);
-            let ranges: Vec<std::ops::Range<usize>> = (0..threads)
-                .map(|t| t * per..((t + 1) * per).min(p.dirs.len()))
-                .collect();
-            std::thread::scope(|s| {
-                for range in ranges {
-                    s.spawn(|| check(range));
+        // Directories in windows of consecutive ones (the listings are depth first) that hold at
+        // most FD_BUDGET descriptors at a time: a logdir of thousands of sweep directories must
+        // not run into the process's limit on open files.
+        const FD_BUDGET: usize = 256;
+        let parent_of = |i: usize| p.dirs[i].parent as usize;
+        let mut a = 1usize.min(p.dirs.len());
+        // The root first, alone (its descriptor is open throughout).
+        check(0..a, &fd_of);
+        while a < p.dirs.len() && same.load(Ordering::Relaxed) {
+            let mut held: Vec<(usize, OwnedFd)> = Vec::new();
+            // The window's first directory's ancestors (below the root), from the top down: its
+            // directories' parents are among them or in the window.
+            let mut chain = Vec::new();
+            let mut x = parent_of(a);
+            while x != 0 {
+                chain.push(x);
+                x = parent_of(x);
+            }
+            let mut ok = true;
+            let open_at = |i: usize, fd_of: &[i32]| -> Option<OwnedFd> {
+                open_dir(Some(fd_of[parent_of(i)]), p.bytes(p.dirs[i].name))
+            };
+            for &anc in chain.iter().rev() {
+                match open_at(anc, &fd_of) {
+                    Some(fd) => {
+                        fd_of[anc] = fd.as_raw_fd();
+                        held.push((anc, fd));
+                    }
+                    None => ok = false,
                 }
-            });
+            }
+            let mut budget = FD_BUDGET.saturating_sub(chain.len()).max(1);
+            let mut b = a;
+            while ok && b < p.dirs.len() {
+                if p.dirs[b].subdirs.1 > 0 {
+                    if budget == 0 {
+                        break;
+                    }
+                    budget -= 1;
+                    match open_at(b, &fd_of) {
+                        Some(fd) => {
+                            fd_of[b] = fd.as_raw_fd();
+                            held.push((b, fd));
+                        }
+                        None => ok = false,
+                    }
+                }
+                b += 1;
+            }
+            if !ok {
+                return false;
+            }
+            opened_total += held.len();
+            if threads == 1 || b - a < 1024 {
+                check(a..b, &fd_of);
+            } else {
+                // Equal ranges of directories (run directories hold a file or a few each).
+                let per = (b - a).div_ceil(threads);
+                let (fds, check) = (&fd_of, &check);
+                std::thread::scope(|s| {
+                    for t in 0..threads {
+                        let range = (a + t * per).min(b)..(a + (t + 1) * per).min(b);
+                        s.spawn(move || check(range, fds));
+                    }
+                });
+            }
+            for (i, _) in &held {
+                fd_of[*i] = NONE;
+            }
+            drop(held);
+            a = b;
         }
+        drop(root_fd);
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
                 "tbscope cache check: {total} stats on {threads} threads, {} directories opened; \
                  listings {:?}, stats {:?}",
-                fds.len(),
+                opened_total,
                 t1 - t0,
                 t1.elapsed()
             );
         }
-        drop(fds);
         same.load(Ordering::Relaxed)
     }
 }

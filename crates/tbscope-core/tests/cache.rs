@@ -136,3 +136,71 @@ fn damaged_manifest_is_a_warning_and_rewritten() {
     assert_eq!(cached(&root, &cache).cache_info().unwrap().status, "hit");
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// Every directory's mtime an hour back: listings taken now are settled, and a warm open can
+/// tell "nothing changed" from stats alone.
+fn settle(root: &Path) {
+    let back = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            }
+        }
+        let times = std::fs::FileTimes::new().set_modified(back);
+        std::fs::File::open(&d).unwrap().set_times(times).unwrap();
+    }
+}
+
+#[test]
+fn deferred_state_is_decoded_for_what_needs_it() {
+    use tbscope_core::cache::Need;
+    let base = tmp("deferred");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    for run in ["a", "b/c", "b/d"] {
+        std::fs::create_dir_all(root.join(run)).unwrap();
+        std::fs::write(
+            root.join(run).join("events.out.tfevents.1.x"),
+            events(run, 0..30, true),
+        )
+        .unwrap();
+    }
+    settle(&root);
+    cached(&root, &cache);
+    let plain = fresh(&root);
+
+    let mut r = Reader::with_cache(&root, opts(false, true), &cache).unwrap();
+    r.defer_cache_state();
+    r.load(&AtomicBool::new(false)).unwrap();
+    assert_eq!(r.cache_info().unwrap().status, "hit");
+    // Answered from the generation's stored tables, the state still encoded.
+    for need in [Need::RunsTable, Need::RunFacts, Need::ScalarStats] {
+        r.prepare(need).unwrap();
+    }
+    // (Columns and names: a table read back from Arrow IPC numbers its dictionaries.)
+    let same = |a: arrow_array::RecordBatch, b: arrow_array::RecordBatch| {
+        let names = |x: &arrow_array::RecordBatch| -> Vec<String> {
+            x.schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect()
+        };
+        assert_eq!(names(&a), names(&b));
+        assert_eq!(a.columns(), b.columns());
+    };
+    same(r.run_facts().unwrap(), plain.run_facts().unwrap());
+    same(r.scalar_stats().unwrap(), plain.scalar_stats().unwrap());
+    let state_used = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.series()));
+    assert!(
+        state_used.is_err(),
+        "series() before prepare(State) must not pass silently"
+    );
+    // Decoded on demand: then everything is as a fresh reader has it.
+    r.prepare(Need::Rows(Kind::Scalars)).unwrap();
+    r.prepare(Need::State).unwrap();
+    assert_eq!(snapshot(&r), snapshot(&plain));
+    std::fs::remove_dir_all(&base).unwrap();
+}

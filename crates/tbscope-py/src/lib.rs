@@ -609,10 +609,13 @@ fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> 
     tbscope_core::rewrite::commit(&src, &staging, &dst, force).map_err(rewrite_err)
 }
 
-/// An Arrow table (anything with `__arrow_c_stream__`) as CSV in pandas' format, UTF-8 bytes
-/// (see `tbscope_core::text`); ValueError for a column type it does not format.
+/// An Arrow table (anything with `__arrow_c_stream__`) as CSV in pandas' format, UTF-8 (see
+/// `tbscope_core::text`): written to the file descriptor `fd` as it is formatted (returns None),
+/// or returned as bytes. ValueError for a column type it does not format; OSError (with its
+/// errno: BrokenPipeError for a closed pipe) when writing fails.
 #[pyfunction]
-#[pyo3(signature = (table, *, header=true, chunk_rows=100_000, quote_chars=None, quote_empty=false))]
+#[pyo3(signature = (table, *, header=true, chunk_rows=100_000, quote_chars=None, quote_empty=false, fd=None))]
+#[allow(clippy::too_many_arguments)]
 fn to_csv<'py>(
     py: Python<'py>,
     table: &Bound<'py, PyAny>,
@@ -620,7 +623,8 @@ fn to_csv<'py>(
     chunk_rows: usize,
     quote_chars: Option<String>,
     quote_empty: bool,
-) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    fd: Option<i32>,
+) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
     use arrow_array::ffi_stream::RecordBatchStreamReader;
     use arrow_array::RecordBatchReader as _;
     let capsule = table.call_method0("__arrow_c_stream__")?;
@@ -646,19 +650,52 @@ fn to_csv<'py>(
         quote_empty,
     };
     let threads = tbscope_core::load::thread_count(0);
-    let parts = py
-        .detach(move || tbscope_core::text::write_csv(&names, &batches, header, &opts, threads))
+    let csv = |sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        tbscope_core::text::write_csv(&names, &batches, header, &opts, threads, sink)
+    };
+    let Some(fd) = fd else {
+        let mut parts: Vec<Vec<u8>> = Vec::new();
+        py.detach(|| {
+            csv(&mut |b| {
+                parts.push(b.to_vec());
+                Ok(())
+            })
+        })
         .map_err(PyValueError::new_err)?;
-    // Straight into the bytes object: the text of a large table is copied once.
-    let len = parts.iter().map(String::len).sum();
-    pyo3::types::PyBytes::new_with(py, len, |buf| {
-        let mut at = 0;
-        for p in &parts {
-            buf[at..at + p.len()].copy_from_slice(p.as_bytes());
-            at += p.len();
-        }
-        Ok(())
-    })
+        let len = parts.iter().map(Vec::len).sum();
+        // Straight into the bytes object: the text of a large table is copied once.
+        return pyo3::types::PyBytes::new_with(py, len, |buf| {
+            let mut at = 0;
+            for p in &parts {
+                buf[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            Ok(())
+        })
+        .map(Some);
+    };
+    use std::io::Write as _;
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: the caller's open descriptor, borrowed for the call: ManuallyDrop never closes it.
+    let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    let mut failed: Option<std::io::Error> = None;
+    let out = py.detach(|| {
+        csv(&mut |b| {
+            file.write_all(b).inspect_err(|e| {
+                failed = Some(std::io::Error::from_raw_os_error(
+                    e.raw_os_error().unwrap_or(0),
+                ));
+            })
+        })
+    });
+    match (out, failed) {
+        (Ok(()), _) => Ok(None),
+        (Err(_), Some(e)) => Err(PyOSError::new_err((
+            e.raw_os_error().unwrap_or(0),
+            e.to_string(),
+        ))),
+        (Err(msg), None) => Err(PyValueError::new_err(msg)),
+    }
 }
 
 #[pymodule]
