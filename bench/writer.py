@@ -16,6 +16,11 @@ Measured in one go, each writer into its own temporary directory:
    machine in the same state.
 
 Prints a markdown table and writes bench/results/writer.json.
+
+    .venv/bin/python bench/writer.py --histogram-runs 25
+
+repeats only part 4, each time in a fresh process, and prints every run's ratio and their
+median: one run's ratio moves by a quarter on this VM (see bench/README.md).
 """
 
 from __future__ import annotations
@@ -253,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-steps", type=int, default=20_000, help="log() steps of 100 tags for tbscope")
     ap.add_argument("--hist-repeat", type=int, default=9, help="timed add_histogram calls per tool")
     ap.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "writer.json")
+    ap.add_argument("--histogram-runs", type=int, metavar="N",
+                    help="only the add_histogram comparison, N times in fresh processes")
+    ap.add_argument("--histogram-once", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.histogram_runs is not None:
+        return histogram_runs(args.histogram_runs, args.hist_repeat)
     if args.quick:
         args.scalars, args.baseline_scalars, args.latency_calls, args.log_steps, args.hist_repeat = 50_000, 2_000, 20_000, 500, 3
 
@@ -264,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rng = np.random.default_rng(0)
     values = rng.standard_normal(1_000_000).astype(np.float32)
+    if args.histogram_once:
+        with tempfile.TemporaryDirectory(prefix="tbscope-bench-writer-") as root:
+            h = histograms(classes, values, args.hist_repeat, root)
+        print(json.dumps({name: r["median_ms"] for name, r in h.items()}))
+        return 0
     results: dict[str, Any] = {"environment": environment(), "targets": TARGETS, "results": {}}
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tbscope-bench-writer-") as root:
@@ -289,6 +304,38 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwritten to {args.out}")
+    return 0
+
+
+def _loadavg() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def histogram_runs(n: int, repeat: int) -> int:
+    """Part 4 alone, `n` times, each in a fresh process: per-run medians, ratios, and the
+    median ratio against the target."""
+    if n < 1:
+        print("--histogram-runs needs at least 1 run")
+        return 2
+    ratios = []
+    print(f"add_histogram, 1M float32 values: {n} runs of {repeat} interleaved calls per tool")
+    print("| run | tbscope (ms) | tensorboardX (ms) | ratio |\n|---:|---:|---:|---:|")
+    for i in range(n):
+        out = subprocess.run([sys.executable, __file__, "--histogram-once", "--hist-repeat", str(repeat)],
+                             check=True, capture_output=True, text=True).stdout
+        medians = json.loads(out.strip().splitlines()[-1])
+        if "tbscope" not in medians or "tensorboardX" not in medians:
+            print(f"needs tbscope and tensorboardX; got {sorted(medians)}")
+            return 1
+        ours, theirs = medians["tbscope"], medians["tensorboardX"]
+        ratios.append(theirs / ours)
+        print(f"| {i + 1} | {ours:.3f} | {theirs:.2f} | {theirs / ours:.1f}× |", flush=True)
+    med = statistics.median(ratios)
+    target = TARGETS["histogram_speedup"]
+    print(f"\nmedian ratio {med:.1f}× (range {min(ratios):.1f}–{max(ratios):.1f}×); "
+          f"{sum(r >= target for r in ratios)} of {n} runs ≥ {target:.0f}×, "
+          f"{sum(r >= 0.9 * target for r in ratios)} within 10%; "
+          f"load average at the end {_loadavg()}")
     return 0
 
 
