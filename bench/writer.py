@@ -13,7 +13,9 @@ Measured in one go, each writer into its own temporary directory:
    no batched call: their number is add_scalar per tag, the way their users write it.
 4. add_histogram of 1M float32 values: ms per call (median of several, gc.collect() before
    each), and the ratio; the tools' calls interleaved at the end of the run, so both see the
-   machine in the same state.
+   machine in the same state. Then the same comparison in --hist-processes fresh processes
+   (15 by default): one run's ratio moves by a quarter on this VM, so the target's verdict is
+   the median of those runs' ratios.
 
 Prints a markdown table and writes bench/results/writer.json.
 
@@ -244,7 +246,16 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     if "tensorboardX" in r:
         speedup = r["tensorboardX"]["histogram"]["median_ms"] / ours["histogram"]["median_ms"]
         results["histogram_speedup_vs_tensorboardX"] = speedup
-        out.append(("add_histogram(1M) ≥ 20× faster than tensorboardX", f"{speedup:.0f}×",
+        measured = f"{speedup:.1f}×"
+        ratios = results.get("histogram_runs", {}).get("ratios")
+        if ratios:
+            # One run's ratio moves by a quarter on this VM: the verdict is the median of
+            # the fresh-process runs, the in-process run above is one of many.
+            speedup = statistics.median(ratios)
+            results["histogram_speedup_median"] = speedup
+            measured = (f"{speedup:.1f}× (median of {len(ratios)} runs, "
+                        f"{min(ratios):.1f}–{max(ratios):.1f}×; the run above {measured})")
+        out.append(("add_histogram(1M) ≥ 20× faster than tensorboardX", measured,
                     speedup >= TARGETS["histogram_speedup"]))
     return out
 
@@ -260,12 +271,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "writer.json")
     ap.add_argument("--histogram-runs", type=int, metavar="N",
                     help="only the add_histogram comparison, N times in fresh processes")
+    ap.add_argument("--hist-processes", type=int, default=15, metavar="N",
+                    help="after the full run, the add_histogram comparison N more times in fresh "
+                         "processes; the target's verdict is their median ratio (0: skip)")
     ap.add_argument("--histogram-once", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.histogram_runs is not None:
         return histogram_runs(args.histogram_runs, args.hist_repeat)
     if args.quick:
         args.scalars, args.baseline_scalars, args.latency_calls, args.log_steps, args.hist_repeat = 50_000, 2_000, 20_000, 500, 3
+        args.hist_processes = 0
 
     try:
         classes = writers()
@@ -296,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         print("add_histogram, the tools in turn ...", flush=True)
         for name, h in histograms(classes, values, args.hist_repeat, root).items():
             results["results"][name]["histogram"] = h
+    if args.hist_processes > 0 and "tensorboardX" in classes:
+        print(f"add_histogram, {args.hist_processes} more runs in fresh processes ...", flush=True)
+        runs = histogram_samples(args.hist_processes, args.hist_repeat)
+        results["histogram_runs"] = {"medians_ms": runs,
+                                     "ratios": [x["tensorboardX"] / x["tbscope"] for x in runs]}
     results["elapsed_s"] = time.perf_counter() - t_start
     results["environment"]["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     table = render(results)
@@ -311,25 +331,38 @@ def _loadavg() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
+def histogram_samples(n: int, repeat: int, show: Callable[[int, dict[str, float]], None] | None = None
+                      ) -> list[dict[str, float]]:
+    """Part 4 alone in `n` fresh processes: each run's median ms per tool."""
+    out = []
+    for i in range(n):
+        text = subprocess.run([sys.executable, __file__, "--histogram-once", "--hist-repeat", str(repeat)],
+                              check=True, capture_output=True, text=True).stdout
+        medians = json.loads(text.strip().splitlines()[-1])
+        out.append(medians)
+        if show:
+            show(i, medians)
+    return out
+
+
 def histogram_runs(n: int, repeat: int) -> int:
-    """Part 4 alone, `n` times, each in a fresh process: per-run medians, ratios, and the
-    median ratio against the target."""
+    """`--histogram-runs`: per-run medians and ratios, and the median ratio against the target."""
     if n < 1:
         print("--histogram-runs needs at least 1 run")
         return 2
-    ratios = []
+    try:
+        import tensorboardX  # noqa: F401
+    except ImportError:
+        print("the comparison needs tensorboardX (pip install -c constraints.txt tensorboardX)")
+        return 2
     print(f"add_histogram, 1M float32 values: {n} runs of {repeat} interleaved calls per tool")
     print("| run | tbscope (ms) | tensorboardX (ms) | ratio |\n|---:|---:|---:|---:|")
-    for i in range(n):
-        out = subprocess.run([sys.executable, __file__, "--histogram-once", "--hist-repeat", str(repeat)],
-                             check=True, capture_output=True, text=True).stdout
-        medians = json.loads(out.strip().splitlines()[-1])
-        if "tbscope" not in medians or "tensorboardX" not in medians:
-            print(f"needs tbscope and tensorboardX; got {sorted(medians)}")
-            return 1
-        ours, theirs = medians["tbscope"], medians["tensorboardX"]
-        ratios.append(theirs / ours)
-        print(f"| {i + 1} | {ours:.3f} | {theirs:.2f} | {theirs / ours:.1f}× |", flush=True)
+
+    def show(i: int, m: dict[str, float]) -> None:
+        print(f"| {i + 1} | {m['tbscope']:.3f} | {m['tensorboardX']:.2f} | "
+              f"{m['tensorboardX'] / m['tbscope']:.1f}× |", flush=True)
+
+    ratios = [m["tensorboardX"] / m["tbscope"] for m in histogram_samples(n, repeat, show)]
     med = statistics.median(ratios)
     target = TARGETS["histogram_speedup"]
     print(f"\nmedian ratio {med:.1f}× (range {min(ratios):.1f}–{max(ratios):.1f}×); "
