@@ -706,14 +706,25 @@ impl Tables {
     }
 }
 
+/// One file's placed scalar rows and what finishing them needs.
+pub struct FileRows<'a> {
+    pub rows: (usize, usize),
+    pub tag_map: &'a [i32],
+    pub run: i32,
+    pub file: i32,
+}
+
 /// [`Tables::finish_rows`] for placed scalars, every file at once: `jobs` are each file's
 /// row range (in order, covering all rows), tag map, run and file id. Files are finished side
 /// by side when called on a worker pool.
-pub fn finish_placed(
-    p: &mut PlacedScalars,
-    jobs: &[((usize, usize), &[i32], i32, i32)],
-    provenance: bool,
-) {
+pub fn finish_placed(p: &mut PlacedScalars, jobs: &[FileRows<'_>], provenance: bool) {
+    /// A file's slices of the tag, run and file columns, with its job.
+    struct Piece<'c, 'j> {
+        tag: &'c mut [i32],
+        run: &'c mut [i32],
+        file: &'c mut [i32],
+        job: &'j FileRows<'j>,
+    }
     let n = p.len();
     // Zeroed allocations come straight from the kernel, untouched: each piece below backs
     // its own pages.
@@ -724,7 +735,8 @@ pub fn finish_placed(
     let mut file = p.file.as_mut_slice();
     let mut pieces = Vec::with_capacity(jobs.len());
     let mut at = 0;
-    for &((a, b), map, r, f) in jobs {
+    for job in jobs {
+        let (a, b) = job.rows;
         debug_assert_eq!(a, at, "placed files finished out of order");
         let len = b - a;
         let (t, tr) = std::mem::take(&mut tag).split_at_mut(len);
@@ -735,21 +747,27 @@ pub fn finish_placed(
             (&mut [][..], &mut [][..])
         };
         (tag, run, file) = (tr, ur, vr);
-        pieces.push((t, u, v, map, r, f));
+        pieces.push(Piece {
+            tag: t,
+            run: u,
+            file: v,
+            job,
+        });
         at = b;
     }
     debug_assert_eq!(at, n, "placed rows not all finished");
-    let fill = |(t, u, v, map, r, f): (&mut [i32], &mut [i32], &mut [i32], &[i32], i32, i32)| {
+    let fill = |p: Piece<'_, '_>| {
+        let map = p.job.tag_map;
         if !map.iter().enumerate().all(|(i, &m)| m == i as i32) {
-            for x in t.iter_mut() {
+            for x in p.tag.iter_mut() {
                 *x = map[*x as usize];
             }
         }
-        populate(u.as_ptr() as usize, std::mem::size_of_val(u));
-        u.fill(r);
+        populate(p.run.as_ptr() as usize, std::mem::size_of_val(p.run));
+        p.run.fill(p.job.run);
         if provenance {
-            populate(v.as_ptr() as usize, std::mem::size_of_val(v));
-            v.fill(f);
+            populate(p.file.as_ptr() as usize, std::mem::size_of_val(p.file));
+            p.file.fill(p.job.file);
         }
     };
     if rayon::current_thread_index().is_some() {

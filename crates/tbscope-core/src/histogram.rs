@@ -1706,21 +1706,35 @@ mod tests {
         let vals = vec![0.5f32; PARALLEL_MIN + 1];
         histogram(Values::F32(&vals), None, None).unwrap();
         mailbox().expect("the helper thread starts");
-        let mut found = false;
-        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-            if comm.trim() != "tbscope-histogr" {
-                continue;
+        // The thread names itself and asks for its slice when it first runs, which on a busy
+        // machine can be after the call above returned: look again until it has.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let mut seen = None;
+            for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if comm.trim() == "tbscope-histogr" {
+                    seen =
+                        Some(std::fs::read_to_string(t.path().join("sched")).unwrap_or_default());
+                }
             }
-            found = true;
-            let sched = std::fs::read_to_string(t.path().join("sched")).unwrap_or_default();
-            let Some(line) = sched.lines().find(|l| l.starts_with("se.slice")) else {
-                return; // an older kernel (or no sched debug file): nothing to check
-            };
-            let slice: u64 = line.split(':').nth(1).unwrap().trim().parse().unwrap();
-            assert_eq!(slice, 100_000, "{line}");
+            if let Some(sched) = seen {
+                let Some(line) = sched.lines().find(|l| l.starts_with("se.slice")) else {
+                    return; // an older kernel (or no sched debug file): nothing to check
+                };
+                let slice: u64 = line.split(':').nth(1).unwrap().trim().parse().unwrap();
+                if slice == 100_000 {
+                    return;
+                }
+                assert!(std::time::Instant::now() < deadline, "{line}");
+            } else {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no thread named tbscope-histogr"
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        assert!(found, "no thread named tbscope-histogr");
     }
 
     #[test]

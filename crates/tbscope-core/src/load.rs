@@ -16,8 +16,8 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::columns::{
-    binary_array, finish_placed, populate, string_array, to_batch, Dicts, PlacedScalars, Scalars,
-    Tables,
+    binary_array, finish_placed, populate, string_array, to_batch, Dicts, FileRows, PlacedScalars,
+    Scalars, Tables,
 };
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
@@ -521,9 +521,14 @@ impl Reader {
                     }
                     // A pair's shared scalar columns: every file at once, side by side.
                     if let Some(p) = t.scalars.placed.as_mut() {
-                        let js: Vec<_> = jobs
+                        let js: Vec<FileRows> = jobs
                             .iter()
-                            .map(|j| (j.rows[0], &j.tag_map[..], j.run, j.file))
+                            .map(|j| FileRows {
+                                rows: j.rows[0],
+                                tag_map: &j.tag_map,
+                                run: j.run,
+                                file: j.file,
+                            })
                             .collect();
                         finish_placed(p, &js, provenance);
                     }
@@ -638,7 +643,7 @@ impl Reader {
         let parse = |g: usize| -> Parsed {
             let (a, b, _) = ranges[g];
             match dests.get(g / 2) {
-                Some(dest) => place(&work[a..b], g % 2 == 0, dest, opts, known, cancel),
+                Some(dest) => place(&work[a..b], g.is_multiple_of(2), dest, opts, known, cancel),
                 None => {
                     let (t, cs) = one(&ranges[g]);
                     Parsed {
@@ -1373,10 +1378,7 @@ fn place(
             let rows = t.rows();
             if rows[1..].iter().any(|&r| r > 0) {
                 let base = tables.rows();
-                for k in 1..8 {
-                    let (a, b) = chunk.rows[k];
-                    chunk.rows[k] = (a + base[k], b + base[k]);
-                }
+                rebase(&mut chunk.rows, &base);
                 if base.iter().all(|&r| r == 0) {
                     tables = t;
                 } else {
@@ -1384,8 +1386,8 @@ fn place(
                 }
             } else {
                 let base = tables.rows();
-                for k in 1..8 {
-                    chunk.rows[k] = (base[k], base[k]);
+                for (r, &b) in chunk.rows.iter_mut().zip(&base).skip(1) {
+                    *r = (b, b);
                 }
             }
             chunks.push((chunk, piece));
@@ -1412,6 +1414,14 @@ fn place(
     }
 }
 
+/// Moves a chunk's row ranges of every kind but scalars (whose rows are placed) up by `base`,
+/// the rows of those kinds before its tables.
+fn rebase(rows: &mut [(usize, usize); 8], base: &[usize; 8]) {
+    for (r, &b) in rows.iter_mut().zip(base).skip(1) {
+        *r = (r.0 + b, r.1 + b);
+    }
+}
+
 /// A pair's results as one group: the shared scalar columns (or, when some rows did not fit,
 /// ordinary columns holding every row in order), the non-scalar tables of both, and the
 /// chunks with row ranges into them.
@@ -1429,10 +1439,7 @@ fn join_pair(
         .chunks
         .into_iter()
         .chain(second.chunks.into_iter().map(|(mut c, p)| {
-            for k in 1..8 {
-                let (a, b) = c.rows[k];
-                c.rows[k] = (a + base[k], b + base[k]);
-            }
+            rebase(&mut c.rows, &base);
             (c, p)
         }))
         .collect();

@@ -96,13 +96,12 @@ impl Default for RewriteOptions {
 
 impl RewriteOptions {
     fn step_dropped(&self, step: i64) -> bool {
-        self.drop_steps.is_some_and(|(lo, hi)| {
-            lo.map_or(true, |lo| step >= lo) && hi.map_or(true, |hi| step < hi)
-        })
+        self.drop_steps
+            .is_some_and(|(lo, hi)| lo.is_none_or(|lo| step >= lo) && hi.is_none_or(|hi| step < hi))
     }
 
     fn tag_wanted(&self, tag: &str) -> bool {
-        self.tags.as_ref().map_or(true, |re| re.is_match(tag))
+        self.tags.as_ref().is_none_or(|re| re.is_match(tag))
             && !self.drop_tags.as_ref().is_some_and(|re| re.is_match(tag))
     }
 }

@@ -583,7 +583,7 @@ pub fn push_repr(out: &mut String, x: f64) {
         let int_len = exp as usize + 1;
         if digits.len() <= int_len {
             out.push_str(digits);
-            out.extend(std::iter::repeat('0').take(int_len - digits.len()));
+            out.extend(std::iter::repeat_n('0', int_len - digits.len()));
             out.push_str(".0");
         } else {
             out.push_str(&digits[..int_len]);
@@ -592,7 +592,7 @@ pub fn push_repr(out: &mut String, x: f64) {
         }
     } else {
         out.push_str("0.");
-        out.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+        out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
         out.push_str(digits);
     }
 }

@@ -411,7 +411,7 @@ fn zero_filled_hole_in_the_middle() {
 fn zero_extended_tail() {
     let (mut bytes, exp) = clean(3);
     let end = bytes.len() as u64;
-    bytes.extend(std::iter::repeat(0u8).take(4096));
+    bytes.extend(std::iter::repeat_n(0u8, 4096));
     let (rows, report) = read(&bytes, true);
     assert_eq!(row_keys(&rows), expected_rows(&exp));
     let got: Vec<_> = report
