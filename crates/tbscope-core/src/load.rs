@@ -565,7 +565,8 @@ impl Reader {
     }
 
     /// Parses segments on `threads` workers, each taking a contiguous run of them (balanced by
-    /// bytes) into tables of its own, so rows come out in order without being copied again.
+    /// bytes), so rows come out in file order. Workers in pairs share their scalar columns
+    /// (see [`place`]); one pair's result per group, an unpaired worker's tables of its own.
     fn parse_groups(
         &self,
         work: &[Segment],
