@@ -50,6 +50,13 @@ pub(crate) fn populate(start: usize, bytes: usize) {
     let _ = (start, bytes);
 }
 
+/// Reserves room for `n` more rows if the system gives that much address space, and nothing
+/// otherwise: reservations are sized for the smallest records of a whole logdir, which for one
+/// of hundreds of gigabytes is more than a machine's memory, and the columns can still grow.
+pub fn reserve<T>(v: &mut Vec<T>, n: usize) {
+    let _ = v.try_reserve(n);
+}
+
 /// Runs `a` and `b` side by side when called on a worker pool's thread, one after the other
 /// otherwise (never starting rayon's global pool, which would not survive a fork).
 pub fn both(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
@@ -152,11 +159,11 @@ impl Common {
     }
     /// Reserves a per-file chunk's columns (no run or file columns there).
     pub fn reserve_chunk(&mut self, n: usize, provenance: bool) {
-        self.tag.reserve(n);
-        self.step.reserve(n);
-        self.wall.reserve(n);
+        reserve(&mut self.tag, n);
+        reserve(&mut self.step, n);
+        reserve(&mut self.wall, n);
         if provenance {
-            self.offset.reserve(n);
+            reserve(&mut self.offset, n);
         }
     }
 }
@@ -1198,4 +1205,21 @@ pub fn string_array(v: impl IntoIterator<Item = String>) -> ArrayRef {
 
 pub fn binary_array<'a>(v: impl IntoIterator<Item = &'a [u8]>) -> ArrayRef {
     Arc::new(BinaryArray::from_iter_values(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reservation the system cannot give (here: more than the address space) is skipped,
+    /// not a panic or an abort; the columns still take rows.
+    #[test]
+    fn impossible_reservations_are_skipped() {
+        let mut s = Scalars::default();
+        s.c.reserve_chunk(usize::MAX / 4, true);
+        reserve(&mut s.value, usize::MAX / 4);
+        s.c.push(0, 1, 2.0, Some(3));
+        s.value.push(4.0);
+        assert_eq!((s.c.len(), s.value.len()), (1, 1));
+    }
 }

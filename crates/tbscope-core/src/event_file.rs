@@ -304,7 +304,7 @@ pub fn read_file_into(
         // columns never reallocate. Untouched capacity costs address space, not memory.
         let rows = ((stop - start.offset) / 40) as usize;
         p.tables.scalars.c.reserve_chunk(rows, opts.provenance);
-        p.tables.scalars.value.reserve(rows);
+        crate::columns::reserve(&mut p.tables.scalars.value, rows);
     }
     if size == 0 {
         p.problem(
