@@ -765,9 +765,10 @@ impl Cached {
         )
     }
 
-    /// The rows of one batch the view selects: run and tag through their dictionaries, then
-    /// the step range. Filtered batches get compacted dictionaries, as a filtered read has.
-    fn select(&self, b: &RecordBatch) -> Result<Option<RecordBatch>> {
+    /// Which rows of a batch keyed by (run, tag) dictionaries (columns 0 and 1) the view's run
+    /// and tag filters keep, each pattern matched once per dictionary value; None when no
+    /// filter leaves anything out.
+    fn run_tag_mask(&self, b: &RecordBatch) -> Option<Vec<bool>> {
         let v = &self.view;
         let mut mask: Option<Vec<bool>> = None;
         for (col, re) in [(0, &v.runs), (1, &v.tags)] {
@@ -790,6 +791,14 @@ impl Cached {
                 }
             }
         }
+        mask
+    }
+
+    /// The rows of one batch the view selects: run and tag through their dictionaries, then
+    /// the step range. Filtered batches get compacted dictionaries, as a filtered read has.
+    fn select(&self, b: &RecordBatch) -> Result<Option<RecordBatch>> {
+        let v = &self.view;
+        let mut mask = self.run_tag_mask(b);
         if v.has_steps() {
             let steps = b.column(2).as_primitive::<Int64Type>().values();
             match &mut mask {
@@ -1067,26 +1076,7 @@ impl Cached {
     /// The rows of a table keyed by (run, tag) dictionaries that the view's run and tag
     /// filters select, dictionaries compacted; None when no row is selected.
     fn select_series(&self, b: &RecordBatch) -> Result<Option<RecordBatch>> {
-        let v = &self.view;
-        let mut mask: Option<Vec<bool>> = None;
-        for (col, re) in [(0, &v.runs), (1, &v.tags)] {
-            let Some(re) = re else { continue };
-            let dict = b.column(col).as_dictionary::<Int32Type>();
-            let values = dict.values().as_string::<i32>();
-            let ok: Vec<bool> = (0..values.len())
-                .map(|i| re.is_match(values.value(i)))
-                .collect();
-            let keys = dict.keys().values();
-            match &mut mask {
-                None => mask = Some(keys.iter().map(|&k| ok[k as usize]).collect()),
-                Some(m) => {
-                    for (x, &k) in m.iter_mut().zip(keys.iter()) {
-                        *x &= ok[k as usize];
-                    }
-                }
-            }
-        }
-        let Some(m) = mask else {
+        let Some(m) = self.run_tag_mask(b) else {
             return Ok(Some(b.clone()));
         };
         if !m.iter().any(|&x| x) {

@@ -661,14 +661,7 @@ impl Tables {
             file: i32,
             provenance: bool,
         ) {
-            // A file whose tags were first seen in this order (every file but the first of a
-            // sweep of identical runs) maps them to themselves: no pass over its rows needed.
-            let identity = tag_map.iter().enumerate().all(|(i, &t)| t == i as i32);
-            if !identity {
-                for t in &mut c.tag[a..b] {
-                    *t = tag_map[*t as usize];
-                }
-            }
+            renumber(&mut c.tag[a..b], tag_map);
             if c.run.capacity() - c.run.len() < b - a {
                 c.run
                     .reserve(c.tag.capacity().max(c.run.len() + b - a) - c.run.len());
@@ -710,6 +703,18 @@ impl Tables {
         fix(&mut self.blobs.b.c, rows[6], tag_map, run, file, provenance);
         blob_files(&mut self.blobs.b, rows[6]);
         fix(&mut self.tensors.c, rows[7], tag_map, run, file, provenance);
+    }
+}
+
+/// Renumbers one file's tag ids (file-local) into the logdir's, in place.
+fn renumber(tags: &mut [i32], tag_map: &[i32]) {
+    // A file whose tags were first seen in this order (every file but the first of a sweep of
+    // identical runs) maps them to themselves: no pass over its rows needed.
+    if tag_map.iter().enumerate().all(|(i, &t)| t == i as i32) {
+        return;
+    }
+    for t in tags {
+        *t = tag_map[*t as usize];
     }
 }
 
@@ -764,12 +769,7 @@ pub fn finish_placed(p: &mut PlacedScalars, jobs: &[FileRows<'_>], provenance: b
     }
     debug_assert_eq!(at, n, "placed rows not all finished");
     let fill = |p: Piece<'_, '_>| {
-        let map = p.job.tag_map;
-        if !map.iter().enumerate().all(|(i, &m)| m == i as i32) {
-            for x in p.tag.iter_mut() {
-                *x = map[*x as usize];
-            }
-        }
+        renumber(p.tag, p.job.tag_map);
         populate(p.run.as_ptr() as usize, std::mem::size_of_val(p.run));
         p.run.fill(p.job.run);
         if provenance {
