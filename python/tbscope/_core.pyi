@@ -48,6 +48,7 @@ class NativeReader:
         provenance: bool = False,
         threads: int = 0,
         cache_dir: str | PathLike[str] | None = None,
+        tail_timeout: float = 600.0,
     ) -> NativeReader: ...
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""

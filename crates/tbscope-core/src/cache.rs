@@ -131,6 +131,7 @@ pub(crate) fn split_options(opts: ReaderOptions) -> (ReaderOptions, View) {
         restarts: opts.restarts,
         threads: opts.threads,
         step_lo: opts.step_lo,
+        tail_timeout: opts.tail_timeout,
     };
     (base, view)
 }
@@ -699,7 +700,7 @@ fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Ch
                 {
                     return Change::Stale;
                 }
-                if grew || f.failed || m.modified().ok() != f.mtime {
+                if grew || f.failed || f.pending || m.modified().ok() != f.mtime {
                     change = Change::Appended;
                 }
             }
@@ -2469,7 +2470,9 @@ fn encode_manifest(
             let (secs, nanos) = f.mtime.map_or((0, 0), time_parts);
             e.i(secs);
             e.u(nanos);
-            e.flag(f.failed);
+            // Pending tails too: either way the next open must plan the file, not take the
+            // fast "nothing changed" path.
+            e.flag(f.failed || f.pending);
         }
     }
     let mut st_enc = Enc::default();
@@ -3037,9 +3040,12 @@ fn decode_state(
                 ino: f.ino,
                 records,
                 tail,
+                // The index's flag also marks a pending tail (see `encode`): a file with a
+                // tail is looked at again once it is final, one without is retried.
+                pending: f.failed && tail > 0,
                 file_version,
                 writer,
-                failed: f.failed,
+                failed: f.failed && tail == 0,
             });
         }
         let nt = d.n()?;

@@ -102,7 +102,7 @@ impl NativeReader {
     #[new]
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
-                        cache_dir=None))]
+                        cache_dir=None, tail_timeout=600.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
@@ -117,7 +117,19 @@ impl NativeReader {
         provenance: bool,
         threads: usize,
         cache_dir: Option<PathBuf>,
+        tail_timeout: f64,
     ) -> PyResult<Self> {
+        let tail_timeout = if tail_timeout == f64::INFINITY {
+            // Never final by age (a newer file in the run still makes it final).
+            Ok(std::time::Duration::MAX)
+        } else {
+            std::time::Duration::try_from_secs_f64(tail_timeout)
+        }
+        .map_err(|_| {
+            PyValueError::new_err(format!(
+                "tail_timeout={tail_timeout} is not a number of seconds >= 0; use 0 to read every file as finished"
+            ))
+        })?;
         let restarts = match restarts {
             "all" => Restarts::All,
             "preempt" => Restarts::Preempt,
@@ -150,6 +162,7 @@ impl NativeReader {
             restarts,
             threads,
             step_lo: if preempt { step_lo } else { None },
+            tail_timeout,
         };
         let reader = match cache_dir {
             Some(dir) => Reader::with_cache(&path, opts, &dir).map(|mut r| {
