@@ -35,7 +35,7 @@ log = logging.getLogger("tbscope")
 #: Exit statuses, shared by ``--help`` and the generated reference.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success (check: no data lost; clean: every selected run was handled)"),
-    (1, "check found lost data, clean could not remove a run, rewrite's output did not verify, or reading failed (I/O error, missing optional package)"),
+    (1, "check found lost data (with --strict, also a warning such as a stopped tail), clean could not remove a run, rewrite's output did not verify, or reading failed (I/O error, missing optional package)"),
     (2, "bad usage: unknown command or option, bad value or glob, SQL error, a path that does not exist, or an output that exists"),
 )
 
@@ -684,24 +684,31 @@ def tags_command(
 @click.argument("logdir", type=click.Path())
 @_filters(tags=False, kinds=False, steps=False)
 @click.option("--strict-crc/--no-verify", "verify", default=True, help="Check data CRCs (default) or skip them; length CRCs are always checked.")
+@click.option("--final", is_flag=True, help="Read every file as finished, even one written to within --tail-timeout: a record cut short is then a torn record or a stopped tail, not a pending tail.")
+@click.option("--strict", is_flag=True, help="Also exit with 1 on warnings, such as a stopped tail (a record lost where a writer stopped).")
+@click.option("--tail-timeout", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="How long after its last change the newest file of a run may still be written.")
 @_format
-def check(logdir: str, runs: tuple[str, ...], verify: bool, fmt: str) -> None:
+def check(logdir: str, runs: tuple[str, ...], verify: bool, final: bool, strict: bool, tail_timeout: float, fmt: str) -> None:
     """Report corrupt records, unusable values and truncated files under LOGDIR.
 
-    Exits with 1 when data was lost: a corrupt record, an unusable value or a file that could
-    not be read. A truncated tail alone (a file still being written) does not count. csv and
-    json print one row per problem: run, file, severity, offset, length, reason.
+    Exits with 1 when data was lost: a corrupt record (a torn record followed by whole records
+    among them), an unusable value or a file that could not be read. A pending tail (the newest
+    file of a run, changed within --tail-timeout, ends inside a record) does not count, nor
+    does a stopped tail (a file no longer written ends inside a record: a warning) unless
+    --strict is given. csv and json print one row per problem: run, file, severity, offset,
+    length, reason.
 
     \b
     Examples:
       tbscope check runs/
+      tbscope check runs/ --final --strict
       tbscope check runs/ --format json
     """
     import pandas as pd
 
     from tbscope.reader import scan
 
-    lg = scan(logdir, verify=verify, **_scan_args(runs))
+    lg = scan(logdir, verify=verify, tail_timeout=0.0 if final else tail_timeout, **_scan_args(runs))
     _read(lg)
     info = lg.run_info().to_pandas()
     report = lg.report
@@ -720,7 +727,7 @@ def check(logdir: str, runs: tuple[str, ...], verify: bool, fmt: str) -> None:
     else:
         df = pd.DataFrame([p.__dict__ for p in report.problems], columns=["run", "file", "severity", "offset", "length", "reason"])
         _emit(df, fmt)
-    if not report.ok:
+    if not report.ok or (strict and report.by_severity("warning")):
         sys.exit(1)
 
 

@@ -33,6 +33,8 @@ class Problem:
     run: str
     file: str
     severity: str  # "corrupt" | "error" | "warning" | "truncated" | "info"
+    # A pending tail is "truncated"; a stopped tail is a "warning" whose reason starts with
+    # "stopped tail" (see docs/robustness.md).
     offset: int
     length: int
     reason: str
@@ -48,8 +50,10 @@ class Report:
     """What could not be read cleanly.
 
     Severities: ``corrupt`` (bytes or values skipped: data lost), ``error`` (a file or directory
-    could not be read), ``warning`` (data kept but suspect, e.g. a NaN wall time), ``truncated``
-    (a file ends inside a record: normal while a writer is writing) and ``info``.
+    could not be read), ``warning`` (data kept but suspect, e.g. a NaN wall time, or a stopped
+    tail: a file no longer written ends inside a record, one record lost), ``truncated`` (a
+    pending tail: a file that may still be written ends inside a record, read again on reload)
+    and ``info``.
     """
 
     problems: tuple[Problem, ...]
@@ -461,6 +465,7 @@ def scan(
     threads: int | None = None,
     max_record_bytes: int = 256 << 20,
     cache: Cache = None,
+    tail_timeout: float = 600.0,
 ) -> Logdir:
     """Open a logdir, an event file or a directory tree of runs, lazily.
 
@@ -473,7 +478,9 @@ def scan(
     steps: ``(start, stop)``, half-open; either may be None.
     restarts: ``"all"`` keeps every record; ``"preempt"`` applies TensorBoard's rule (a record
         at step s drops earlier records of its series with step >= s).
-    strict: raise :class:`CorruptRecordError` instead of skipping and reporting bad data.
+    strict: raise :class:`CorruptRecordError` instead of skipping and reporting bad data. Every
+        file is then read as finished (as with ``tail_timeout=0``), so a record cut short at
+        the end of a file is a stopped tail, which raises too.
     verify: check data CRCs (length CRCs are always checked).
     provenance: add ``file`` and ``offset`` columns to every table.
     threads: worker threads; default ``TBSCOPE_NUM_THREADS`` or the number of CPUs.
@@ -481,6 +488,11 @@ def scan(
         (``$TBSCOPE_CACHE_DIR``, else ``~/.cache/tbscope``, one subdirectory per logdir), so that
         scanning it again reads only what was written since; a path puts the cache there. The
         cache holds the whole logdir: any filters are answered from it. See ``docs/cache.md``.
+    tail_timeout: seconds after its last change during which the newest event file of a run may
+        still be written. A record running past the end of such a file is a pending tail: no
+        rows, read again on reload. Afterwards (or once a newer file appears in the run) it is
+        a torn record: corruption when whole records follow it, which are then read, or a
+        stopped tail. ``0`` reads every file as finished. See ``docs/robustness.md``.
 
     >>> import tbscope
     >>> logdir = tbscope.scan("runs/", tags="loss*")  # doctest: +SKIP
@@ -488,6 +500,8 @@ def scan(
     """
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError("threads= takes a positive int (or None for all CPUs)")
+    if isinstance(tail_timeout, bool) or not isinstance(tail_timeout, (int, float)) or not tail_timeout >= 0:
+        raise ValueError(f"tail_timeout= takes a number of seconds >= 0 (0: every file is finished), not {tail_timeout!r}")
     kl = kinds_list(kinds)
     if kl is not None:
         bad = [k for k in kl if k not in KINDS]
@@ -508,6 +522,8 @@ def scan(
         max_record_bytes=max_record_bytes,
         provenance=provenance,
         threads=threads or 0,
+        # strict=True asks for the final answer about every torn record.
+        tail_timeout=0.0 if strict else float(tail_timeout),
     )
     if cache_dir is not None:
         # Left out otherwise, so readers built from these arguments stay as before.

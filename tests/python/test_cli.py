@@ -152,6 +152,34 @@ def test_check_truncated_is_not_data_loss(truncated):
     assert "truncated" in r.output and NAME in r.output
 
 
+def test_check_stopped_tail_fails_only_with_strict(truncated):
+    # Just written: a pending tail, whatever --strict says.
+    assert run("check", str(truncated), "--strict").exit_code == 0
+    # Read as finished: the cut record is a stopped tail, a warning.
+    for final in (["--final"], ["--tail-timeout", "0"]):
+        r = run("check", str(truncated), *final)
+        assert r.exit_code == 0, r.output
+        assert "stopped tail" in r.output
+        r = run("check", str(truncated), *final, "--strict")
+        assert r.exit_code == 1, r.output
+
+
+def test_check_torn_record_is_data_loss_once_final(tmp_path):
+    records = [frame(scalar_event("loss", s, float(s))) for s in range(6)]
+    big = frame(scalar_event("x" * 4000, 9, 1.0))
+    at = len(b"".join(records[:3]))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / NAME).write_bytes(b"".join(records[:3]) + big[:50] + b"".join(records[3:]))
+    r = run("check", str(tmp_path))
+    assert r.exit_code == 0, r.output  # may still be written: a pending tail
+    assert "truncated" in r.output
+    r = run("check", str(tmp_path), "--final", "--format", "json")
+    assert r.exit_code == 1, r.output
+    rows = json.loads(r.output)
+    assert [(p["severity"], p["offset"], p["length"]) for p in rows] == [("corrupt", at, 50)]
+    assert rows[0]["reason"].startswith("torn record")
+
+
 def test_check_corrupt(corrupt):
     r = run("check", str(corrupt))
     assert r.exit_code == 1
