@@ -201,6 +201,49 @@ pub enum Step<'a> {
     End,
 }
 
+/// The first position from `from` where a header's length CRC holds and its length is at most
+/// `max_len`, while 12 bytes remain. Resynchronisation spends most of its time here.
+#[inline]
+fn next_header(buf: &[u8], from: usize, max_len: u64) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: the CPU supports SSE 4.2, checked just above.
+            return unsafe { next_header_sse42(buf, from, max_len) };
+        }
+    }
+    next_header_with(buf, from, max_len, |v| masked_crc32c(&v.to_le_bytes()))
+}
+
+/// [`next_header`] compiled for SSE 4.2, so the length CRC is one inlined instruction.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn next_header_sse42(buf: &[u8], from: usize, max_len: u64) -> Option<usize> {
+    // SAFETY (of the closure's call): this function only runs on CPUs with SSE 4.2.
+    next_header_with(buf, from, max_len, |v| unsafe {
+        crate::masked_crc::masked_crc_u64_sse42(v)
+    })
+}
+
+#[inline(always)]
+fn next_header_with(
+    buf: &[u8],
+    from: usize,
+    max_len: u64,
+    crc: impl Fn(u64) -> u32,
+) -> Option<usize> {
+    let mut p = from;
+    while p + HEADER_LEN <= buf.len() {
+        let len = le_u64(&buf[p..]);
+        // The cheap test first: lengths of random bytes are mostly far above any cap.
+        if len <= max_len && crc(len) == le_u32(&buf[p + 8..]) {
+            return Some(p);
+        }
+        p += 1;
+    }
+    None
+}
+
 /// The payload of a framed record from [`Step::Record`].
 #[inline]
 pub fn payload(framed: &[u8]) -> &[u8] {
@@ -234,8 +277,9 @@ impl Default for WalkOptions {
 const KEEP: usize = 16;
 /// Spacing of the running CRCs kept while resynchronising.
 const STEP: u64 = 16;
-/// Candidate payloads up to this long are checked directly.
-const DIRECT: usize = 64;
+/// Candidate payloads up to this long are checked directly (no more than the two lookups of
+/// running CRCs would cost).
+const DIRECT: usize = 16;
 
 /// Running CRC-32Cs from one anchor, every [`STEP`] bytes: the data CRC of a candidate record
 /// found while resynchronising is then two lookups and a shift ([`crate::masked_crc::crc32c_shift`])
@@ -246,8 +290,52 @@ const DIRECT: usize = 64;
 struct Prefix {
     anchor: u64,
     ck: Vec<u32>,
-    /// The last shift operator and its length: crafted headers tend to repeat one length.
-    op: Option<(u64, u32)>,
+    shift: Shift,
+}
+
+/// The shift for the last length asked for: crafted headers tend to repeat one length, and a
+/// length used often gets byte tables (four lookups instead of a 32-step multiplication).
+#[derive(Debug, Default)]
+struct Shift {
+    len: u64,
+    op: u32,
+    uses: u32,
+    tables: Option<Box<[[u32; 256]; 4]>>,
+}
+
+impl Shift {
+    fn apply(&mut self, crc: u32, n: u64) -> u32 {
+        if self.op == 0 || self.len != n {
+            self.len = n;
+            self.op = shift_operator(n);
+            self.uses = 0;
+            self.tables = None;
+        }
+        if let Some(t) = &self.tables {
+            let b = crc.to_le_bytes();
+            return t[0][b[0] as usize]
+                ^ t[1][b[1] as usize]
+                ^ t[2][b[2] as usize]
+                ^ t[3][b[3] as usize];
+        }
+        self.uses += 1;
+        if self.uses >= 64 {
+            // The shift is linear in `crc`: a table per byte, each entry the XOR of the
+            // entries for its bits.
+            let mut t = Box::new([[0u32; 256]; 4]);
+            for (k, row) in t.iter_mut().enumerate() {
+                for bit in 0..8 {
+                    row[1 << bit] = apply_shift(self.op, 1 << (8 * k + bit));
+                }
+                for v in 1..256usize {
+                    let low = v & v.wrapping_neg();
+                    row[v] = row[v & (v - 1)] ^ row[low];
+                }
+            }
+            self.tables = Some(t);
+        }
+        apply_shift(self.op, crc)
+    }
 }
 
 impl Prefix {
@@ -288,15 +376,7 @@ impl Prefix {
     }
 
     fn shift(&mut self, crc: u32, n: u64) -> u32 {
-        let op = match self.op {
-            Some((len, op)) if len == n => op,
-            _ => {
-                let op = shift_operator(n);
-                self.op = Some((n, op));
-                op
-            }
-        };
-        apply_shift(op, crc)
+        self.shift.apply(crc, n)
     }
 }
 
@@ -631,34 +711,39 @@ impl<'s, S: Source + ?Sized> Walker<'s, S> {
                 continue;
             }
             tried = tried.wrapping_add(1);
-            if tried.is_multiple_of(1 << 20)
+            if tried.is_multiple_of(1 << 16)
                 && self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
             {
                 return Sync::Cancelled;
             }
-            let w = &self.buf[self.cur..self.len];
-            let len = le_u64(w);
-            self.crc_bytes += 8;
-            if len <= self.opts.max_len && masked_crc32c(&w[..8]) == le_u32(&w[8..12]) {
-                if let Some(span) = usize::try_from(len)
-                    .ok()
-                    .and_then(|l| l.checked_add(OVERHEAD))
-                {
-                    let at = self.abs(self.cur);
-                    if at.saturating_add(span as u64) > self.size {
-                        if stop {
-                            return Sync::End(at);
-                        }
-                    } else if self.len - self.cur < span {
-                        // Room for the next candidates too, so crafted headers claiming long
-                        // payloads do not cost a refill (and a copy) each.
-                        if let Err((at, e)) = self.fill(span, span + span / 2) {
-                            return Sync::Failed(at, e);
-                        }
-                        continue;
-                    } else if self.candidate_ok(span) {
-                        return Sync::Found;
+            let Some(p) = next_header(&self.buf[..self.len], self.cur, self.opts.max_len) else {
+                // No header in what is buffered: on from the first position too short for one.
+                let last = self.len + 1 - HEADER_LEN;
+                self.crc_bytes += 8 * (last - self.cur) as u64;
+                self.cur = last;
+                continue;
+            };
+            self.crc_bytes += 8 * (p + 1 - self.cur) as u64;
+            self.cur = p;
+            let len = le_u64(&self.buf[p..]);
+            if let Some(span) = usize::try_from(len)
+                .ok()
+                .and_then(|l| l.checked_add(OVERHEAD))
+            {
+                let at = self.abs(self.cur);
+                if at.saturating_add(span as u64) > self.size {
+                    if stop {
+                        return Sync::End(at);
                     }
+                } else if self.len - self.cur < span {
+                    // Room for the next candidates too, so crafted headers claiming long
+                    // payloads do not cost a refill (and a copy) each.
+                    if let Err((at, e)) = self.fill(span, span + span / 2) {
+                        return Sync::Failed(at, e);
+                    }
+                    continue;
+                } else if self.candidate_ok(span) {
+                    return Sync::Found;
                 }
             }
             self.cur += 1;
