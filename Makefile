@@ -5,7 +5,7 @@ PIP := .venv/bin/pip
 VENV_STAMP := .venv/.installed
 WHEEL_DIR := dist
 
-.PHONY: run test venv build wheel test-rust test-python lint smoke bench fuzz clean
+.PHONY: run test venv build wheel test-rust test-python lint smoke bench fuzz fuzz-smoke clean
 
 # The demo logdir is written by tbscope's own SummaryWriter; then the CLI reads it back.
 run: build
@@ -31,7 +31,7 @@ build: $(VENV_STAMP)
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
 
 # pytest runs last so its summary closes the output.
-test: build test-rust lint smoke test-python
+test: build test-rust fuzz-smoke lint smoke test-python
 
 test-rust:
 	cargo test --workspace --exclude tbscope-py --quiet
@@ -54,6 +54,19 @@ smoke:
 bench: build
 	$(PY) bench/run.py
 	$(PY) bench/writer.py
+	$(PY) bench/crafted.py
+
+# The fuzz targets as plain binaries on stable Rust, 25 s each, seeded with event files from
+# tensorboardX's and TensorBoard's writers (and ../shared/data/wild when it is there). Built
+# into the main target directory with the same release profile, so `make build`'s
+# dependencies are reused.
+FUZZ_SEEDS := build/fuzz-seeds
+FUZZ_SECONDS ?= 25
+fuzz-smoke: $(VENV_STAMP)
+	$(PY) crates/tbscope-core/fuzz/seeds.py $(FUZZ_SEEDS)
+	cd crates/tbscope-core/fuzz && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --release --quiet --no-default-features --bins
+	target/release/tf_record --seconds $(FUZZ_SECONDS) --seeds $(FUZZ_SEEDS) $(addprefix --seeds ,$(wildcard ../shared/data/wild))
+	target/release/event_file --seconds $(FUZZ_SECONDS) --seeds $(FUZZ_SEEDS) $(addprefix --seeds ,$(wildcard ../shared/data/wild))
 
 # libFuzzer needs nightly Rust and cargo-fuzz; see crates/tbscope-core/fuzz/README.md for the
 # stable-Rust fallback (the same targets as plain binaries).
