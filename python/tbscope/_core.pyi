@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "rewrite", "to_csv"]
+__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "read_records", "rewrite", "to_csv"]
 
 __version__: str
 
@@ -249,3 +249,15 @@ def to_csv(
     ``fd`` as it is formatted (then None), or returned. ValueError for a column type it does not
     format; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
     comma, quote, newline)."""
+
+def read_records(
+    path: str | PathLike[str],
+    offsets: Sequence[int] | None = None,
+    *,
+    containing: bytes | None = None,
+    max_record_bytes: int = ...,
+) -> list[tuple[int, bytes]]:
+    """(offset, payload) of whole records of one event file, read with the reader's framing
+    (both CRCs checked, damage skipped, a record still being written left out): the records
+    starting at ``offsets`` (OSError if one does not), else every record, or only those whose
+    payload contains ``containing``."""

@@ -359,6 +359,80 @@ pub fn read_file_into(
     p.out
 }
 
+/// Payloads of whole records of one file (both CRCs good), with their offsets, read with the
+/// reader's framing: for callers that decode records themselves (the Python compat layer).
+/// With `offsets`, the records starting there, in that order (an error if one does not: the
+/// file changed since the offset was read); otherwise every record of the file, or only those
+/// whose payload contains `containing`. Whether the file may still be written is decided as a
+/// load decides it, with its directory as its run ([`crate::load::file_may_grow`]).
+pub fn raw_records(
+    path: &Path,
+    offsets: Option<&[u64]>,
+    containing: Option<&[u8]>,
+    max_len: u64,
+) -> std::io::Result<Vec<(u64, Vec<u8>)>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    let Some(offsets) = offsets else {
+        let end = if crate::load::file_may_grow(path) {
+            End::Live
+        } else {
+            End::Final
+        };
+        let opts = WalkOptions {
+            max_len,
+            ..WalkOptions::default()
+        };
+        let mut w = Walker::new(&file, 0, size, end, opts, buf);
+        loop {
+            match w.next() {
+                Step::Record { offset, framed } => {
+                    let data = payload(framed);
+                    if containing.is_none_or(|c| c.is_empty() || contains(data, c)) {
+                        out.push((offset, data.to_vec()));
+                    }
+                }
+                Step::ReadError { error, .. } => return Err(error),
+                Step::End => return Ok(out),
+                Step::Damage { .. } | Step::Tail { .. } => {}
+            }
+        }
+    };
+    // One record each: small reads (a record longer than that grows the buffer).
+    let opts = WalkOptions {
+        max_len,
+        verify: true,
+        min_read: 4096,
+    };
+    for &at in offsets {
+        let mut w = Walker::new(&file, at, size, End::Final, opts, buf);
+        match w.next() {
+            Step::Record { offset, framed } if offset == at => {
+                out.push((offset, payload(framed).to_vec()));
+            }
+            Step::ReadError { error, .. } => return Err(error),
+            _ => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("no whole record at offset {at}; the file changed since it was read"),
+                ))
+            }
+        }
+        buf = w.into_buf();
+    }
+    Ok(out)
+}
+
+/// Whether `needle` occurs in `hay`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let first = needle[0];
+    hay.iter().enumerate().any(|(i, &b)| {
+        b == first && hay.len() - i >= needle.len() && &hay[i..i + needle.len()] == needle
+    })
+}
+
 /// Record boundaries after `from`, about `piece` bytes apart, found by hopping from header to
 /// header (length and its CRC only; payloads are not decoded), so one large file can be parsed
 /// by several threads. Stops early at a header that does not check out: from there on the

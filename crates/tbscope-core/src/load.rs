@@ -1311,6 +1311,29 @@ pub(crate) fn may_grow(
         .collect()
 }
 
+/// Whether one event file may still be written ([`may_grow`] with the default timeout), its
+/// directory's event files taken as its run.
+pub fn file_may_grow(path: &Path) -> bool {
+    let siblings: Vec<PathBuf> = path
+        .parent()
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().contains("tfevents"))
+                        && p.as_path() != path
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut files: Vec<(&Path, Option<std::time::SystemTime>)> = vec![(path, mtime(path))];
+    files.extend(siblings.iter().map(|p| (p.as_path(), mtime(p))));
+    may_grow(&files, std::time::SystemTime::now(), TAIL_TIMEOUT)[0]
+}
+
 /// What turns one file's rows into logdir rows once the merge has numbered its tags (see
 /// [`Tables::finish_rows`]).
 pub(crate) struct Finish {

@@ -21,7 +21,7 @@ use pyo3::exceptions::{
     PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyBytes, PyCapsule};
 use tbscope_core::cache::Need;
 use tbscope_core::event_file::Options;
 use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
@@ -711,6 +711,34 @@ fn to_csv<'py>(
     }
 }
 
+/// Payloads of whole records of one event file, with their offsets, read with the reader's
+/// framing (both CRCs checked): the records starting at `offsets`, else every record, or those
+/// whose payload contains `containing`.
+#[pyfunction]
+#[pyo3(signature = (path, offsets=None, *, containing=None, max_record_bytes=256 << 20))]
+fn read_records<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    offsets: Option<Vec<u64>>,
+    containing: Option<Vec<u8>>,
+    max_record_bytes: u64,
+) -> PyResult<Vec<(u64, Bound<'py, PyBytes>)>> {
+    let found = py
+        .detach(|| {
+            tbscope_core::event_file::raw_records(
+                &path,
+                offsets.as_deref(),
+                containing.as_deref(),
+                max_record_bytes,
+            )
+        })
+        .map_err(|e| to_py_err(Error::io(e, &path)))?;
+    Ok(found
+        .into_iter()
+        .map(|(o, d)| (o, PyBytes::new(py, &d)))
+        .collect())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -721,6 +749,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(read_records, m)?)?;
     m.add(
         "CorruptRecordError",
         m.py().get_type::<CorruptRecordError>(),
