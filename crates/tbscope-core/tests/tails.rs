@@ -225,6 +225,49 @@ fn cached_reopen_reads_a_pending_tail_again_once_final() {
     }
 }
 
+fn set_mtime(p: &std::path::Path, t: std::time::SystemTime) {
+    std::fs::File::open(p).unwrap().set_modified(t).unwrap();
+}
+
+/// A cache reopened while nothing changed answers without listing or reading (its fast check),
+/// and still notices a pending tail's timeout passing: the run's directory settled, the file
+/// unchanged, the tail becomes final and the records after it are read.
+#[test]
+fn fast_cached_reopen_sees_a_pending_tail_expire() {
+    let (b, torn, bad) = torn_file();
+    let (dir, run) = logdir("tails-cache-fast");
+    let path = run.join(F);
+    std::fs::write(&path, &b).unwrap();
+    let now = std::time::SystemTime::now();
+    set_mtime(&path, now - Duration::from_secs(1));
+    set_mtime(&run, now - Duration::from_secs(3600));
+    let cache = dir.path().join("cache");
+    let o = opts_with(Duration::from_secs(3));
+    let open = || {
+        let mut r = Reader::with_cache(&run, o.clone(), &cache).unwrap();
+        load(&mut r);
+        r
+    };
+    let r = open();
+    assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
+    drop(r);
+    let r = open();
+    assert_eq!(r.cache_info().unwrap().status, "hit");
+    assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
+    assert_eq!(report(&r).len(), 1);
+    drop(r);
+    std::thread::sleep(Duration::from_millis(2200));
+    let r = open();
+    assert_eq!(step_list(&r), all_but(&[5, 46]));
+    assert_eq!(
+        report(&r),
+        vec![
+            (Severity::Corrupt, torn.0, torn.1),
+            (Severity::Corrupt, bad.0, bad.1)
+        ]
+    );
+}
+
 /// A writer killed inside its last record: once final, a stopped tail (a warning, the record's
 /// bytes), no corruption, and the rows before it.
 #[test]
