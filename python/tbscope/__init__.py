@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tbscope._core import __version__
 from tbscope.cache import CacheInfo
-from tbscope.errors import CorruptRecordError
+from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
 from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
 from tbscope.reader import (
@@ -38,10 +38,13 @@ __all__ = [
     "LoadStats",
     "Logdir",
     "Problem",
+    "QueryError",
     "Report",
     "Result",
+    "RewriteError",
     "RewriteStats",
     "SummaryWriter",
+    "TbscopeError",
     "TensorFrame",
     "__version__",
     "export",

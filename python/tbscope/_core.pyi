@@ -7,11 +7,9 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "rewrite", "to_csv"]
 
 __version__: str
-
-class CorruptRecordError(Exception): ...
 
 @final
 class Table:
@@ -246,5 +244,5 @@ def to_csv(
 ) -> bytes | None:
     """An Arrow table as CSV in pandas' to_csv format, UTF-8: written to the file descriptor
     ``fd`` as it is formatted (then None), or returned. ValueError for a column type it does not
-    format; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
+    format or a negative ``fd``; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
     comma, quote, newline)."""

@@ -22,6 +22,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Union
 
 from tbscope._filters import _escape, compile_filter, glob_to_regex
+from tbscope.errors import QueryError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
     from tbscope.reader import LoadStats, Logdir
 
 __all__ = ["QueryError", "Result", "TABLES", "pushdown", "sql"]
-
-
-class QueryError(ValueError):
-    """The SQL query could not be parsed, bound or run; the message says why."""
 
 
 @dataclass(frozen=True)

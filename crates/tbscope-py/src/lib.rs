@@ -15,9 +15,8 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
-use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
+    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
     PyValueError,
 };
 use pyo3::prelude::*;
@@ -28,12 +27,9 @@ use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
 
 mod writer;
 
-create_exception!(
-    _core,
-    CorruptRecordError,
-    PyException,
-    "A record could not be read and strict reading was asked for."
-);
+// Python-defined (tbscope/errors.py), so they pickle like any Python exception.
+pyo3::import_exception!(tbscope.errors, CorruptRecordError);
+pyo3::import_exception!(tbscope.errors, TbscopeError);
 
 const STREAM: &CStr = c"arrow_array_stream";
 const SCHEMA: &CStr = c"arrow_schema";
@@ -54,6 +50,24 @@ fn to_py_err(e: Error) -> PyErr {
         Error::Interrupted => PyKeyboardInterrupt::new_err("read interrupted"),
         Error::Other(m) => PyOSError::new_err(m),
     }
+}
+
+/// A panic as the exception it becomes: no panic reaches Python as
+/// `pyo3_runtime.PanicException` (a BaseException, which `except Exception` would miss).
+fn panic_err(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    TbscopeError::new_err(format!(
+        "internal error in tbscope's native code: {what} (a bug: please report it)"
+    ))
+}
+
+/// Runs `f`, turning a panic into [`TbscopeError`] (see [`panic_err`]).
+fn shielded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_err(p)))
 }
 
 fn regex(pattern: Option<String>, what: &str) -> PyResult<Option<regex::Regex>> {
@@ -151,16 +165,18 @@ impl NativeReader {
             threads,
             step_lo: if preempt { step_lo } else { None },
         };
-        let reader = match cache_dir {
-            Some(dir) => Reader::with_cache(&path, opts, &dir).map(|mut r| {
-                // A warm open that finds nothing changed leaves the runs' state encoded; every
-                // method below that uses it calls `prepare` first.
-                r.defer_cache_state();
-                r
-            }),
-            None => Reader::new(&path, opts),
-        }
-        .map_err(to_py_err)?;
+        let reader = shielded(|| {
+            match cache_dir {
+                Some(dir) => Reader::with_cache(&path, opts, &dir).map(|mut r| {
+                    // A warm open that finds nothing changed leaves the runs' state encoded;
+                    // every method below that uses it calls `prepare` first.
+                    r.defer_cache_state();
+                    r
+                }),
+                None => Reader::new(&path, opts),
+            }
+            .map_err(to_py_err)
+        })?;
         Ok(NativeReader {
             inner: Arc::new(Mutex::new(reader)),
         })
@@ -175,11 +191,7 @@ impl NativeReader {
     /// Streams one kind in pieces of about `max_bytes` of event files, keeping nothing.
     fn stream(&self, kind_name: &str, max_bytes: u64) -> PyResult<Stream> {
         let k = kind(kind_name)?;
-        let plan = {
-            let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::State).map_err(to_py_err)?;
-            r.plan().map_err(to_py_err)?
-        };
+        let plan = self.with(&[Need::State], |r| r.plan())?;
         let mut groups = VecDeque::new();
         let mut group = Vec::new();
         let mut bytes = 0u64;
@@ -207,99 +219,75 @@ impl NativeReader {
     /// All rows read so far of one kind.
     fn table(&self, py: Python<'_>, kind_name: &str) -> PyResult<Table> {
         let k = kind(kind_name)?;
-        let reader = self.inner.clone();
-        py.detach(move || {
-            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::Rows(k))?;
-            let batches = r.table(k)?;
-            Ok(Table {
-                schema: r.schema(k),
-                batches,
+        py.detach(|| {
+            self.with(&[Need::Rows(k)], |r| {
+                Ok(Table {
+                    batches: r.table(k)?,
+                    schema: r.schema(k),
+                })
             })
         })
-        .map_err(to_py_err)
     }
 
     fn series(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::State).map_err(to_py_err)?;
-        Ok(Table::one(r.series()))
+        self.with(&[Need::State], |r| Ok(Table::one(r.series())))
     }
 
     /// One row per run with hparams records.
     fn hparams(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::Rows(Kind::Hparams)).map_err(to_py_err)?;
-        Ok(Table::one(r.hparams().map_err(to_py_err)?))
+        self.with(&[Need::Rows(Kind::Hparams)], |r| r.hparams().map(Table::one))
     }
 
     fn runs_table(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::RunsTable).map_err(to_py_err)?;
-        Ok(Table::one(r.runs_table()))
+        self.with(&[Need::RunsTable], |r| Ok(Table::one(r.runs_table())))
     }
 
     /// Per run, the newest mtime of its event files (seconds) as of the last load.
     fn run_mtimes(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::State).map_err(to_py_err)?;
-        Ok(Table::one(r.run_mtimes()))
+        self.with(&[Need::State], |r| Ok(Table::one(r.run_mtimes())))
     }
 
     /// Per run: the runs table's columns, last_modified, series, first_step, last_step.
     fn run_facts(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::RunFacts).map_err(to_py_err)?;
-        Ok(Table::one(r.run_facts().map_err(to_py_err)?))
+        self.with(&[Need::RunFacts], |r| r.run_facts().map(Table::one))
     }
 
     /// One row per run of `runs_table()`; per tag with scalars (sorted) and per (statistic,
     /// suffix) of `stats`, a column `<tag>:<suffix>`.
     fn summary_table(&self, py: Python<'_>, stats: Vec<(String, String)>) -> PyResult<Table> {
-        let reader = self.inner.clone();
-        py.detach(move || {
-            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::RunsTable)?;
-            r.prepare(Need::ScalarStats)?;
-            r.summary_table(&stats).map(Table::one)
+        py.detach(|| {
+            self.with(&[Need::RunsTable, Need::ScalarStats], |r| {
+                r.summary_table(&stats).map(Table::one)
+            })
         })
-        .map_err(to_py_err)
     }
 
     /// Per scalar series: points, first, last, min, max, mean, count, argmin, argmax.
     fn scalar_stats(&self, py: Python<'_>) -> PyResult<Table> {
-        let reader = self.inner.clone();
-        py.detach(move || {
-            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::ScalarStats)?;
-            r.scalar_stats().map(Table::one)
-        })
-        .map_err(to_py_err)
+        py.detach(|| self.with(&[Need::ScalarStats], |r| r.scalar_stats().map(Table::one)))
     }
 
     fn run_names(&self) -> PyResult<Vec<String>> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::Names).map_err(to_py_err)?;
-        Ok(r.run_names())
+        self.with(&[Need::Names], |r| Ok(r.run_names()))
     }
 
     /// The health report: (run, file, severity, offset, length, reason) tuples.
     fn report(&self) -> PyResult<Vec<ReportTuple>> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::Names).map_err(to_py_err)?;
-        Ok(r.report_entries()
-            .iter()
-            .map(|e| {
-                (
-                    e.run.clone(),
-                    e.file.clone(),
-                    e.severity.name(),
-                    e.offset,
-                    e.length,
-                    e.reason.clone(),
-                )
-            })
-            .collect())
+        self.with(&[Need::Names], |r| {
+            Ok(r.report_entries()
+                .iter()
+                .map(|e| {
+                    (
+                        e.run.clone(),
+                        e.file.clone(),
+                        e.severity.name(),
+                        e.offset,
+                        e.length,
+                        e.reason.clone(),
+                    )
+                })
+                .collect())
+        })
     }
 
     /// What the cache did on the last load: (dir, status, generation, written, runs dropped,
@@ -320,9 +308,25 @@ impl NativeReader {
 
     /// The absolute path of a file named in `blob_file`/`file` columns.
     fn file_path(&self, rel: &str) -> PyResult<Option<PathBuf>> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::State).map_err(to_py_err)?;
-        Ok(r.file_path(rel))
+        self.with(&[Need::State], |r| Ok(r.file_path(rel)))
+    }
+}
+
+impl NativeReader {
+    /// The one way into the reader for the methods above: locks it, prepares what they need,
+    /// runs `f`; errors and panics leave as Python exceptions.
+    fn with<T>(
+        &self,
+        need: &[Need],
+        f: impl FnOnce(&mut Reader) -> tbscope_core::Result<T>,
+    ) -> PyResult<T> {
+        shielded(|| {
+            let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            for n in need {
+                r.prepare(*n).map_err(to_py_err)?;
+            }
+            f(&mut r).map_err(to_py_err)
+        })
     }
 }
 
@@ -356,14 +360,16 @@ fn interruptible<T: Send + 'static>(
         .name("tbscope-load".into())
         .spawn(move || {
             let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = tx.send(f(&mut r, &flag));
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut r, &flag)));
+            let _ = tx.send(out);
         })
         .map_err(|e| PyOSError::new_err(format!("cannot start a reader thread: {e}")))?;
     // Receivers are not Sync; the lock only lets the wait run without the GIL.
     let rx = Mutex::new(rx);
     loop {
         match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
-            Ok(res) => return res.map_err(to_py_err),
+            Ok(Ok(res)) => return res.map_err(to_py_err),
+            Ok(Err(panic)) => return Err(panic_err(panic)),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
                     cancel.store(true, Ordering::Relaxed);
@@ -499,13 +505,15 @@ fn detached<T: Send + 'static>(
     std::thread::Builder::new()
         .name("tbscope-rewrite".into())
         .spawn(move || {
-            let _ = tx.send(f(&flag));
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&flag)));
+            let _ = tx.send(out);
         })
         .map_err(|e| PyOSError::new_err(format!("cannot start a worker thread: {e}")))?;
     let rx = Mutex::new(rx);
     loop {
         match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
-            Ok(res) => return res.map_err(rewrite_err),
+            Ok(Ok(res)) => return res.map_err(rewrite_err),
+            Ok(Err(panic)) => return Err(panic_err(panic)),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
                     cancel.store(true, Ordering::Relaxed);
@@ -606,7 +614,7 @@ fn rewrite<'py>(
 #[pyfunction]
 #[pyo3(signature = (src, staging, dst, *, force=false))]
 fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> PyResult<()> {
-    tbscope_core::rewrite::commit(&src, &staging, &dst, force).map_err(rewrite_err)
+    shielded(|| tbscope_core::rewrite::commit(&src, &staging, &dst, force).map_err(rewrite_err))
 }
 
 /// An Arrow table (anything with `__arrow_c_stream__`) as CSV in pandas' format, UTF-8 (see
@@ -617,6 +625,26 @@ fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> 
 #[pyo3(signature = (table, *, header=true, chunk_rows=100_000, quote_chars=None, quote_empty=false, fd=None))]
 #[allow(clippy::too_many_arguments)]
 fn to_csv<'py>(
+    py: Python<'py>,
+    table: &Bound<'py, PyAny>,
+    header: bool,
+    chunk_rows: usize,
+    quote_chars: Option<String>,
+    quote_empty: bool,
+    fd: Option<i32>,
+) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
+    if fd.is_some_and(|fd| fd < 0) {
+        return Err(PyValueError::new_err(format!(
+            "fd={} is not a file descriptor; pass an open file's fileno()",
+            fd.unwrap_or_default()
+        )));
+    }
+    shielded(|| csv_of(py, table, header, chunk_rows, quote_chars, quote_empty, fd))
+}
+
+/// `to_csv`'s body.
+#[allow(clippy::too_many_arguments)]
+fn csv_of<'py>(
     py: Python<'py>,
     table: &Bound<'py, PyAny>,
     header: bool,
@@ -708,9 +736,5 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
-    m.add(
-        "CorruptRecordError",
-        m.py().get_type::<CorruptRecordError>(),
-    )?;
     Ok(())
 }
