@@ -96,7 +96,7 @@ class Logdir:
         self._native = _core.NativeReader(self.path, **native_args)
         self._strict = strict
         self._loaded = False
-        self._seen_problems = 0
+        self._seen_problems: set[Problem] = set()
         self._seen_cache_warnings = 0
 
     def __repr__(self) -> str:
@@ -108,8 +108,10 @@ class Logdir:
         self._loaded = True
         self._log_cache(debug=True)
         if self._strict:
+            # By value, not by position: a reload may also drop an entry that no longer holds.
             problems = self.report.problems
-            fresh, self._seen_problems = problems[self._seen_problems :], len(problems)
+            fresh = [p for p in problems if p not in self._seen_problems]
+            self._seen_problems = set(problems)
             _raise_strict(fresh)
         return stats
 

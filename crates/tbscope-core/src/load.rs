@@ -357,6 +357,10 @@ impl Reader {
         }
         if !any_found && self.runs.is_empty() && self.report.is_empty() {
             self.report.push(no_runs_entry(&self.root));
+        } else if any_found {
+            // Event files have appeared since: the warning no longer holds.
+            let stale = no_runs_entry(&self.root);
+            self.report.retain(|e| *e != stale);
         }
         // Which files changed: new ones, and ones whose size or mtime moved.
         let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
