@@ -969,6 +969,7 @@ READING = {
     "sql": ["sql", "{root}", "SELECT count(*) AS n FROM scalars", "--format", "csv"],
     "export": ["export", "{root}", "-o", "{out}/x.csv", "--format", "csv"],
     "clean": ["clean", "{root}", "--no-data", "--yes", "--format", "csv"],
+    "rewrite": ["rewrite", "{root}", "-o", "{out}/rewritten"],
 }
 
 
@@ -982,6 +983,11 @@ def test_reading_commands_print_what_they_could_not_read_and_exit_1(unreadable, 
     root, out = unreadable
     r = _as_nobody(*(a.format(root=root, out=out) for a in READING[command]))
     assert r.returncode == 1, (r.stdout, r.stderr)
+    if command == "rewrite":
+        # A rewrite would silently lose the data: it refuses and writes nothing.
+        assert "Permission denied" in r.stderr and "would miss its data" in r.stderr
+        assert list(out.iterdir()) == []
+        return
     err = r.stderr.splitlines()
     assert f"Error: cannot read b/{NAME}: cannot open: Permission denied (os error 13)" in err, r.stderr
     assert "Error: cannot read c: cannot list directory: Permission denied (os error 13)" in err, r.stderr
