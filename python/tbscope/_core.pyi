@@ -19,8 +19,6 @@ class Table:
     def __arrow_c_schema__(self) -> object: ...
     @property
     def num_rows(self) -> int: ...
-    @property
-    def num_batches(self) -> int: ...
 
 @final
 class Stream:
@@ -54,13 +52,8 @@ class NativeReader:
     def series(self) -> Table: ...
     def hparams(self) -> Table: ...
     def runs_table(self) -> Table: ...
-    def run_mtimes(self) -> Table:
-        """run, last_modified: the newest mtime of each run's event files (seconds, null when
-        none could be stat'ed), as of the last load."""
     def run_facts(self) -> Table:
         """Per run: the runs table's columns, then last_modified, series, first_step, last_step."""
-    def scalar_stats(self) -> Table:
-        """Per scalar series: run, tag, points, first, last, min, max, mean, count, argmin, argmax."""
     def summary_table(self, stats: list[tuple[str, str]]) -> Table:
         """Per run of runs_table(): a column <tag>:<suffix> per tag with scalars (sorted) and per
         (statistic, suffix) of ``stats``."""

@@ -373,6 +373,11 @@ def _walltime(walltime: Any) -> float | None:
     return None if walltime is None else float(walltime)
 
 
+def _need_mapping(method: str, name: str, value: object) -> None:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{method}: {name} must be a mapping of tag to value (a dict); got {type(value).__name__}")
+
+
 def _scalar_or_raise(tag: str, value: Any, method: str) -> float:
     """One float from a scalar-like value (numbers, 0-d and one-element arrays and tensors)."""
     import numpy as np
@@ -658,6 +663,7 @@ class SummaryWriter:
             else:  # write_to_disk=False, or a file that opens on its first record
                 w.scalars(list(metrics), list(metrics.values()), step, walltime)
         except TypeError:
+            _need_mapping("log", "metrics", metrics)
             self._scalars_slow("log", list(metrics), list(metrics.values()), step, walltime)
 
     def _scalars_slow(self, method: str, tags: list[Any], values: list[Any], step: Any, walltime: Any) -> None:
@@ -680,6 +686,8 @@ class SummaryWriter:
         ``layout="torch"``: torch's way, each ``tag`` in a run folder of its own
         (``<log_dir>/<main_tag>_<tag>``) under the tag ``main_tag``.
         """
+        if type(tag_scalar_dict) is not dict:
+            _need_mapping("add_scalars", "tag_scalar_dict", tag_scalar_dict)
         if self.layout == "torch":
             return self._add_scalars_torch(main_tag, tag_scalar_dict, global_step, walltime)
         tags = [f"{main_tag}/{t}" for t in tag_scalar_dict]
@@ -744,7 +752,11 @@ class SummaryWriter:
         if not (isinstance(bins, str) and bins == "tensorflow"):
             # torch computes edges from float64 values; float32 ones would give other edges.
             wide = arr if arr.dtype == np.float64 else arr.astype(np.float64)
-            edges = np.ascontiguousarray(np.histogram_bin_edges(wide, bins=bins), dtype=np.float64)
+            try:
+                edges = np.ascontiguousarray(np.histogram_bin_edges(wide, bins=bins), dtype=np.float64)
+            except (IndexError, MemoryError, OverflowError) as e:
+                # numpy's own message for an absurd bin count (2**63) is an IndexError.
+                raise ValueError(f"add_histogram({tag!r}): bins={bins!r} cannot be used ({e}); give a rule such as 'auto', a modest bin count or an array of edges") from None
         self._w.histogram(tag, arr, _step(global_step), _walltime(walltime), edges,
                           None if max_bins is None else int(max_bins))
 
