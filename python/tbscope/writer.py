@@ -7,7 +7,8 @@ over as bytes.
 
 Durability: writers still open at interpreter exit are closed (``atexit``); a SIGTERM flushes
 them first; after ``os.fork()`` a child never touches its parent's native writer and opens a
-file of its own only if it writes.
+file of its own only if it writes. These hooks are set by the first writer, not by ``import
+tbscope``: a program that only reads registers nothing.
 """
 
 from __future__ import annotations
@@ -244,6 +245,7 @@ _LIVE: weakref.WeakSet[SummaryWriter] = weakref.WeakSet()
 # Re-entrant: the SIGTERM handler runs on the main thread, possibly while that thread holds it.
 _LIVE_LOCK = threading.RLock()
 _SIGTERM_INSTALLED = False
+_HOOKS_INSTALLED = False
 
 
 def _live_writers() -> list[SummaryWriter]:
@@ -310,9 +312,16 @@ def _after_fork_in_child() -> None:
         w._after_fork()
 
 
-atexit.register(_close_all_at_exit)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+def _install_hooks() -> None:
+    """The exit and fork hooks, set once, by the first writer (``import tbscope`` sets none)."""
+    global _HOOKS_INSTALLED
+    with _LIVE_LOCK:
+        if _HOOKS_INSTALLED:
+            return
+        _HOOKS_INSTALLED = True
+    atexit.register(_close_all_at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # --------------------------------------------------------------------------------------------
@@ -538,6 +547,7 @@ class SummaryWriter:
         self._runs: dict[str, _Run] = {}
         self._json_exported: dict[str, int] = {}
         self._scalars_keys: dict[str, tuple[str, str]] = {}
+        _install_hooks()
         self._main = self._run_for(self._directory, main=True)
         self._w: _Sink = self._main.sink
         if self._write_to_disk:
