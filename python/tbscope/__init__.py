@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tbscope._core import __version__
 from tbscope.cache import CacheInfo
+from tbscope.curves import downsample, ema
 from tbscope.errors import CorruptRecordError
 from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
@@ -44,6 +45,8 @@ __all__ = [
     "SummaryWriter",
     "TensorFrame",
     "__version__",
+    "downsample",
+    "ema",
     "export",
     "read_audio",
     "read_histograms",
