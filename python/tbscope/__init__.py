@@ -28,6 +28,7 @@ from tbscope.reader import (
 )
 from tbscope.query import Result, sql
 from tbscope.rewrite import RewriteStats, rewrite
+from tbscope.server import Server, serve
 from tbscope.writer import SummaryWriter
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "Report",
     "Result",
     "RewriteStats",
+    "Server",
     "SummaryWriter",
     "TensorFrame",
     "__version__",
@@ -56,5 +58,6 @@ __all__ = [
     "read_text",
     "rewrite",
     "scan",
+    "serve",
     "sql",
 ]
