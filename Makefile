@@ -56,6 +56,7 @@ smoke:
 bench: build
 	$(PY) bench/run.py
 	$(PY) bench/writer.py
+	$(PY) bench/serve.py
 
 # libFuzzer needs nightly Rust and cargo-fuzz; see crates/tbscope-core/fuzz/README.md for the
 # stable-Rust fallback (the same targets as plain binaries).

@@ -91,7 +91,8 @@ def arrow_response(table: pa.Table, tag: str | None = None) -> Response:
     headers = {"Cache-Control": "no-cache"}
     if tag:
         headers["ETag"] = tag
-    return Response(sink.getvalue().to_pybytes(), media_type=ARROW, headers=headers)
+    # The IPC buffer itself goes out (a memoryview): no copy into a bytes object.
+    return Response(memoryview(sink.getvalue()), media_type=ARROW, headers=headers)
 
 
 def wants_arrow(request: Request) -> bool:

@@ -198,11 +198,13 @@ def compute(
         budget += len(rows)
         if budget > MAX_RESPONSE_POINTS:
             raise ApiError(413, f"more than {MAX_RESPONSE_POINTS} points asked for: ask for fewer runs or fewer points per series")
+        # One gather per column for every series of this logdir; each series is a view of it.
+        step_all, wall_all, value_all = idx.step[rows], idx.wall_time[rows], idx.value[rows]
+        rel_all = wall_all - np.repeat(idx.wall_time[starts], counts) if x == "relative" else None
         at = 0
-        for (_loc, name), n, total, s0 in zip(present, counts, totals, starts):
-            r = rows[at : at + n]
-            rel = idx.wall_time[r] - idx.wall_time[s0] if x == "relative" else None
-            out.append(SeriesOut(name, color(name), int(total), idx.step[r], idx.wall_time[r], idx.value[r], None if sm is None else sm[at : at + n], rel))
+        for (_loc, name), n, total in zip(present, counts.tolist(), totals):
+            sl = slice(at, at + n)
+            out.append(SeriesOut(name, color(name), int(total), step_all[sl], wall_all[sl], value_all[sl], None if sm is None else sm[sl], None if rel_all is None else rel_all[sl]))
             at += n
     order = {name: i for i, (_s, _l, name) in enumerate(wanted)}
     out.sort(key=lambda s: order[s.run])
