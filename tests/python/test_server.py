@@ -267,6 +267,15 @@ def test_errors_have_one_shape(server):
     assert r.status == 405 and r.json()["error"]["code"] == "method_not_allowed"
 
 
+def test_answers_while_a_read_holds_the_reader(server):
+    """Listing endpoints read snapshots: a reload in progress (which holds the reader) does not
+    make them wait."""
+    st = server.store.sources[0]
+    with st.lock:
+        for path in ("api/v1/status", "api/v1/runs", "api/v1/tags?kind=scalars", "api/v1/series", "api/v1/health", "api/v1/changes?since=0"):
+            assert request(server.url, path, timeout=5).status == 200, path
+
+
 def test_etag_revalidation(server):
     r = request(server.url, "api/v1/runs")
     tag = r.headers["etag"]

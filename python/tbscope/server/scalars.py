@@ -162,7 +162,7 @@ def compute(
     wanted: list[tuple[SourceState, str, str]] = []  # (source, local run, API run)
     if runs is None:
         for st in store.sources:
-            if st.logdir is None:
+            if not st.ready:
                 continue
             for local in sorted(tag_index(store, st, tag).runs):
                 wanted.append((st, local, st.full_name(local)))
@@ -170,7 +170,7 @@ def compute(
     else:
         for r in dict.fromkeys(runs):
             hit = store.resolve(r)
-            if hit is not None:
+            if hit is not None and hit[0].ready:
                 wanted.append((hit[0], hit[1], r))
     out: list[SeriesOut] = []
     budget = 0

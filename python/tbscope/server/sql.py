@@ -83,7 +83,7 @@ def table(store: Store, name: str) -> pa.Table:
         return t.drop_columns(["source"])
     parts = []
     for st in store.sources:
-        if st.logdir is None:
+        if not st.ready:
             continue
         if name in ("hparams", "summary"):
             with store.with_logdir(st) as lg:

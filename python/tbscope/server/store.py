@@ -103,6 +103,9 @@ class SourceState:
     index: int
     logdir: Logdir | None = None
     exists: bool = False
+    # Set once its first read is done: until then requests do not wait for it (the reader is
+    # busy reading) and see no rows of it.
+    ready: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def full_name(self, run: str) -> str:
@@ -240,6 +243,7 @@ class Store:
                 except FileNotFoundError:
                     # Deleted under us: show what was read, look again next time.
                     log.warning("logdir %s disappeared", st.source.path)
+            st.ready = True
         return self._publish()
 
     def _publish(self) -> Change | None:
@@ -247,7 +251,7 @@ class Store:
 
         run_tables, series_tables, report = [], [], []
         for st in self.sources:
-            if st.logdir is None:
+            if st.logdir is None or not st.ready:
                 continue
             with st.lock:
                 runs = st.logdir.run_info().to_arrow()
@@ -302,7 +306,7 @@ class Store:
         for st in self.sources:
             name = st.source.name
             if name is None:
-                return (st, run) if st.logdir is not None else None
+                return (st, run) if st.ready else None
             if run == name:
                 return st, "."
             if run.startswith(name + "/"):
@@ -317,7 +321,7 @@ class Store:
             got = snap.tables.get(key)
         if got is not None:
             return got
-        if st.logdir is None:
+        if st.logdir is None or not st.ready:
             from tbscope.server.tables import empty_kind_table
 
             return empty_kind_table(kind)
@@ -350,7 +354,7 @@ class Store:
     def with_logdir(self, st: SourceState) -> Iterator[Logdir]:
         """A logdir's reader, under its lock (no reload runs meanwhile)."""
         with st.lock:
-            assert st.logdir is not None
+            assert st.logdir is not None and st.ready
             yield st.logdir
 
 

@@ -46,8 +46,9 @@ def name_filter(pattern: str | None) -> Any:
 
 def source_run(store: Store, run: str) -> tuple[SourceState, str]:
     hit = store.resolve(run)
-    if hit is None:
-        raise ApiError(404, f"no run {run!r}; list them with api/v1/runs")
+    if hit is None or not hit[0].ready:
+        later = " (the logdirs are still loading: try again when api/v1/status says loading.done)" if store.loading else ""
+        raise ApiError(404, f"no run {run!r}; list them with api/v1/runs{later}")
     return hit
 
 

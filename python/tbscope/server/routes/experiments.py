@@ -27,7 +27,7 @@ def _hparams_body(store: Store) -> dict[str, Any]:
     metric_cols: dict[tuple[str, str], str] = {}
     hp_types: dict[str, set[str]] = {}
     for st in store.sources:
-        if st.logdir is None:
+        if not st.ready:
             continue
         with store.with_logdir(st) as lg:
             hp = lg.hparams().to_pandas()
@@ -124,7 +124,7 @@ def custom_scalars(request: Request, store: StoreDep) -> Response:
         return hit
     layouts: dict[str, Any] = {}
     for st in store.sources:
-        if st.logdir is None:
+        if not st.ready:
             continue
         with store.with_logdir(st) as lg:
             found = lg.custom_scalars()

@@ -56,7 +56,7 @@ def _key_map(store: Store) -> dict[str, BlobRef]:
     def make() -> dict[str, BlobRef]:
         out: dict[str, BlobRef] = {}
         for st in store.sources:
-            if st.logdir is None:
+            if not st.ready:
                 continue
             for kind in ("images", "audio"):
                 with store.with_logdir(st) as lg:

@@ -73,7 +73,7 @@ def download(
     from tbscope.server.sql import _prefix_runs
 
     parts = []
-    targets = [source_run(store, run)] if run is not None else [(st, None) for st in store.sources if st.logdir is not None]
+    targets = [source_run(store, run)] if run is not None else [(st, None) for st in store.sources if st.ready]
     for st, local in targets:
         t = store.table(st, kind)
         if not t.num_rows:
