@@ -261,7 +261,7 @@ class Logdir:
         import pyarrow as pa
 
         self._ensure()
-        table = pa.table(self._call("hparams"))
+        table = pa.RecordBatchReader.from_stream(self._call("hparams")).read_all()
         children = self._hparams_children(table.column("run").to_pylist()) if table.num_rows else {}
         return Frame(_name_experiments(table, children), "hparams")
 

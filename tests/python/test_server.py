@@ -445,3 +445,25 @@ def test_cli_serve_help_and_refusal(logdir):
     env = {k: v for k, v in os.environ.items() if k != "TBSCOPE_TOKEN"}
     r = CliRunner(env=env).invoke(main, ["serve", str(logdir), "--bind_all", "--port", "0"])
     assert r.exit_code == 2 and "token" in r.output
+
+
+def test_pandas_and_duckdb_stay_off_the_start_up_path(logdir):
+    """Start-up and the first scalars answer import neither (a fresh process: other tests have
+    imported them here)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, urllib.request, tbscope
+s = tbscope.serve({str(logdir)!r}, port=0, cache=False, reload_interval=0)
+s.wait_loaded(60)
+for path in ("api/v1/status", "api/v1/runs", "api/v1/tags?kind=scalars"):
+    urllib.request.urlopen(s.url + path).read()
+req = urllib.request.Request(s.url + "api/v1/scalars?tag=loss&points=0", headers={{"Accept": "application/vnd.apache.arrow.stream"}})
+urllib.request.urlopen(req).read()
+s.stop()
+print(sorted(m for m in ("pandas", "duckdb", "polars") if m in sys.modules))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"

@@ -54,21 +54,25 @@ def _gather(table: pa.Table, tag: str, first_chunk: int) -> tuple[list[str], Any
         if tag not in dictionary:
             continue
         code = dictionary.index(tag)
-        idx = np.flatnonzero(tc.indices.to_numpy(zero_copy_only=False) == code)
+        idx = np.flatnonzero(_np(tc.indices) == code)
         if not len(idx):
             continue
         rc = runs_col.chunk(i)
         gid = np.array([at.setdefault(str(r), len(at)) for r in rc.dictionary.to_pylist()] + [-1], dtype=np.int64)
-        run_codes = gid[rc.indices.to_numpy(zero_copy_only=False)[idx]]
-        w = walls.chunk(i)
-        wall = w.to_numpy(zero_copy_only=False)
-        parts.append((run_codes, steps.chunk(i).to_numpy()[idx], wall[idx], values.chunk(i).to_numpy()[idx]))
+        run_codes = gid[_np(rc.indices)[idx]]
+        parts.append((run_codes, _np(steps.chunk(i))[idx], _np(walls.chunk(i))[idx], _np(values.chunk(i))[idx]))
     names = list(at)
     if not parts:
         e = np.zeros(0)
         return names, e.astype(np.int64), e.astype(np.int64), e, e
     cat = [np.concatenate([p[j] for p in parts]) for j in range(4)]
     return names, cat[0], cat[1], cat[2].astype(np.float64), cat[3].astype(np.float64)
+
+
+def _np(arr: Any) -> Any:
+    from tbscope.server.tables import to_numpy
+
+    return to_numpy(arr)
 
 
 def _group(names: list[str], codes: Any, step: Any, wall: Any, value: Any) -> tuple[Any, Any, Any, dict[str, tuple[int, int]]]:
@@ -293,12 +297,14 @@ def to_arrow(tag: str, x: str, loading: bool, series: list[SeriesOut]) -> pa.Tab
     import numpy as np
     import pyarrow as pa
 
+    from tbscope.server.tables import numeric, strings, table
+
     lengths = [len(s.step) for s in series]
     codes = np.repeat(np.arange(len(series), dtype=np.int32), lengths)
-    run = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array([s.run for s in series], pa.string()))
+    run = pa.DictionaryArray.from_arrays(numeric(codes), strings([s.run for s in series]))
 
     def cat(get: Any, dtype: Any) -> Any:
-        return np.concatenate([get(s) for s in series]).astype(dtype) if series else np.zeros(0, dtype)
+        return numeric(np.concatenate([get(s) for s in series]).astype(dtype) if series else np.zeros(0, dtype))
 
     cols: dict[str, Any] = {"run": run, "step": cat(lambda s: s.step, np.int64), "wall_time": cat(lambda s: s.wall_time, np.float64), "value": cat(lambda s: s.value, np.float64)}
     if series and series[0].smoothed is not None:
@@ -311,5 +317,4 @@ def to_arrow(tag: str, x: str, loading: bool, series: list[SeriesOut]) -> pa.Tab
         "tbscope.loading": "true" if loading else "false",
         "tbscope.series": json.dumps([{"run": s.run, "color": s.color, "total_points": s.total} for s in series]),
     }
-    table = pa.table(cols)
-    return table.replace_schema_metadata(meta)
+    return table(cols).replace_schema_metadata(meta)

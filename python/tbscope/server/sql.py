@@ -79,8 +79,7 @@ def table(store: Store, name: str) -> pa.Table:
 
     snap = store.snapshot
     if name in ("series", "runs"):
-        t = snap.series if name == "series" else snap.runs
-        return t.drop_columns(["source"])
+        return snap.series if name == "series" else snap.runs
     parts = []
     for st in store.sources:
         if not st.ready:

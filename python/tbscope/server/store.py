@@ -359,13 +359,13 @@ class Store:
 
 
 def _prefixed(table: pa.Table, st: SourceState) -> pa.Table:
-    """``table`` with API run names (prefixed for a named logdir) and its logdir's index."""
-    import pyarrow as pa
+    """``table`` with API run names (prefixed for a named logdir)."""
+    if st.source.name is None:
+        return table
+    from tbscope.server.tables import strings
 
-    runs = table.column("run").to_pylist()
-    names = pa.array([st.full_name(str(r)) for r in runs], pa.string())
-    t = table.set_column(table.schema.get_field_index("run"), "run", names)
-    return t.append_column("source", pa.array([st.index] * t.num_rows, pa.int32()))
+    names = strings([st.full_name(str(r)) for r in table.column("run").to_pylist()])
+    return table.set_column(table.schema.get_field_index("run"), "run", names)
 
 
 def _run_facts(runs: pa.Table) -> dict[str, tuple[Any, ...]]:
@@ -388,36 +388,23 @@ def _kind_deltas(old: tuple[Any, ...] | None, new: tuple[Any, ...] | None) -> li
 
 
 def _empty_runs() -> pa.Table:
-    import pyarrow as pa
+    import numpy as np
 
-    cols: dict[str, Any] = {
-        "run": pa.array([], pa.string()),
-        "files": pa.array([], pa.int64()),
-        "bytes": pa.array([], pa.uint64()),
-        "first_wall_time": pa.array([], pa.float64()),
-        "last_wall_time": pa.array([], pa.float64()),
-        "max_step": pa.array([], pa.int64()),
-    }
+    from tbscope.server.tables import numeric, strings, table
+
+    ints = numeric(np.zeros(0, np.int64))
+    floats = numeric(np.zeros(0, np.float64))
+    cols: dict[str, Any] = {"run": strings([]), "files": ints, "bytes": ints, "first_wall_time": floats, "last_wall_time": floats, "max_step": ints}
     for k in KINDS:
-        cols[k] = pa.array([], pa.int64())
-    cols["source"] = pa.array([], pa.int32())
-    return pa.table(cols)
+        cols[k] = ints
+    return table(cols)
 
 
 def _empty_series() -> pa.Table:
-    import pyarrow as pa
+    import numpy as np
 
-    return pa.table(
-        {
-            "run": pa.array([], pa.string()),
-            "tag": pa.array([], pa.string()),
-            "kind": pa.array([], pa.string()),
-            "plugin": pa.array([], pa.string()),
-            "display_name": pa.array([], pa.string()),
-            "description": pa.array([], pa.string()),
-            "points": pa.array([], pa.int64()),
-            "first_step": pa.array([], pa.int64()),
-            "last_step": pa.array([], pa.int64()),
-            "source": pa.array([], pa.int32()),
-        }
-    )
+    from tbscope.server.tables import numeric, strings, table
+
+    ints = numeric(np.zeros(0, np.int64))
+    text = strings([])
+    return table({"run": text, "tag": text, "kind": text, "plugin": text, "display_name": text, "description": text, "points": ints, "first_step": ints, "last_step": ints})

@@ -84,3 +84,59 @@ def empty_kind_table(kind: str) -> pa.Table:
     d = pa.dictionary(pa.int32(), pa.string())
     base = {"run": pa.array([], d), "tag": pa.array([], d), "step": pa.array([], pa.int64()), "wall_time": pa.array([], pa.float64())}
     return pa.table(base)
+
+
+# Arrow arrays from numpy and lists without pa.array()/pa.table(): those look for pandas
+# objects first, which imports pandas (half a second) on the server's start-up path.
+
+
+def numeric(values: Any) -> pa.Array:
+    """A numpy int64/int32/float64 array as an Arrow array (no copy)."""
+    import numpy as np
+    import pyarrow as pa
+
+    arr = np.ascontiguousarray(values)
+    kind = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32(), np.dtype(np.float64): pa.float64()}[arr.dtype]
+    return pa.Array.from_buffers(kind, len(arr), [None, pa.py_buffer(arr)])
+
+
+def strings(values: list[str]) -> pa.Array:
+    """A list of str as an Arrow utf8 array."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = [v.encode("utf-8", "surrogatepass") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:]) if encoded else None
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def table(columns: dict[str, Any]) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns))
+
+
+def to_numpy(col: Any) -> Any:
+    """A numeric Arrow array or chunked array as numpy, nulls as NaN (without pyarrow's
+    conversion, which imports pandas)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if col.null_count:
+        import pyarrow.compute as pc
+
+        col = pc.fill_null(col.cast(pa.float64()), float("nan"))
+    dtype = np.dtype({"int32": np.int32, "int64": np.int64, "uint64": np.uint64, "double": np.float64, "float": np.float32}[str(col.type)])
+    if not len(col):
+        return np.zeros(0, dtype)
+    return np.frombuffer(col.buffers()[1], dtype=dtype, count=len(col), offset=col.offset * dtype.itemsize)
+
+
+def take(table: pa.Table, mask: Any) -> pa.Table:
+    """The rows of ``table`` where ``mask`` (a list or numpy array of bool) holds."""
+    import numpy as np
+
+    return table.take(numeric(np.flatnonzero(np.asarray(mask, dtype=bool)).astype(np.int64)))

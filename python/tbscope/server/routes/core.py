@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
 
-from tbscope.server import encode, models
+from tbscope.server import encode, models, tables
 from tbscope.server.config import MAX_RUNS_PAGE
 from tbscope.server.errors import ApiError
 from tbscope.server.routes import ERRORS, KIND_NAMES, name_filter, series_kind, store_of
@@ -98,9 +98,6 @@ def runs(
     limit: Annotated[int, Query(ge=1, le=MAX_RUNS_PAGE)] = 1000,
     filter: Annotated[Optional[str], Query(max_length=1000, description="a glob (* crosses /) or /regex/")] = None,
 ) -> Response:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     snap = store.snapshot
     tag = encode.etag(request, snap.generation)
     if (hit := encode.not_modified(request, tag)) is not None:
@@ -108,7 +105,7 @@ def runs(
     table = snap.runs
     if filter:
         keep = name_filter(filter)
-        table = table.filter(pa.array([keep(r) for r in table.column("run").to_pylist()], pa.bool_()))
+        table = tables.take(table, [keep(r) for r in table.column("run").to_pylist()])
     total = table.num_rows
     page = table.slice(offset, limit)
     names = page.column("run").to_pylist()
@@ -119,19 +116,17 @@ def runs(
     cols = {
         "run": names,
         "color": [color(r) for r in names],
-        "start_time": encode.floats(page.column("first_wall_time").fill_null(float("nan")).to_numpy()),
-        "last_wall_time": encode.floats(page.column("last_wall_time").fill_null(float("nan")).to_numpy()),
+        "start_time": encode.floats(tables.to_numpy(page.column("first_wall_time"))),
+        "last_wall_time": encode.floats(tables.to_numpy(page.column("last_wall_time"))),
         "max_step": page.column("max_step").to_pylist(),
         "files": page.column("files").to_pylist(),
-        "bytes": pc.cast(page.column("bytes"), pa.int64()).to_pylist(),
+        "bytes": page.column("bytes").to_pylist(),
         "problems": [bad.get(r, 0) for r in names],
     }
     return encode.json_response({"total": total, "offset": offset, "loading": store.loading, "columns": cols}, tag)
 
 
 def _series_table(store: Store, kind: Optional[str], runs: Optional[list[str]]) -> Any:
-    import pyarrow as pa
-
     snap = store.snapshot
     t = snap.series
     if not t.num_rows:
@@ -142,8 +137,8 @@ def _series_table(store: Store, kind: Optional[str], runs: Optional[list[str]]) 
     if runs:
         rs = set(runs)
         mask = [m and r in rs for m, r in zip(mask, t.column("run").to_pylist())]
-    t = t.set_column(t.schema.get_field_index("kind"), "kind", pa.array(api_kinds, pa.string()))
-    return t.filter(pa.array(mask, pa.bool_()))
+    t = t.set_column(t.schema.get_field_index("kind"), "kind", tables.strings(api_kinds))
+    return tables.take(t, mask)
 
 
 Kind = Annotated[Optional[str], Query(description="scalars, histograms, distributions, images, audio, text, tensors, pr_curves, custom_scalars, hparams, blobs")]
