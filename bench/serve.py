@@ -331,6 +331,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small corpora (a smoke test)")
     ap.add_argument("--repeats", type=int, default=50)
     ap.add_argument("--skip-tensorboard", action="store_true")
+    ap.add_argument("--only", default="latency,cold", help="latency, cold (cold start and memory), or both")
     args = ap.parse_args()
 
     out_dir = BENCH / "results"
@@ -339,11 +340,20 @@ def main() -> int:
     spec = CorpusSpec(runs=4, tags=5, steps=1000) if args.quick else CorpusSpec(runs=40, tags=25, steps=10_000)
     STEPS_10M = spec.steps
     results: dict[str, Any] = {"quick": args.quick, "load_average": os.getloadavg(), "cpus": os.cpu_count()}
-    print(f"corpus of {runs} runs x {tags} tags x {steps} steps (tbscope's writer)", flush=True)
-    many = many_runs_corpus(BENCH / ".corpus", runs, tags, steps)
-    print("latency...", flush=True)
-    results["latency"] = latency(many, "train/loss", args.repeats, 16, 8 if args.quick else 20, min(100, runs))
-    print(json.dumps(results["latency"], indent=1), flush=True)
+    only = set(args.only.split(","))
+    previous = out_dir / "serve.json"
+    if only != {"latency", "cold"} and previous.exists():
+        results = {**json.loads(previous.read_text()), **results}  # keep the other part's figures
+    if "latency" in only:
+        print(f"corpus of {runs} runs x {tags} tags x {steps} steps (tbscope's writer)", flush=True)
+        many = many_runs_corpus(BENCH / ".corpus", runs, tags, steps)
+        print("latency...", flush=True)
+        results["latency"] = latency(many, "train/loss", args.repeats, 16, 8 if args.quick else 20, min(100, runs))
+        print(json.dumps(results["latency"], indent=1), flush=True)
+    if "cold" not in only:
+        (out_dir / "serve.json").write_text(json.dumps(results, indent=1))
+        print(render(results))
+        return 0
     corpus = ensure_corpus(spec, root=BENCH / ".corpus")
     tag = tag_names(spec.tags)[0]
     cold: list[dict[str, Any]] = []
@@ -371,22 +381,35 @@ def main() -> int:
 
 
 def render(r: dict[str, Any]) -> str:
-    lat = r["latency"]
     lines = [
         f"load average at the start: {', '.join(f'{x:.1f}' for x in r['load_average'])} on {r['cpus']} CPUs",
         "",
         "| target | measured | goal |",
         "|---|---|---|",
+    ]
+    if "latency" in r:
+        lines += _latency_rows(r["latency"])
+    if "cold" in r:
+        lines += _cold_rows(r)
+    return "\n".join(lines) + "\n"
+
+
+def _latency_rows(lat: dict[str, Any]) -> list[str]:
+    return [
         f"| one tag x {lat['runs_in_answer']} runs, 1,000 points each, Arrow, one client: p50 / p99 | {lat['one_client']['p50_ms']:.0f} / {lat['one_client']['p99_ms']:.0f} ms (first request {lat['first_request_ms']:.0f} ms) | < 150 / < 400 ms |",
         f"| same on {lat['concurrent']['runs']} runs, {lat['concurrent']['clients']} clients x {lat['concurrent']['requests'] // lat['concurrent']['clients']} requests: errors, p50 / p99 | {lat['concurrent']['errors']}, {lat['concurrent']['p50_ms']:.0f} / {lat['concurrent']['p99_ms']:.0f} ms | 0, < 300 ms / < 1 s |",
     ]
+
+
+def _cold_rows(r: dict[str, Any]) -> list[str]:
+    lines = []
     for c in r["cold"]:
         first = "-" if c["first_answer_s"] is None else f"{c['first_answer_s']:.2f} s"
         done = "-" if c["complete_s"] is None else f"{c['complete_s']:.2f} s"
         lines.append(f"| cold start, {c['label']}: first answer, tag complete in all runs | {first}, {done} | tbscope < 1.5 s (cache: < 0.8 s) |")
     m = r["memory"]
     lines.append(f"| memory: peak RSS {m['loaded_peak_rss'] / 2**20:.0f} MiB - idle {m['idle_rss'] / 2**20:.0f} MiB, vs {m['column_bytes'] / 2**20:.0f} MiB of columns | {m['ratio']:.2f}x | < 2x |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 if __name__ == "__main__":

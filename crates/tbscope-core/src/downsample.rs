@@ -66,11 +66,15 @@ pub fn m4<X: XValue>(
         }
         lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h)
     };
+    if !bounded && (n == 0 || end - start <= n) {
+        out.extend(start..end);
+        return;
+    }
     // One pass for the count, the x range and whether there is a NaN value.
     let (mut count, mut x0, mut x1, mut nan) = (0usize, f64::INFINITY, f64::NEG_INFINITY, false);
     for i in start..end {
         let xv = x[i].get();
-        if !inside(xv) {
+        if bounded && !inside(xv) {
             continue;
         }
         count += 1;
@@ -86,12 +90,15 @@ pub fn m4<X: XValue>(
     }
     let b = (n / if nan { 5 } else { 4 }).max(1);
     let width = x1 - x0;
+    let bf = b as f64;
     let bucket_of = |xv: f64, prev: usize| -> usize {
         if !xv.is_finite() {
             return prev;
         }
         if width > 0.0 {
-            (((xv - x0) * b as f64 / width).floor() as usize).min(b - 1)
+            // The exact expression of the rule (a multiply by b / width can round the other
+            // way at a bucket edge).
+            (((xv - x0) * bf / width).floor() as usize).min(b - 1)
         } else {
             0
         }
@@ -104,7 +111,7 @@ pub fn m4<X: XValue>(
     let mut prev = 0usize;
     for i in start..end {
         let xv = x[i].get();
-        if !inside(xv) {
+        if bounded && !inside(xv) {
             continue;
         }
         let k = bucket_of(xv, prev);
@@ -146,6 +153,35 @@ pub fn m4<X: XValue>(
         }
     }
     out.truncate(w);
+}
+
+/// [`m4`] of many series (`ranges` of rows) on up to `threads` threads: the kept rows of each
+/// series, in the order of `ranges`.
+#[allow(clippy::too_many_arguments)]
+pub fn m4_many<X: XValue>(
+    x: &[X],
+    y: &[f64],
+    ranges: &[(usize, usize)],
+    n: usize,
+    lo: Option<f64>,
+    hi: Option<f64>,
+    threads: usize,
+) -> Vec<Vec<usize>> {
+    let one = |&(a, b): &(usize, usize)| {
+        let mut v = Vec::new();
+        m4(x, y, a, b, n, lo, hi, &mut v);
+        v
+    };
+    let points: usize = ranges.iter().map(|(a, b)| b - a).sum();
+    // A pool per call (as the reader does: nothing outlives it, so fork stays safe); only
+    // worth its start-up for many points.
+    if threads > 1 && ranges.len() > 1 && points > 1 << 16 {
+        if let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+            use rayon::prelude::*;
+            return pool.install(|| ranges.par_iter().map(one).collect());
+        }
+    }
+    ranges.iter().map(one).collect()
 }
 
 /// TensorBoard's smoothing of `y` with `weight` into `out` (same length).

@@ -5,7 +5,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tbscope_core::downsample::{ema as core_ema, m4};
+use tbscope_core::downsample::{ema as core_ema, m4_many};
 
 /// A C-contiguous, aligned buffer of `T` in native byte order (format letters `codes`).
 fn slice<'a, T>(
@@ -138,12 +138,14 @@ pub fn downsample<'py>(
         let mut counts: Vec<i64> = Vec::with_capacity(series.len());
         let mut smoothed: Vec<f64> = Vec::new();
         let mut scratch: Vec<f64> = Vec::new();
-        for &(a, b) in &series {
+        let threads = tbscope_core::load::thread_count(0);
+        let kept = match xs {
+            Xs::I64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
+            Xs::F64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
+        };
+        for (&(a, b), part) in series.iter().zip(kept) {
             let before = rows.len();
-            match xs {
-                Xs::I64(v) => m4(v, ys, a, b, n, x_lo, x_hi, &mut rows),
-                Xs::F64(v) => m4(v, ys, a, b, n, x_lo, x_hi, &mut rows),
-            }
+            rows.extend(part);
             counts.push((rows.len() - before) as i64);
             if let Some(w) = smoothing {
                 scratch.resize(b - a, 0.0);
