@@ -467,3 +467,37 @@ print(sorted(m for m in ("pandas", "duckdb", "polars") if m in sys.modules))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_ctrl_c_stops_cleanly(logdir):
+    """SIGINT stops `tbscope serve` at once, with an event stream still open, status 0."""
+    import http.client
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "tbscope", "serve", str(logdir), "--port", "0", "--no-cache"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        deadline = time.time() + 60
+        while url is None and time.time() < deadline:
+            line = p.stderr.readline()
+            m = re.search(r"(http://127\.0\.0\.1:(\d+)/)", line)
+            if m:
+                url, port = m.group(1), int(m.group(2))
+        assert url, "no URL printed"
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request("GET", "/api/v1/events")
+            assert conn.getresponse().status == 200
+            p.send_signal(signal.SIGINT)
+            assert p.wait(15) == 0
+            assert "stopped" in p.stderr.read()
+        finally:
+            conn.close()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stderr.close()

@@ -67,7 +67,12 @@ def serve_command(logdir: str | None, logdir_opt: str | None, logdir_spec: str |
             click.echo(f"tbscope: {st.path} does not exist yet; waiting for it", err=True)
     click.echo(f"tbscope serve: {server.url_with_token}  (Ctrl-C to stop)", err=True)
     _progress(store)
-    server.run()
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        # uvicorn has shut down cleanly and re-raised the signal: a normal way to stop.
+        pass
+    click.echo("tbscope serve: stopped", err=True)
 
 
 def _check(server: Any) -> None:
