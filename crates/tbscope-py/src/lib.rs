@@ -23,6 +23,7 @@ use tbscope_core::event_file::Options;
 use tbscope_core::{Kind, Reader, ReaderOptions, Restarts};
 
 mod funnel;
+mod series;
 mod writer;
 
 use funnel::{detached, guarded, Failure, Outcome};
@@ -610,5 +611,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
+    m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     Ok(())
 }
