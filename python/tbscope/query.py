@@ -418,6 +418,7 @@ _LOCKED = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
     "lock_configuration": True,  # last: the options above cannot be set once it holds
 }
 _DBS: dict[bool, Any] = {}

@@ -216,6 +216,17 @@ def test_native_module(logdir, tmp_path):
     csv_base = dict(table=table, header=True, chunk_rows=10, quote_chars=None, quote_empty=False, fd=None)
     for kw in _mutations(rng, csv_base, 80):
         _check(lambda kw=kw: _core.to_csv(**kw), f"to_csv({_text(kw)})")
+    x = np.arange(50, dtype=np.int64)
+    y = np.linspace(0.0, 1.0, 50)
+    ds_base = dict(x=x, y=y, n=10, starts=np.array([0, 20], dtype=np.int64), ends=np.array([20, 50], dtype=np.int64), x_lo=None, x_hi=None, smoothing=0.6)
+    for kw in _mutations(rng, ds_base, 80):
+        _check(lambda kw=kw: _core.downsample(**kw), f"downsample({_text(kw)})")
+    ema_base = dict(y=y, weight=0.6, out=np.zeros(50), starts=None, ends=None)
+    for kw in _mutations(rng, ema_base, 60):
+        _check(lambda kw=kw: _core.ema(**kw), f"ema({_text(kw)})")
+    for value in BAD:
+        _check(lambda v=value: tbscope.downsample(x, y, v), f"tbscope.downsample(n={value!r})")
+        _check(lambda v=value: tbscope.ema(y, v), f"tbscope.ema(weight={value!r})")
     rw_base = dict(runs=None, tags=None, drop_tags=None, drop_steps=None, preempt=False, merge=True, force=False, commit=True, threads=0)
     for i, kw in enumerate(_mutations(rng, rw_base, 40)):
         _check(lambda kw=kw, i=i: _core.rewrite(logdir, tmp_path / f"rw{i}", **kw), f"rewrite({_text(kw)})")
