@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -120,6 +121,23 @@ def _not_an_export(path: Path) -> str | None:
             if not stat.S_ISREG(st.st_mode) or "tfevents" in name or not name.lower().endswith(_OUTPUT_SUFFIXES):
                 return os.path.relpath(full, path)
     return None
+
+
+def _hidden(out: Path, directory: bool) -> Path:
+    """A new hidden file or directory next to ``out`` to write it under. Made with the usual
+    permissions (0666/0777 less the umask), as ``out`` would have been: tempfile's are private
+    (0600/0700), and an export renamed from one stayed unreadable to anyone else."""
+    for _ in range(100):
+        p = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
+        try:
+            if directory:
+                os.mkdir(p)
+            else:
+                os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return p
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot find a free temporary name next to {out}")
 
 
 def _publish_dir(staging: Path, out: Path) -> None:
@@ -372,7 +390,7 @@ def export(
         else:
             out_path.parent.mkdir(parents=True, exist_ok=True)
             # Everything goes into a hidden directory next to out, renamed into place at the end.
-            staging = Path(tempfile.mkdtemp(prefix=f".{out_path.name}.", suffix=".partial", dir=out_path.parent))
+            staging = _hidden(out_path, directory=True)
             try:
                 for kind in kl:
                     if parts:
@@ -415,9 +433,7 @@ def _put(tmp: Path, target: Path, replace: bool) -> None:
 
 def _write_file(batches: Iterator[pa.RecordBatch], target: Path, fmt: str, stats: ExportStats, kind: str, tick: Callable[[ExportStats], None] | None, replace: bool = True) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _hidden(target, directory=False)
     sink: _Sink | None = None
     stats.kinds.setdefault(kind, 0)
     try:

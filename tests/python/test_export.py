@@ -243,3 +243,21 @@ def test_export_reports_what_could_not_be_read(tbx_logdir, tmp_path):
         (p,) = st.report.by_severity("error")
         assert "cannot open" in p.reason
     assert export(tbx_logdir, tmp_path / "ok.csv").report.ok
+
+
+def test_outputs_get_the_usual_permissions(tbx_logdir, tmp_path):
+    # Before: a file export kept its temporary file's private mode (0600).
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        export(tbx_logdir, tmp_path / "x.csv")
+        export(tbx_logdir, tmp_path / "d", partition_by="run")
+        export(tbx_logdir, tmp_path / "k", kinds=["scalars", "text"], format="csv")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "x.csv").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "k").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "k" / "scalars.csv").stat().st_mode) == 0o644
