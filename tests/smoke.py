@@ -39,3 +39,9 @@ with tempfile.TemporaryDirectory() as d:
     assert df["value"].tolist() == [0.0, 0.5, 1.0, 1.5, 2.0], df
     assert list(df["run"].astype(str).unique()) == ["run"]
     print(f"tbscope {tbscope.__version__}: smoke test passed ({len(df)} rows)")
+
+# The wheel carries the built dashboard (users never need Node).
+static = Path(tbscope.__file__).parent / "server" / "static"
+assert (static / "index.html").is_file(), f"the dashboard is missing from the wheel ({static})"
+assert any(static.glob("index-*.js")), "the dashboard's script is missing from the wheel"
+print("dashboard assets present")

@@ -1,0 +1,200 @@
+/**
+ * The REST client. Every URL is relative to the page (`api/v1/...` against document.baseURI),
+ * so the dashboard works under any --path_prefix. A 401 asks the user for the token once and
+ * retries with `Authorization: Bearer`.
+ */
+import type { JsonNumber } from "./lib/columns";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Status {
+  version: string;
+  generation: number;
+  loading: { done: boolean; files_done: number; files_total: number; bytes_done: number; bytes_total: number };
+  logdirs: { name: string; path: string; exists: boolean }[];
+  token_required: boolean;
+  kinds: Record<string, number | boolean>;
+}
+
+export interface RunsResponse {
+  total: number;
+  offset: number;
+  columns: {
+    run: string[];
+    color: string[];
+    start_time: JsonNumber[];
+    last_wall_time: JsonNumber[];
+    max_step: (number | null)[];
+    files: number[];
+    bytes: number[];
+    problems: number[];
+  };
+}
+
+export interface TagsResponse {
+  kind: string;
+  columns: { tag: string[]; runs: number[]; points: number[] };
+}
+
+export interface SeriesResponse {
+  columns: { run: string[]; tag: string[]; kind: string[]; points: number[]; min_step: number[]; max_step: number[] };
+}
+
+export interface ScalarSeries {
+  run: string;
+  color: string;
+  total_points: number;
+  columns: { step: JsonNumber[]; wall_time: JsonNumber[]; value: JsonNumber[]; smoothed?: JsonNumber[] };
+}
+
+export interface ScalarsResponse {
+  tag: string;
+  x: string;
+  series: ScalarSeries[];
+}
+
+export interface ScalarsQuery {
+  tag: string;
+  runs: string[] | null;
+  points: number;
+  /** The axis the server buckets along; xMin/xMax are in its units. */
+  x?: "step" | "relative" | "wall_time";
+  smoothing?: number;
+  xMin?: number;
+  xMax?: number;
+}
+
+type Params = Record<string, string | number | boolean | null | undefined | readonly (string | number)[]>;
+
+export type TokenPrompt = (wrong: boolean) => Promise<string>;
+
+export class Api {
+  readonly base: URL;
+  private token: string | null;
+  private prompting: Promise<string> | null = null;
+  askToken: TokenPrompt | null = null;
+
+  constructor(base = new URL("api/v1/", document.baseURI)) {
+    this.base = base;
+    this.token = sessionStorage.getItem("tbscope_token");
+  }
+
+  get hasToken(): boolean {
+    return this.token !== null;
+  }
+
+  url(path: string, params?: Params): URL {
+    const u = new URL(path, this.base);
+    if (params) {
+      for (const [k, v] of Object.entries(params)) {
+        if (v === null || v === undefined) continue;
+        if (Array.isArray(v)) for (const x of v) u.searchParams.append(k, String(x));
+        else u.searchParams.set(k, String(v));
+      }
+    }
+    return u;
+  }
+
+  private headers(extra?: Record<string, string>): Headers {
+    const hd = new Headers(extra);
+    if (this.token) hd.set("Authorization", `Bearer ${this.token}`);
+    return hd;
+  }
+
+  /** fetch with the token; on 401 prompt for it (once for concurrent requests) and retry. */
+  async fetch(url: URL, init: RequestInit = {}, accept = "application/json"): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      const res = await fetch(url, { ...init, headers: this.headers({ Accept: accept, ...(init.headers as Record<string, string> | undefined) }) });
+      if (res.status !== 401 || !this.askToken || attempt > 5) {
+        if (!res.ok) throw await toError(res);
+        return res;
+      }
+      await this.promptToken(attempt > 0 || this.token !== null);
+    }
+  }
+
+  private async promptToken(wrong: boolean): Promise<void> {
+    if (!this.prompting) {
+      this.prompting = this.askToken!(wrong).finally(() => {
+        this.prompting = null;
+      });
+    }
+    const t = await this.prompting;
+    this.token = t;
+    sessionStorage.setItem("tbscope_token", t);
+  }
+
+  async get<T>(path: string, params?: Params, signal?: AbortSignal): Promise<T> {
+    const res = await this.fetch(this.url(path, params), signal ? { signal } : {});
+    return (await res.json()) as T;
+  }
+
+  async post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+    const init: RequestInit = { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } };
+    if (signal) init.signal = signal;
+    const res = await this.fetch(this.url(path), init);
+    return (await res.json()) as T;
+  }
+
+  async blob(path: string, params?: Params, signal?: AbortSignal): Promise<Blob> {
+    const res = await this.fetch(this.url(path, params), signal ? { signal } : {}, "*/*");
+    return res.blob();
+  }
+
+  status(signal?: AbortSignal): Promise<Status> {
+    return this.get("status", undefined, signal);
+  }
+
+  runs(signal?: AbortSignal): Promise<RunsResponse> {
+    return this.get("runs", { offset: 0, limit: 100000 }, signal);
+  }
+
+  tags(kind: string, signal?: AbortSignal): Promise<TagsResponse> {
+    return this.get("tags", { kind }, signal);
+  }
+
+  series(kind: string, signal?: AbortSignal): Promise<SeriesResponse> {
+    return this.get("series", { kind }, signal);
+  }
+
+  scalars(q: ScalarsQuery, signal?: AbortSignal): Promise<ScalarsResponse> {
+    const params: Record<string, string | number | string[]> = { tag: q.tag, points: q.points };
+    if (q.x && q.x !== "step") params.x = q.x;
+    if (q.smoothing !== undefined && q.smoothing > 0) params.smoothing = q.smoothing;
+    if (q.xMin !== undefined) params.x_min = q.xMin;
+    if (q.xMax !== undefined) params.x_max = q.xMax;
+    if (q.runs !== null && q.runs.length > 40) {
+      // Long run lists go in a body: a URL of hundreds of run names outgrows proxies' limits.
+      return this.post("scalars", { ...params, runs: q.runs }, signal);
+    }
+    if (q.runs !== null) params.run = q.runs;
+    return this.get("scalars", params, signal);
+  }
+
+  /** Live changes: server-sent events when the browser can send our credentials, else polling. */
+  eventsUrl(): URL {
+    return this.url("events");
+  }
+}
+
+async function toError(res: Response): Promise<ApiError> {
+  try {
+    const body = (await res.json()) as { error?: { code?: string; message?: string } };
+    if (body.error) return new ApiError(res.status, body.error.code ?? "error", body.error.message ?? res.statusText);
+  } catch {
+    // Not our JSON error shape (a proxy's page, say): fall through to the status line.
+  }
+  return new ApiError(res.status, "http", `${res.status} ${res.statusText}`);
+}
+
+export function isAbort(e: unknown): boolean {
+  return e instanceof DOMException && e.name === "AbortError";
+}
