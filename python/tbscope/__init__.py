@@ -55,3 +55,10 @@ __all__ = [
     "scan",
     "sql",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext tbscope``: the ``%tbscope --logdir DIR`` magic (see :mod:`tbscope.notebook`)."""
+    from tbscope.notebook import load_ipython_extension as load
+
+    load(ipython)

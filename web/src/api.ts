@@ -3,7 +3,8 @@
  * so the dashboard works under any --path_prefix. A 401 asks the user for the token once and
  * retries with `Authorization: Bearer`.
  */
-import type { JsonNumber } from "./lib/columns";
+import { toFloat64, type JsonNumber } from "./lib/columns";
+import type { FetchReply, FetchRequest } from "./fetcher.worker";
 
 export class ApiError extends Error {
   constructor(
@@ -48,11 +49,12 @@ export interface SeriesResponse {
   columns: { run: string[]; tag: string[]; kind: string[]; points: number[]; min_step: number[]; max_step: number[] };
 }
 
+/** Scalar columns arrive parsed into Float64Arrays (by the fetch worker). */
 export interface ScalarSeries {
   run: string;
   color: string;
   total_points: number;
-  columns: { step: JsonNumber[]; wall_time: JsonNumber[]; value: JsonNumber[]; smoothed?: JsonNumber[] };
+  columns: { step: Float64Array; wall_time: Float64Array; value: Float64Array; smoothed?: Float64Array };
 }
 
 export interface ScalarsResponse {
@@ -165,6 +167,73 @@ export class Api {
     return this.get("series", { kind }, signal);
   }
 
+  private worker: Worker | null | undefined;
+  private pending = new Map<number, (r: FetchReply) => void>();
+  private nextId = 1;
+
+  private getWorker(): Worker | null {
+    if (this.worker === undefined) {
+      try {
+        this.worker = new Worker(new URL("./fetcher.worker.ts", import.meta.url), { type: "module" });
+        this.worker.onmessage = (e: MessageEvent<FetchReply>) => {
+          const cb = this.pending.get(e.data.id);
+          this.pending.delete(e.data.id);
+          cb?.(e.data);
+        };
+        this.worker.onerror = () => {
+          // A worker that cannot start (an old browser, a proxy's CSP): parse on this thread.
+          this.worker = null;
+          for (const cb of this.pending.values()) cb({ id: 0, ok: false, status: 0, code: "worker", message: "worker failed" });
+          this.pending.clear();
+        };
+      } catch {
+        this.worker = null;
+      }
+    }
+    return this.worker;
+  }
+
+  /** A JSON request parsed in the worker (scalar columns become Float64Arrays). */
+  private async viaWorker<T>(url: URL, method: "GET" | "POST", body: unknown, signal?: AbortSignal): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const w = this.getWorker();
+      if (!w) return this.parseHere<T>(url, method, body, signal);
+      const id = this.nextId++;
+      const headers: Record<string, string> = { Accept: "application/json" };
+      if (this.token) headers.Authorization = `Bearer ${this.token}`;
+      if (body !== undefined) headers["Content-Type"] = "application/json";
+      const req: FetchRequest = { id, url: url.href, method, headers };
+      if (body !== undefined) req.body = JSON.stringify(body);
+      const reply = await new Promise<FetchReply>((resolve, reject) => {
+        this.pending.set(id, resolve);
+        const onAbort = () => {
+          w.postMessage({ abort: id });
+          this.pending.delete(id);
+          reject(new DOMException("aborted", "AbortError"));
+        };
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        w.postMessage(req);
+      });
+      if (reply.ok) return reply.body as T;
+      if (reply.code === "worker") return this.parseHere<T>(url, method, body, signal);
+      if (reply.status === -1) throw new DOMException("aborted", "AbortError");
+      if (reply.status === 401 && this.askToken && attempt < 5) {
+        await this.promptToken(attempt > 0 || this.token !== null);
+        continue;
+      }
+      throw new ApiError(reply.status, reply.code, reply.message);
+    }
+  }
+
+  private async parseHere<T>(url: URL, method: "GET" | "POST", body: unknown, signal?: AbortSignal): Promise<T> {
+    const init: RequestInit = method === "POST" ? { method, body: JSON.stringify(body), headers: { "Content-Type": "application/json" } } : {};
+    if (signal) init.signal = signal;
+    const res = (await (await this.fetch(url, init)).json()) as { series?: { columns: Record<string, JsonNumber[] | Float64Array> }[] };
+    for (const s of res.series ?? []) for (const [k, v] of Object.entries(s.columns)) if (Array.isArray(v)) s.columns[k] = toFloat64(v);
+    return res as T;
+  }
+
   scalars(q: ScalarsQuery, signal?: AbortSignal): Promise<ScalarsResponse> {
     const params: Record<string, string | number | string[]> = { tag: q.tag, points: q.points };
     if (q.x && q.x !== "step") params.x = q.x;
@@ -173,10 +242,10 @@ export class Api {
     if (q.xMax !== undefined) params.x_max = q.xMax;
     if (q.runs !== null && q.runs.length > 40) {
       // Long run lists go in a body: a URL of hundreds of run names outgrows proxies' limits.
-      return this.post("scalars", { ...params, runs: q.runs }, signal);
+      return this.viaWorker(this.url("scalars"), "POST", { ...params, runs: q.runs }, signal);
     }
     if (q.runs !== null) params.run = q.runs;
-    return this.get("scalars", params, signal);
+    return this.viaWorker(this.url("scalars", params), "GET", undefined, signal);
   }
 
   /** Live changes: server-sent events when the browser can send our credentials, else polling. */

@@ -4,7 +4,6 @@
  * chart (a value with lower and upper bounds). The server merges the runs' layouts.
  */
 import { h, clear } from "../dom";
-import { toFloat64 } from "../lib/columns";
 import { emaSmooth } from "../lib/smoothing";
 import { LineChart, type LineSeries } from "../chart/linechart";
 import { emptyState, errorState, section, Visibility } from "../cards";
@@ -69,9 +68,9 @@ class CustomChart {
     try {
       const series: LineSeries[] = [];
       const mk = (key: string, color: string, s: ScalarsResponse["series"][number], smooth: boolean): LineSeries => {
-        const step = toFloat64(s.columns.step);
-        const value = toFloat64(s.columns.value);
-        return { key, color, x: step, step, wallTime: toFloat64(s.columns.wall_time), value, smoothed: smooth && w > 0 ? emaSmooth(value, w) : null };
+        const step = s.columns.step;
+        const value = s.columns.value;
+        return { key, color, x: step, step, wallTime: s.columns.wall_time, value, smoothed: smooth && w > 0 ? emaSmooth(value, w) : null };
       };
       if (this.spec.multiline) {
         const res = this.spec.multiline.tag.map(safeRegex);

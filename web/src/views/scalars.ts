@@ -5,7 +5,6 @@
  * so a spike logged once stays visible at every zoom level.
  */
 import { isAbort, type Api, type ScalarSeries, type ScalarsQuery } from "../api";
-import { toFloat64 } from "../lib/columns";
 import { emaSmooth } from "../lib/smoothing";
 import { mergeWindow, type SeriesColumns } from "../lib/merge";
 import { compileFilter } from "../lib/filter";
@@ -28,12 +27,7 @@ interface RunData {
 }
 
 function toColumns(s: ScalarSeries): SeriesColumns {
-  return {
-    step: toFloat64(s.columns.step),
-    wallTime: toFloat64(s.columns.wall_time),
-    value: toFloat64(s.columns.value),
-    smoothed: s.columns.smoothed ? toFloat64(s.columns.smoothed) : null,
-  };
+  return { step: s.columns.step, wallTime: s.columns.wall_time, value: s.columns.value, smoothed: s.columns.smoothed ?? null };
 }
 
 function xOf(cols: SeriesColumns, axis: XAxis): Float64Array {
