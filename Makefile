@@ -83,9 +83,10 @@ smoke:
 	cd build && smoke-venv/bin/python ../tests/smoke.py
 	build/smoke-venv/bin/tbscope --version
 
-bench: build
+bench: build chromium
 	$(PY) bench/run.py
 	$(PY) bench/writer.py
+	$(PY) bench/dashboard.py
 
 # libFuzzer needs nightly Rust and cargo-fuzz; see crates/tbscope-core/fuzz/README.md for the
 # stable-Rust fallback (the same targets as plain binaries).

@@ -22,6 +22,7 @@ describe("URL state", () => {
       card: "eval/accuracy",
       collapsed: ["train", "eval"],
       tree: false,
+      points: 1000,
     };
     expect(parseHash(formatHash(s))).toEqual(s);
   });
@@ -32,6 +33,12 @@ describe("URL state", () => {
     const none: UrlState = { ...DEFAULT_STATE, only: [], hidden: [], collapsed: [] };
     expect(formatHash(none)).toBe("#scalars?only=");
     expect(parseHash(formatHash(none)).only).toEqual([]);
+  });
+
+  it("bounds the points per series", () => {
+    expect(parseHash("#scalars?points=5000000").points).toBe(100000);
+    expect(parseHash("#scalars?points=-3").points).toBe(0);
+    expect(parseHash("#scalars?points=1.5").points).toBe(0);
   });
 
   it("rejects junk without throwing", () => {

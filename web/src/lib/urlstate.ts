@@ -20,6 +20,8 @@ export interface UrlState {
   card: string | null;
   collapsed: string[];
   tree: boolean;
+  /** Points per series asked of the server; 0 = about two per pixel column of the chart. */
+  points: number;
 }
 
 export const DEFAULT_STATE: Readonly<UrlState> = Object.freeze({
@@ -35,6 +37,7 @@ export const DEFAULT_STATE: Readonly<UrlState> = Object.freeze({
   card: null,
   collapsed: [],
   tree: true,
+  points: 0,
 });
 
 const X_AXES: readonly XAxis[] = ["step", "relative", "wall_time"];
@@ -64,6 +67,8 @@ export function parseHash(hash: string): UrlState {
   s.card = p.get("card");
   s.collapsed = p.getAll("collapsed");
   s.tree = p.get("flat") !== "1";
+  const pts = Number(p.get("points"));
+  if (Number.isInteger(pts) && pts > 0) s.points = Math.min(100000, pts);
   return s;
 }
 
@@ -84,6 +89,7 @@ export function formatHash(s: UrlState): string {
   if (s.card) p.set("card", s.card);
   for (const c of s.collapsed) p.append("collapsed", c);
   if (!s.tree) p.set("flat", "1");
+  if (s.points) p.set("points", String(s.points));
   const qs = p.toString();
   return "#" + s.view + (qs ? "?" + qs : "");
 }

@@ -95,6 +95,7 @@ class ScalarCard {
   }
 
   private points(): number {
+    if (this.view.store.state.points > 0) return this.view.store.state.points;
     const w = this.chart ? this.chart.plotWidth() : Math.max(200, this.body.clientWidth - 60);
     return Math.max(200, Math.min(4000, Math.round(w * 2)));
   }
@@ -452,6 +453,8 @@ export class ScalarsView implements View {
     if (!this.firstDraw) {
       this.firstDraw = true;
       performance.mark("tbscope:first-chart");
+      // The frame after the draw has been painted (the benchmark reads this one).
+      requestAnimationFrame(() => setTimeout(() => performance.mark("tbscope:first-chart-painted"), 0));
     }
     document.documentElement.dataset.chartsDrawn = String(Number(document.documentElement.dataset.chartsDrawn ?? 0) + 1);
   }
