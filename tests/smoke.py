@@ -43,5 +43,5 @@ with tempfile.TemporaryDirectory() as d:
 # The wheel carries the built dashboard (users never need Node).
 static = Path(tbscope.__file__).parent / "server" / "static"
 assert (static / "index.html").is_file(), f"the dashboard is missing from the wheel ({static})"
-assert any(static.glob("index-*.js")), "the dashboard's script is missing from the wheel"
+assert any(static.glob("assets/index-*.js")), "the dashboard's script is missing from the wheel"
 print("dashboard assets present")

@@ -8,7 +8,7 @@ export default defineConfig({
   build: {
     outDir: "../python/tbscope/server/static",
     emptyOutDir: true,
-    assetsDir: "",
+    assetsDir: "assets",
     target: "es2022",
     modulePreload: { polyfill: false },
     // Assets are never inlined as data: URLs (the CSP allows 'self' only).

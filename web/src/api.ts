@@ -180,17 +180,22 @@ export class Api {
           this.pending.delete(e.data.id);
           cb?.(e.data);
         };
-        this.worker.onerror = () => {
-          // A worker that cannot start (an old browser, a proxy's CSP): parse on this thread.
-          this.worker = null;
-          for (const cb of this.pending.values()) cb({ id: 0, ok: false, status: 0, code: "worker", message: "worker failed" });
-          this.pending.clear();
-        };
+        // A worker that cannot start (an old browser, a proxy's CSP): parse on this thread.
+        this.worker.onerror = () => this.dropWorker();
       } catch {
         this.worker = null;
       }
     }
     return this.worker;
+  }
+
+  /** Stop using the worker; requests in flight there are retried on this thread. */
+  private dropWorker(): void {
+    this.worker?.terminate();
+    this.worker = null;
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const cb of pending) cb({ id: 0, ok: false, status: 0, code: "worker", message: "worker stopped" });
   }
 
   /** A JSON request parsed in the worker (scalar columns become Float64Arrays). */
@@ -217,6 +222,12 @@ export class Api {
       });
       if (reply.ok) return reply.body as T;
       if (reply.code === "worker") return this.parseHere<T>(url, method, body, signal);
+      if (reply.code === "network") {
+        // The worker could not reach the server where this page can (a policy on the worker
+        // script, say): stop using it and fetch here.
+        this.dropWorker();
+        return this.parseHere<T>(url, method, body, signal);
+      }
       if (reply.status === -1) throw new DOMException("aborted", "AbortError");
       if (reply.status === 401 && this.askToken && attempt < 5) {
         await this.promptToken(attempt > 0 || this.token !== null);

@@ -50,7 +50,9 @@ export class Visibility {
   private io: IntersectionObserver;
   private cbs = new Map<Element, (visible: boolean) => void>();
 
-  constructor(root: Element | null, margin = "300px 0px") {
+  /** `root` defaults to the app's scroll container, so the margin preloads cards about to
+   * scroll into view (with the viewport as root, the container's clipping would hide them). */
+  constructor(root: Element | null = document.getElementById("main"), margin = "300px 0px") {
     this.io = new IntersectionObserver(
       (entries) => {
         for (const e of entries) this.cbs.get(e.target)?.(e.isIntersecting);

@@ -38,6 +38,7 @@ export class RunsPanel {
   private scroller: HTMLElement;
   private spacer: HTMLElement;
   private rowsEl: HTMLElement;
+  private emptyEl: HTMLElement;
   private colorBy: HTMLSelectElement;
   private modeBtn: HTMLButtonElement;
   private tree: RunNode | null = null;
@@ -47,6 +48,7 @@ export class RunsPanel {
   private checkedPrefix = new Uint32Array(1);
   private visiblePrefix = new Uint32Array(1);
   private raf = 0;
+  private loaded = false;
 
   constructor(private readonly store: Store) {
     this.input = h("input", { type: "search", class: "input", id: "run-filter", placeholder: "Filter runs (text, glob, /regex/, hp.lr<0.1)", "aria-label": "Filter runs", value: store.state.runFilter });
@@ -60,7 +62,8 @@ export class RunsPanel {
     this.scroller = h("div", { class: "runs-scroll", tabindex: 0, role: "listbox", "aria-label": "Runs", "aria-multiselectable": "true" });
     this.spacer = h("div", { class: "runs-spacer" });
     this.rowsEl = h("div", { class: "runs-rows" });
-    this.scroller.append(this.spacer, this.rowsEl);
+    this.emptyEl = h("div", { class: "runs-empty" });
+    this.scroller.append(this.spacer, this.rowsEl, this.emptyEl);
     this.scroller.addEventListener("scroll", () => this.schedule(), { passive: true });
     this.rowsEl.addEventListener("click", (e) => this.onClick(e));
     new ResizeObserver(() => this.schedule()).observe(this.scroller);
@@ -70,7 +73,10 @@ export class RunsPanel {
       h("div", { class: "runs-head" }, h("div", { class: "runs-title" }, h("span", { class: "panel-title", text: "Runs" }), this.count, this.modeBtn), this.input, h("div", { class: "runs-actions" }, all, none, this.colorBy)),
       this.scroller,
     );
-    store.on("runs", () => this.rebuild());
+    store.on("runs", () => {
+      this.loaded = true;
+      this.rebuild();
+    });
     store.on("selection", () => this.refresh());
     store.on("hparams", () => this.fillColorBy());
     store.on("state", () => {
@@ -152,11 +158,7 @@ export class RunsPanel {
     while (this.rowsEl.children.length > want) this.rowsEl.lastElementChild!.remove();
     while (this.rowsEl.children.length < want) this.rowsEl.appendChild(this.makeRow());
     for (let k = 0; k < want; k++) this.fillRow(this.rowsEl.children[k] as HTMLElement, this.rows[first + k]!, first + k);
-    if (this.rows.length === 0 && this.store.runs.length > 0) {
-      this.rowsEl.replaceChildren(h("div", { class: "runs-empty", text: "No run matches the filter" }));
-    } else if (this.store.runs.length === 0) {
-      this.rowsEl.replaceChildren(h("div", { class: "runs-empty", text: "No runs yet" }));
-    }
+    this.emptyEl.textContent = this.rows.length > 0 ? "" : this.store.runs.length > 0 ? "No run matches the filter" : this.loaded ? "No runs yet" : "";
   }
 
   private makeRow(): HTMLElement {
@@ -168,7 +170,6 @@ export class RunsPanel {
   }
 
   private fillRow(row: HTMLElement, r: RunRow | FlatRow, index: number): void {
-    if (!row.classList.contains("run-row")) return;
     const [twisty, cb, swatch, name] = Array.from(row.children) as HTMLElement[];
     row.dataset.index = String(index);
     let runIdx: number;

@@ -76,7 +76,8 @@ export class Store {
     this.selectedCache = null;
   }
 
-  /** Apply a change to the URL state; `replace` avoids a history entry (e.g. slider drags). */
+  /** Apply a change to the URL state. Only a new tab or enlarged card makes a history entry
+   * (Back returns to it); other changes replace the current one. */
   update(patch: Partial<UrlState>, opts: { replace?: boolean } = {}): void {
     const prev = this.state;
     this.state = { ...prev, ...patch };
@@ -85,7 +86,8 @@ export class Store {
     if (selectionChanged) this.syncDerived();
     const hash = formatHash(this.state);
     if (hash !== location.hash && !(hash === "#scalars" && location.hash === "")) {
-      if (opts.replace) history.replaceState(null, "", hash);
+      const navigation = (patch.view !== undefined && patch.view !== prev.view) || (patch.card !== undefined && patch.card !== prev.card);
+      if (opts.replace || !navigation) history.replaceState(null, "", hash);
       else history.pushState(null, "", hash);
     }
     this.emit("state", prev);

@@ -235,7 +235,7 @@ export class LineChart {
       hooks: {
         setSelect: [(u) => this.onSelect(u)],
         setCursor: [(u) => this.onCursor(u)],
-        draw: [() => this.opts.onDraw?.()],
+        draw: [(u) => this.drawMarks(u), () => this.opts.onDraw?.()],
       },
     };
     this.u = new uPlot(opts, this.facetData() as unknown as uPlot.AlignedData, (u, init) => {
@@ -245,6 +245,31 @@ export class LineChart {
     this.u.over.addEventListener("dblclick", () => this.resetZoom());
     this.u.over.addEventListener("mouseleave", () => this.tooltip.classList.remove("show"));
     this.rescale();
+  }
+
+  /** A series of a few points (an eval per epoch, a final metric) would be invisible as a
+   * line alone, so its points get dots. */
+  private drawMarks(u: uPlot): void {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    const r = 2.5 * devicePixelRatio;
+    for (const s of this.series) {
+      if (s.x.length > 24) continue;
+      const ys = s.smoothed ?? s.value;
+      ctx.fillStyle = s.color;
+      for (let i = 0; i < s.x.length; i++) {
+        const y = ys[i]!;
+        if (!Number.isFinite(y) || (this.opts.logY && y <= 0)) continue;
+        ctx.beginPath();
+        ctx.arc(u.valToPos(s.x[i]!, "x", true), u.valToPos(y, "y", true), r, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    }
+    ctx.restore();
   }
 
   resetZoom(): void {

@@ -121,7 +121,7 @@ class CustomScalarsView implements View {
   readonly el: HTMLElement;
   private content = h("div", { class: "view-content" });
   private charts: CustomChart[] = [];
-  private vis = new Visibility(null);
+  private vis = new Visibility();
   private unsub: (() => void)[] = [];
 
   constructor(private readonly ctx: ViewContext) {
@@ -134,7 +134,7 @@ class CustomScalarsView implements View {
   private restale(): void {
     for (const c of this.charts) c.stale = true;
     this.vis.disconnect();
-    this.vis = new Visibility(null);
+    this.vis = new Visibility();
     for (const c of this.charts) this.vis.watch(c.el, (v) => v && c.stale && void c.load());
   }
 

@@ -204,10 +204,11 @@ const distributionSpec: RunTagSpec = {
         const series: uPlot.Series[] = [{}];
         for (let j = 0; j < k; j++) {
           const median = res.basis_points[j] === 5000;
-          series.push({ label: `${res.basis_points[j]! / 100}%`, stroke: median ? color : "transparent", width: median ? 1.5 : 0, points: { show: false } });
+          series.push({ label: `${res.basis_points[j]! / 100}%`, stroke: median ? color : color + "55", width: median ? 1.5 : 0.5, points: { show: false } });
         }
         const bands: uPlot.Band[] = [];
-        for (let j = 0; j < Math.floor(k / 2); j++) bands.push({ series: [j + 1, k - j], fill: color + ["22", "33", "44", "55"][Math.min(3, j)]! });
+        // uPlot bands go from the upper series down to the lower one.
+        for (let j = 0; j < Math.floor(k / 2); j++) bands.push({ series: [k - j, j + 1], fill: color + ["1f", "2e", "40", "55"][Math.min(3, j)]! });
         u?.destroy();
         el.replaceChildren(box);
         const rect = box.getBoundingClientRect();

@@ -91,8 +91,11 @@ const imageSpec: RunTagSpec = {
           const w = cols!.width?.[r];
           const hh = cols!.height?.[r];
           if (w && hh) {
-            img.width = w;
-            img.height = hh;
+            // Small images (the usual 28x28 to 64x64 samples) are scaled up by a whole factor,
+            // pixelated, to about the frame's height; large ones fit the card.
+            const scale = Math.max(1, Math.min(8, Math.floor(200 / hh)));
+            img.width = w * scale;
+            img.height = hh * scale;
           }
           img.addEventListener("click", () => fullSize(src, `${tag} · ${run} · step ${steps[i]}`));
           return img;

@@ -163,7 +163,7 @@ class PrView implements View {
   private content = h("div", { class: "view-content" });
   private pairs: { run: string; tag: string }[] = [];
   private cards = new Map<string, PrCard>();
-  private vis = new Visibility(null);
+  private vis = new Visibility();
   private unsub: (() => void)[] = [];
 
   constructor(private readonly ctx: ViewContext) {

@@ -94,7 +94,7 @@ export class RunTagView implements View {
   private content: HTMLElement;
   private pairs: { run: string; tag: string }[] = [];
   private cards = new Map<string, RunTagCard>();
-  private vis = new Visibility(null, "400px 0px");
+  private vis = new Visibility(undefined, "400px 0px");
   private unsub: (() => void)[] = [];
   private tagInput: HTMLInputElement;
 

@@ -343,7 +343,7 @@ export class ScalarsView implements View {
     );
     this.content = h("div", { class: "view-content" });
     this.el = h("div", { class: "view scalars-view" }, toolbar, this.content);
-    this.vis = new Visibility(null);
+    this.vis = new Visibility();
     this.unsub.push(this.store.on("state", (prev) => this.onState(prev as UrlState)));
     this.unsub.push(this.store.on("selection", () => this.cards.forEach((c) => c.selectionChanged())));
     this.unsub.push(this.store.on("runs", () => this.cards.forEach((c) => c.selectionChanged())));

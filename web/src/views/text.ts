@@ -5,7 +5,7 @@
  * links get a safe target.
  */
 import DOMPurify from "dompurify";
-import { marked } from "marked";
+import { Marked } from "marked";
 import { h } from "../dom";
 import { RunTagView, type RunTagSpec } from "./runtagcards";
 import type { ViewContext, ViewFactory } from "./view";
@@ -26,12 +26,30 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+// Raw HTML inside the markdown is shown as text, never parsed: parsing it (even in the
+// sanitizer's inert document) makes Chromium report CSP violations for inline handlers and
+// styles, and it is the writer's text anyway. Images become their alt text: fetching a URL
+// from a log would leave the origin.
+const md = new Marked({
+  gfm: true,
+  breaks: false,
+  async: false,
+  renderer: {
+    html: ({ text }) => escapeHtml(text),
+    image: ({ text }) => `<span class="md-image">[image: ${escapeHtml(text)}]</span>`,
+  },
+});
+
 export function renderMarkdown(src: string): DocumentFragment {
-  const html = marked.parse(src, { gfm: true, breaks: false, async: false });
+  const html = md.parse(src) as string;
   return DOMPurify.sanitize(html, {
     RETURN_DOM_FRAGMENT: true,
     FORBID_TAGS: ["img", "style", "svg", "math", "form", "input", "button", "textarea", "select", "iframe", "object", "embed", "video", "audio", "source", "link", "meta", "base"],
-    FORBID_ATTR: ["style", "class", "id", "srcset"],
+    FORBID_ATTR: ["style", "id", "srcset"],
     ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
   });
 }
