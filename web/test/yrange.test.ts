@@ -38,3 +38,26 @@ describe("y range", () => {
     expect(r[1]).toBeLessThan(4);
   });
 });
+
+import { quantileSelect } from "../src/lib/yrange";
+
+describe("quantileSelect", () => {
+  it("equals the sorted quantile on random, sorted, reversed and duplicate-heavy data", () => {
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const inputs = [
+      Array.from({ length: 1001 }, rnd),
+      Array.from({ length: 500 }, (_, i) => i),
+      Array.from({ length: 500 }, (_, i) => 500 - i),
+      Array.from({ length: 333 }, () => Math.floor(rnd() * 4)),
+      [3, 1],
+      [5],
+    ];
+    for (const xs of inputs) {
+      const sorted = Float64Array.from(xs).sort();
+      for (const q of [0, 0.05, 0.5, 0.95, 1]) {
+        expect(quantileSelect(Float64Array.from(xs), q)).toBeCloseTo(quantileSorted(sorted, q), 12);
+      }
+    }
+  });
+});

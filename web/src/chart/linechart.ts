@@ -33,11 +33,18 @@ export interface LineChartOptions {
   onDraw?: () => void;
 }
 
-type FacetData = [null, ...[Float64Array, (number | null)[]][]];
+type FacetData = [null, ...[Float64Array, Float64Array | (number | null)[]][]];
 
-function drawable(ys: Float64Array, log: boolean): (number | null)[] {
+function drawable(ys: Float64Array, log: boolean): Float64Array | (number | null)[] {
   // Non-finite values (and non-positive ones on a log axis) become gaps: drawn as nothing,
-  // never as a line to a made-up point; the tooltip still lists them.
+  // never as a line to a made-up point; the tooltip still lists them. The usual all-finite
+  // series goes to uPlot as it is, without a copy.
+  let clean = true;
+  for (let i = 0; i < ys.length && clean; i++) {
+    const v = ys[i]!;
+    if (!Number.isFinite(v) || (log && v <= 0)) clean = false;
+  }
+  if (clean) return ys;
   const out: (number | null)[] = new Array(ys.length);
   for (let i = 0; i < ys.length; i++) {
     const v = ys[i]!;
@@ -126,20 +133,70 @@ export class LineChart {
     for (const s of this.series) {
       const a = xw ? lowerBound(s.x, xw[0]) : 0;
       const b = xw ? lowerBound(s.x, xw[1] + Number.EPSILON * Math.abs(xw[1]) + 1e-300) : s.x.length;
-      // With smoothing on, the smoothed line is what the eye reads: range on it, and on the
-      // raw values only when outliers count.
-      const main = s.smoothed && this.opts.ignoreOutliers ? s.smoothed : s.value;
-      slices.push({ values: main, start: a, end: b });
-      if (s.smoothed && !this.opts.ignoreOutliers) slices.push({ values: s.smoothed, start: a, end: b });
+      // The range comes from the raw values only: a smoothed value always lies between raw
+      // ones, and a range that does not move with the smoothing slider lets the faint raw
+      // layer be drawn once and reused while the slider moves.
+      slices.push({ values: s.value, start: a, end: b });
     }
     return yRange(slices, { ignoreOutliers: this.opts.ignoreOutliers, log: this.opts.logY }) ?? (this.opts.logY ? [0.1, 10] : [0, 1]);
   }
 
   private facetData(): FacetData {
     const log = this.opts.logY;
-    const raw = this.series.map((s) => [s.x, drawable(s.value, log)] as [Float64Array, (number | null)[]]);
-    const sm = this.series.filter((s) => s.smoothed).map((s) => [s.x, drawable(s.smoothed!, log)] as [Float64Array, (number | null)[]]);
+    const smoothing = this.series.some((s) => s.smoothed);
+    const raw = this.series.filter((s) => !(smoothing && s.smoothed)).map((s) => [s.x, drawable(s.value, log)] as [Float64Array, Float64Array | (number | null)[]]);
+    const sm = this.series.filter((s) => s.smoothed).map((s) => [s.x, drawable(s.smoothed!, log)] as [Float64Array, Float64Array | (number | null)[]]);
     return [null, ...raw, ...sm];
+  }
+
+  /**
+   * The faint raw lines behind smoothed ones, drawn into an offscreen canvas and reused while
+   * only the smoothing changes (same raw data, scales and size).
+   */
+  private rawLayer: { canvas: HTMLCanvasElement; key: string; data: LineSeries[] } | null = null;
+
+  private drawRawLayer(u: uPlot): void {
+    const smoothed = this.series.filter((s) => s.smoothed);
+    if (smoothed.length === 0) return;
+    const sx = u.scales.x!;
+    const sy = u.scales.y!;
+    const key = [u.width, u.height, devicePixelRatio, sx.min, sx.max, sy.min, sy.max, this.opts.logY, themeColors().bg].join(",");
+    const same = this.rawLayer && this.rawLayer.key === key && this.rawLayer.data.length === smoothed.length && this.rawLayer.data.every((s, i) => s.value === smoothed[i]!.value && s.x === smoothed[i]!.x && s.color === smoothed[i]!.color);
+    if (!same) {
+      const canvas = this.rawLayer?.canvas ?? document.createElement("canvas");
+      canvas.width = u.ctx.canvas.width;
+      canvas.height = u.ctx.canvas.height;
+      const ctx = canvas.getContext("2d")!;
+      ctx.clearRect(0, 0, canvas.width, canvas.height);
+      const { left, top, width, height } = u.bbox;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(left, top, width, height);
+      ctx.clip();
+      ctx.lineWidth = 1;
+      const log = this.opts.logY;
+      for (const s of smoothed) {
+        ctx.strokeStyle = s.color + "40";
+        ctx.beginPath();
+        let pen = false;
+        for (let i = 0; i < s.x.length; i++) {
+          const y = s.value[i]!;
+          if (!Number.isFinite(y) || (log && y <= 0)) {
+            pen = false;
+            continue;
+          }
+          const px = u.valToPos(s.x[i]!, "x", true);
+          const py = u.valToPos(y, "y", true);
+          if (pen) ctx.lineTo(px, py);
+          else ctx.moveTo(px, py);
+          pen = true;
+        }
+        ctx.stroke();
+      }
+      ctx.restore();
+      this.rawLayer = { canvas, key, data: smoothed };
+    }
+    u.ctx.drawImage(this.rawLayer!.canvas, 0, 0);
   }
 
   private rescale(): void {
@@ -171,12 +228,16 @@ export class LineChart {
     this.height = Math.max(80, Math.floor(rect.height));
     const t = themeColors();
     const smoothing = this.series.some((s) => s.smoothed);
+    // Many lines: one device pixel wide, which software rasterisers draw as hairlines, several
+    // times faster than wider antialiased strokes; few lines: a little heavier, easier to read.
+    const lineWidth = this.series.length > 20 ? 1 / devicePixelRatio : 1.5;
     const seriesOpts: uPlot.Series[] = [{}];
     for (const s of this.series) {
+      if (smoothing && s.smoothed) continue; // its raw line is in the cached faint layer
       seriesOpts.push({
         label: s.key,
-        stroke: smoothing ? s.color + "40" : s.color,
-        width: smoothing ? 1 : 1.5,
+        stroke: s.color,
+        width: lineWidth,
         points: { show: false },
         facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }],
       } as uPlot.Series);
@@ -186,7 +247,7 @@ export class LineChart {
       seriesOpts.push({
         label: s.key,
         stroke: s.color,
-        width: 1.5,
+        width: lineWidth,
         points: { show: false },
         facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }],
       } as uPlot.Series);
@@ -235,6 +296,7 @@ export class LineChart {
       hooks: {
         setSelect: [(u) => this.onSelect(u)],
         setCursor: [(u) => this.onCursor(u)],
+        drawAxes: [(u) => this.drawRawLayer(u)],
         draw: [(u) => this.drawMarks(u), () => this.opts.onDraw?.()],
       },
     };

@@ -22,6 +22,52 @@ export function quantileSorted(sorted: ArrayLike<number>, q: number): number {
   return v0 + (v1 - v0) * (i - i0);
 }
 
+/**
+ * The q-quantile as quantileSorted would give it, without sorting: two selections (Hoare's
+ * quickselect) in O(n). `buf` is reordered.
+ */
+export function quantileSelect(buf: Float64Array, q: number): number {
+  const n = buf.length;
+  if (n === 0) return NaN;
+  if (n === 1) return buf[0]!;
+  const pos = (n - 1) * Math.min(1, Math.max(0, q));
+  const i0 = Math.floor(pos);
+  const v0 = select(buf, i0);
+  if (i0 + 1 >= n || pos === i0) return v0;
+  // The next order statistic is the minimum of what lies above i0 after the selection.
+  let v1 = Infinity;
+  for (let i = i0 + 1; i < n; i++) if (buf[i]! < v1) v1 = buf[i]!;
+  return v0 + (v1 - v0) * (pos - i0);
+}
+
+function select(a: Float64Array, k: number): number {
+  let lo = 0;
+  let hi = a.length - 1;
+  while (hi > lo) {
+    // Median of three as the pivot keeps sorted and reversed input linear.
+    const mid = (lo + hi) >>> 1;
+    const x = a[lo]!, y = a[mid]!, z = a[hi]!;
+    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
+      if (i <= j) {
+        const t = a[i]!;
+        a[i] = a[j]!;
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return a[k]!;
+  }
+  return a[k]!;
+}
+
 export interface Slice {
   values: ArrayLike<number>;
   start: number;
@@ -48,9 +94,8 @@ export function yRange(slices: readonly Slice[], opts: YRangeOptions): [number, 
   let lo: number;
   let hi: number;
   if (opts.ignoreOutliers && vals.length > 2) {
-    vals.sort();
-    lo = quantileSorted(vals, 0.05);
-    hi = quantileSorted(vals, 0.95);
+    lo = quantileSelect(vals, 0.05);
+    hi = quantileSelect(vals, 0.95);
   } else {
     lo = Infinity;
     hi = -Infinity;

@@ -10,6 +10,7 @@ import { mergeWindow, type SeriesColumns } from "../lib/merge";
 import { compileFilter } from "../lib/filter";
 import type { UrlState, XAxis } from "../lib/urlstate";
 import { LineChart, type LineSeries } from "../chart/linechart";
+import { SlotQueue } from "../lib/queue";
 import { button, clear, downloadBlob, fileSafe, h } from "../dom";
 import { emptyState, errorState, groupTags, section, Visibility } from "../cards";
 import type { LiveChange, Store } from "../store";
@@ -74,6 +75,17 @@ class ScalarCard {
     this.el.dataset.state = "idle";
   }
 
+  /** Fetch order: on-screen cards top to bottom, then those below, then those above. */
+  priority(): number {
+    const r = this.el.getBoundingClientRect();
+    return r.bottom < 0 ? 1e7 - r.bottom : r.top;
+  }
+
+  onScreen(): boolean {
+    const r = this.el.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight;
+  }
+
   setVisible(v: boolean): void {
     this.visible = v;
     if (v) this.ensure();
@@ -86,7 +98,7 @@ class ScalarCard {
 
   private ensure(): void {
     if (this.stale) void this.load();
-    else if (!this.drawnOnce) this.draw();
+    else if (!this.drawnOnce) this.view.requestDraw(this);
   }
 
   private runsToFetch(store: Store): string[] | null {
@@ -105,16 +117,24 @@ class ScalarCard {
     return { tag: this.tag, runs: this.runsToFetch(this.view.store), points: this.points(), x: st.xAxis, smoothing: st.smoothing, ...extra };
   }
 
-  async load(): Promise<void> {
+  /**
+   * Fetch the overview (and the zoom window's detail). Without `smooth` the server sends raw
+   * points only, which is what the first paint needs (smoothing every logged point costs the
+   * server more than the downsampling); the smoothed line is previewed here and then refined
+   * with the server's smoothing of the full series, after every card on screen has drawn.
+   */
+  async load(smooth = false): Promise<void> {
     this.stale = false;
     this.abort?.abort();
     const ac = (this.abort = new AbortController());
-    this.el.dataset.state = "loading";
-    const q = this.query();
+    if (!smooth) this.el.dataset.state = "loading";
+    let release: (() => void) | null = null;
     try {
+      release = await this.view.queue.acquire(() => this.priority() + (smooth ? 1e8 : 0), ac.signal);
+      const w = this.view.store.state.smoothing;
+      const q = this.query(smooth ? {} : { smoothing: 0 });
       const res = await this.view.api.scalars(q, ac.signal);
       const map = new Map<string, RunData>();
-      const w = q.smoothing ?? 0;
       for (const s of res.series) {
         const cols = toColumns(s);
         map.set(s.run, { cols, total: s.total_points, color: s.color, serverSmoothing: cols.smoothed ? w : null });
@@ -122,24 +142,36 @@ class ScalarCard {
       this.overview = map;
       this.fetchedAll = q.runs === null;
       this.display = map;
-      if (this.xWindow) await this.loadDetail(this.xWindow, ac);
+      if (this.xWindow) await this.loadDetail(this.xWindow, ac, smooth);
       if (ac.signal.aborted) return;
       this.el.dataset.state = "ready";
-      this.draw();
+      this.view.requestDraw(this);
+      release();
+      release = null;
+      if (!smooth && w > 0 && this.isDownsampled()) void this.load(true);
     } catch (e) {
       if (isAbort(e)) return;
       this.el.dataset.state = "error";
       this.stale = true;
       clear(this.foot);
       this.foot.appendChild(errorState((e as Error).message, () => void this.load()));
+    } finally {
+      release?.();
     }
   }
 
-  private async loadDetail(win: [number, number], ac: AbortController): Promise<void> {
+  /** The smoothing weight changed and the slider rests: the server's smoothing, if needed. */
+  refineSmoothing(): void {
+    if (!this.isDownsampled() || this.view.store.state.smoothing <= 0) return;
+    if (this.visible) void this.load(true);
+    else this.stale = true;
+  }
+
+  private async loadDetail(win: [number, number], ac: AbortController, smooth = true): Promise<void> {
     if (!this.overview) return;
     const downsampled = [...this.overview.values()].some((d) => d.cols.step.length < d.total);
     if (!downsampled) return;
-    const q = this.query({ xMin: win[0], xMax: win[1] });
+    const q = this.query({ xMin: win[0], xMax: win[1], ...(smooth ? {} : { smoothing: 0 }) });
     const res = await this.view.api.scalars(q, ac.signal);
     const merged = new Map(this.overview);
     for (const s of res.series) {
@@ -159,8 +191,7 @@ class ScalarCard {
   /** Selection changed: redraw from what we have, or refetch when we fetched a subset. */
   selectionChanged(): void {
     if (!this.fetchedAll) this.markStale();
-    else if (this.visible) this.draw();
-    else this.drawnOnce = false;
+    else this.redraw();
   }
 
   settingsChanged(prev: UrlState, now: UrlState): void {
@@ -169,14 +200,19 @@ class ScalarCard {
       // The server buckets along the axis: a new axis is a new overview.
       this.xWindow = null;
       this.chart.setOptions({ xAxis: now.xAxis });
-      if (this.visible) this.draw();
+      if (this.visible) this.view.requestDraw(this);
       this.markStale();
       return;
     }
     if (prev.xAxis !== now.xAxis || prev.logY !== now.logY || prev.ignoreOutliers !== now.ignoreOutliers) {
       this.chart.setOptions({ xAxis: now.xAxis, logY: now.logY, ignoreOutliers: now.ignoreOutliers });
     }
-    if (this.visible) this.draw();
+    this.redraw();
+  }
+
+  /** Draw in the next frames if near the screen (on-screen cards first), else when visible. */
+  redraw(): void {
+    if (this.visible) this.view.requestDraw(this);
     else this.drawnOnce = false;
   }
 
@@ -240,7 +276,11 @@ class ScalarCard {
     if (d.serverSmoothing === w && d.cols.smoothed) return d.cols.smoothed;
     const c = this.smoothCache.get(d.cols);
     if (c && c.w === w) return c.ys;
-    const ys = emaSmooth(d.cols.value, w);
+    // The server smooths every logged point. Until its answer for this weight arrives, smooth
+    // what is on screen with the weight that spans as many logged points: each shown point of
+    // a downsampled series stands for total/shown of them.
+    const shown = d.cols.value.length;
+    const ys = emaSmooth(d.cols.value, shown < d.total && shown > 0 ? Math.pow(w, d.total / shown) : w);
     this.smoothCache.set(d.cols, { w, ys });
     return ys;
   }
@@ -256,13 +296,18 @@ class ScalarCard {
     this.abort?.abort();
     const ac = (this.abort = new AbortController());
     this.el.dataset.state = "loading";
+    let release: (() => void) | null = null;
     try {
-      await this.loadDetail(win, ac);
+      release = await this.view.queue.acquire(() => -1, ac.signal); // the user is looking at it
+      const smooth = [...(this.overview?.values() ?? [])].some((d) => d.serverSmoothing !== null);
+      await this.loadDetail(win, ac, smooth);
       if (ac.signal.aborted) return;
       this.el.dataset.state = "ready";
       this.draw();
     } catch (e) {
       if (!isAbort(e)) this.el.dataset.state = "error";
+    } finally {
+      release?.();
     }
   }
 
@@ -291,6 +336,7 @@ class ScalarCard {
     this.abort?.abort();
     this.chart?.destroy();
     this.chart = null;
+    this.display = this.overview = null;
   }
 }
 
@@ -308,6 +354,9 @@ export class ScalarsView implements View {
   private smoothRange: HTMLInputElement;
   private smoothNum: HTMLInputElement;
   private firstDraw = false;
+  readonly queue = new SlotQueue(2);
+  private dirty = new Set<ScalarCard>();
+  private drawRaf = 0;
 
   constructor(ctx: ViewContext) {
     this.api = ctx.api;
@@ -371,8 +420,8 @@ export class ScalarsView implements View {
       // server's smoothing of the full series once the slider rests.
       window.clearTimeout(this.smoothTimer);
       this.smoothTimer = window.setTimeout(() => {
-        for (const c of this.cards.values()) if (c.isDownsampled()) c.markStale();
-      }, 400);
+        for (const c of this.cards.values()) c.refineSmoothing();
+      }, 600);
     }
     for (const b of this.el.querySelectorAll<HTMLElement>(".segmented [data-x]")) b.setAttribute("aria-checked", String(b.dataset.x === st.xAxis));
     (this.el.querySelector("#log-y") as HTMLInputElement).checked = st.logY;
@@ -435,6 +484,30 @@ export class ScalarsView implements View {
     this.applyEnlarged();
   }
 
+  /**
+   * Chart draws wait for the next animation frame, which draws as many as fit in a frame's
+   * budget, on-screen cards first (top to bottom), and leaves the rest to the frames after: a
+   * slider move or a scroll never holds a frame for every chart near the screen.
+   */
+  requestDraw(card: ScalarCard): void {
+    this.dirty.add(card);
+    if (!this.drawRaf) this.drawRaf = requestAnimationFrame(() => this.drawFrame());
+  }
+
+  private drawFrame(): void {
+    this.drawRaf = 0;
+    const t0 = performance.now();
+    const cards = [...this.dirty].sort((a, b) => a.priority() - b.priority());
+    for (const c of cards) {
+      if (performance.now() - t0 > 8 && c !== cards[0]) break;
+      this.dirty.delete(c);
+      const t = performance.now();
+      c.draw();
+      performance.measure("tbscope:chart-draw", { start: t, end: performance.now() });
+    }
+    if (this.dirty.size > 0) this.drawRaf = requestAnimationFrame(() => this.drawFrame());
+  }
+
   toggleEnlarged(tag: string): void {
     this.store.update({ card: this.store.state.card === tag ? null : tag });
   }
@@ -467,6 +540,7 @@ export class ScalarsView implements View {
 
   destroy(): void {
     window.clearTimeout(this.smoothTimer);
+    cancelAnimationFrame(this.drawRaf);
     this.unsub.forEach((u) => u());
     this.vis.disconnect();
     this.cards.forEach((c) => c.destroy());
