@@ -53,7 +53,7 @@ build: $(VENV_STAMP) $(WEB_STATIC)
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
 
 # pytest runs last so its summary closes the output.
-test: build test-rust lint smoke test-web test-python
+test: build test-rust lint smoke test-web test-e2e test-python
 
 test-rust:
 	cargo test --workspace --exclude tbscope-py --quiet
@@ -75,7 +75,7 @@ test-e2e: build chromium
 
 # Refresh the README's screenshots from the end-to-end fixture logdir.
 screenshots: build chromium
-	TBSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q tests/e2e -k screenshots
+	TBSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q tests/e2e/test_screenshots.py
 
 # What `pip install tbscope` gives: the wheel alone in a clean venv, dependencies from PyPI.
 smoke:

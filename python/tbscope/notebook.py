@@ -20,25 +20,38 @@ import argparse
 import atexit
 import shlex
 from os import PathLike, fspath
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tbscope.server import Server
 
 __all__ = ["display", "load_ipython_extension", "stop"]
 
-_servers: dict[tuple[str, str, int], Any] = {}
+_servers: dict[tuple[str, str, int], Server] = {}
 
 
 def _key(logdir: str | PathLike[str], host: str, port: int) -> tuple[str, str, int]:
     return (fspath(logdir), host, port)
 
 
-def _serve(logdir: str | PathLike[str], host: str, port: int, **kwargs: Any) -> Any:
+def _alive(server: Server) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(server.url + "api/v1/status", timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _serve(logdir: str | PathLike[str], host: str, port: int, **kwargs: Any) -> Server:
     import tbscope
 
     key = _key(logdir, host, port)
     server = _servers.get(key)
-    if server is not None and not getattr(server, "stopped", False):
+    if server is not None and _alive(server):
         return server
-    server = tbscope.serve(fspath(logdir), host=host, port=port, **kwargs)  # type: ignore[attr-defined]  # provided by tbscope.server
+    server = tbscope.serve(fspath(logdir), host=host, port=port, **kwargs)
     _servers[key] = server
     return server
 
@@ -50,7 +63,7 @@ def display(
     port: int = 0,
     host: str = "127.0.0.1",
     **serve_kwargs: Any,
-) -> Any:
+) -> Server:
     """Serve ``logdir`` (once per kernel) and show the dashboard inline; returns the server
     handle (``.url``, ``.stop()``). Extra keyword arguments go to :func:`tbscope.serve`."""
     try:
@@ -61,7 +74,7 @@ def display(
     if height < 100:
         raise ValueError(f"height={height}: give the iframe's height in pixels, at least 100")
     server = _serve(logdir, host, port, **serve_kwargs)
-    show(IFrame(server.url, width="100%", height=height))  # type: ignore[no-untyped-call]  # IPython is untyped here
+    show(IFrame(server.url_with_token, width="100%", height=height))  # type: ignore[no-untyped-call]  # IPython is untyped here
     return server
 
 

@@ -16,6 +16,7 @@ import numpy as np
 # tests' console check catches.
 XSS_RUN = 'xss-<img src=x onerror="window.__xss=1">'  # its colour differs from the other runs'
 XSS_TAG = "xss/<script>window.__xss=1</script>"
+XSS_TEXT_TAG = "xss-text/<script>window.__xss=1</script>"  # a tag's first record decides its kind
 XSS_TEXT = "\n\n".join(
     [
         '<img src=x onerror="window.__xss=1">',
@@ -84,21 +85,49 @@ def write(root: Path) -> dict[str, object]:
             preds = np.clip(labels * 0.6 + rng.random(200) * 0.5, 0, 1)
             w.add_pr_curve("pr/classifier", labels, preds, 0)
             w.add_pr_curve("pr/classifier", labels, np.clip(preds + 0.1 * labels, 0, 1), 5000)
+            if i == 0:
+                # In the same writer: a second tensorboardX writer in this directory within the
+                # same second would get the same file name and replace this file.
+                w.add_custom_scalars({"Training": {"Loss and LR": ["Multiline", ["train/loss", "train/lr"]]}})
             w.add_hparams(
                 {"lr": 0.1 if i < 2 else 0.01, "split": run.rsplit("/", 1)[1], "batch": 32 * (i + 1)},
                 {"hparam/final_loss": loss(i, STEPS - 1)},
             )
-        if i == 0:
-            with SummaryWriter(str(root / run), flush_secs=1) as w:
-                w.add_custom_scalars(
-                    {"Training": {"Loss and LR": ["Multiline", ["train/loss", "train/lr"]]}}
-                )
-    with SummaryWriter(str(root / XSS_RUN), flush_secs=1) as w:
-        for step in range(100):
-            w.add_scalar(XSS_TAG, step * 0.5, step)
-            w.add_scalar("train/loss", 3.0 - step / 50, step)
-        w.add_text(XSS_TAG, XSS_TEXT, 0)
+    write_hostile_run(root / XSS_RUN)
     return {"runs": [*RUNS, XSS_RUN]}
+
+
+def write_hostile_run(run_dir: Path) -> None:
+    """The hostile run with TensorBoard's own pure-Python writer and proto classes, which keep
+    tag names as given (tensorboardX rewrites `<`, `>` and `=` in tags to `_`). Also a rank-2
+    text tensor, which the dashboard shows as a table."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    w = EventFileWriter(str(run_dir))
+    text_md = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text"))
+
+    def text_tensor(rows: list[list[str]]) -> tensor_pb2.TensorProto:
+        dims = [tensor_shape_pb2.TensorShapeProto.Dim(size=len(rows)), tensor_shape_pb2.TensorShapeProto.Dim(size=len(rows[0]))]
+        flat = [c.encode() for r in rows for c in r]
+        return tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=dims), string_val=flat)
+
+    def scalar_tensor_text(s: str) -> tensor_pb2.TensorProto:
+        return tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(), string_val=[s.encode()])
+
+    wall = 1_700_000_000.0
+    for step in range(100):
+        values = [
+            summary_pb2.Summary.Value(tag=XSS_TAG, simple_value=step * 0.5),
+            summary_pb2.Summary.Value(tag="train/loss", simple_value=3.0 - step / 50),
+        ]
+        w.add_event(event_pb2.Event(step=step, wall_time=wall + step, summary=summary_pb2.Summary(value=values)))
+    text_values = [
+        summary_pb2.Summary.Value(tag=XSS_TEXT_TAG, metadata=text_md, tensor=scalar_tensor_text(XSS_TEXT)),
+        summary_pb2.Summary.Value(tag="table/confusion", metadata=text_md, tensor=text_tensor([["", "cat", "dog"], ["cat", "41", "3"], ["dog", "5", '<img src=x onerror="window.__xss=1">']])),
+    ]
+    w.add_event(event_pb2.Event(step=0, wall_time=wall + 100, summary=summary_pb2.Summary(value=text_values)))
+    w.close()
 
 
 def add_audio(w: object, tag: str, samples: np.ndarray, rate: int, step: int) -> None:
@@ -124,6 +153,7 @@ def append(root: Path, run: str, tag: str, steps: range, value: float) -> None:
     """More points for a run, as a training job still logging would write them."""
     from tensorboardX import SummaryWriter
 
-    with SummaryWriter(str(root / run), flush_secs=1) as w:
+    # A suffix of its own: tensorboardX names files by the second, and must not replace one.
+    with SummaryWriter(str(root / run), flush_secs=1, filename_suffix=".append") as w:
         for step in steps:
             w.add_scalar(tag, value, step)

@@ -1,5 +1,7 @@
 /** Number, time and duration formatting for axes, tooltips and tables. */
-export function fmtNum(v: number, digits = 4): string {
+export function fmtNum(v: number | null, digits = 4): string {
+  // uPlot passes null for log-axis ticks it leaves unlabelled.
+  if (v === null || v === undefined) return "";
   if (Number.isNaN(v)) return "NaN";
   if (v === Infinity) return "∞";
   if (v === -Infinity) return "-∞";
@@ -10,7 +12,8 @@ export function fmtNum(v: number, digits = 4): string {
   return s.includes(".") && !s.includes("e") ? s.replace(/\.?0+$/, "") : s;
 }
 
-export function fmtStep(v: number): string {
+export function fmtStep(v: number | null): string {
+  if (v === null || v === undefined) return "";
   if (!Number.isFinite(v)) return String(v);
   const a = Math.abs(v);
   if (a >= 1e9) return (v / 1e9).toFixed(a >= 1e10 ? 0 : 1).replace(/\.0$/, "") + "G";

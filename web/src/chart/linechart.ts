@@ -98,6 +98,7 @@ export class LineChart {
   setData(series: LineSeries[]): void {
     const sameShape =
       this.u !== null &&
+      series.length > 0 &&
       series.length === this.series.length &&
       series.every((s, i) => s.key === this.series[i]!.key && s.color === this.series[i]!.color && (s.smoothed === null) === (this.series[i]!.smoothed === null));
     this.series = series;
@@ -252,6 +253,10 @@ export class LineChart {
         facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }],
       } as uPlot.Series);
     }
+    // uPlot's faceted mode needs one series to take the x scale from: an empty chart (no
+    // selected run has this tag) gets an invisible one.
+    const empty = seriesOpts.length === 1;
+    if (empty) seriesOpts.push({ show: false, points: { show: false }, facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }] } as uPlot.Series);
     const axisFont = `11px ${t.font}`;
     const xfmt = this.xFormatter();
     const isTime = this.opts.xAxis === "wall_time";
@@ -300,7 +305,8 @@ export class LineChart {
         draw: [(u) => this.drawMarks(u), () => this.opts.onDraw?.()],
       },
     };
-    this.u = new uPlot(opts, this.facetData() as unknown as uPlot.AlignedData, (u, init) => {
+    const data = empty ? [null, [new Float64Array(0), new Float64Array(0)]] : this.facetData();
+    this.u = new uPlot(opts, data as unknown as uPlot.AlignedData, (u, init) => {
       this.root.insertBefore(u.root, this.tooltip);
       init();
     });
@@ -332,6 +338,12 @@ export class LineChart {
       }
     }
     ctx.restore();
+  }
+
+  /** Colours come from the theme when the chart is built: a new theme rebuilds it. */
+  rebuild(): void {
+    this.rawLayer = null;
+    this.build();
   }
 
   resetZoom(): void {

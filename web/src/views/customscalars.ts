@@ -128,6 +128,7 @@ class CustomScalarsView implements View {
     this.el = h("div", { class: "view custom-scalars-view" }, this.content);
     this.unsub.push(ctx.store.on("selection", () => this.restale()));
     this.unsub.push(ctx.store.on("state", () => this.restale()));
+    this.unsub.push(ctx.store.on("theme", () => this.restale()));
     void this.load();
   }
 

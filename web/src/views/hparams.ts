@@ -51,6 +51,7 @@ class HparamsView implements View {
   constructor(private readonly ctx: ViewContext) {
     this.el = h("div", { class: "view hparams-view" }, this.content);
     this.unsub.push(ctx.store.on("selection", () => this.paintRows()));
+    this.unsub.push(ctx.store.on("theme", () => this.drawParcoords()));
     void this.load();
   }
 

@@ -169,6 +169,12 @@ class PrView implements View {
   constructor(private readonly ctx: ViewContext) {
     this.el = h("div", { class: "view pr-view" }, this.content);
     this.unsub.push(ctx.store.on("selection", () => this.render()));
+    this.unsub.push(
+      ctx.store.on("theme", () => {
+        for (const c of this.cards.values()) c.stale = true;
+        this.render();
+      }),
+    );
     void this.loadPairs();
   }
 

@@ -108,6 +108,7 @@ export class RunTagView implements View {
     this.content = h("div", { class: "view-content" });
     this.el = h("div", { class: `view ${spec.kind}-view` }, h("div", { class: "toolbar" }, this.tagInput, ...(spec.toolbar?.(ctx, this) ?? [])), this.content);
     this.unsub.push(store.on("selection", () => this.render()));
+    this.unsub.push(store.on("theme", () => this.refreshAll()));
     this.unsub.push(store.on("state", (prev) => {
       if ((prev as { tagFilter: string }).tagFilter !== store.state.tagFilter) this.render();
     }));

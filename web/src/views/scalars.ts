@@ -216,6 +216,10 @@ class ScalarCard {
     else this.drawnOnce = false;
   }
 
+  themeChanged(): void {
+    if (this.chart && this.display) this.chart.rebuild();
+  }
+
   /** True when some series on this card is downsampled (server smoothing then matters). */
   isDownsampled(): boolean {
     if (!this.display) return false;
@@ -519,7 +523,7 @@ export class ScalarsView implements View {
   }
 
   private rebuildCharts(): void {
-    for (const c of this.cards.values()) c.settingsChanged(this.store.state, this.store.state);
+    for (const c of this.cards.values()) c.themeChanged();
   }
 
   onCardDrawn(_card: ScalarCard): void {

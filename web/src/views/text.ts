@@ -73,7 +73,16 @@ const textSpec: RunTagSpec = {
       for (let i = n - 1; i >= Math.max(0, n - shown); i--) {
         const t = cols.text[i];
         let content: Node;
-        if (Array.isArray(t)) content = table(t.map((r) => (Array.isArray(r) ? r.map(String) : [String(r)])));
+        if (Array.isArray(t)) {
+          // Rows of a rank-2 text tensor; a flat list (the server keeps elements, and a shape
+          // when it knows one) is cut into rows of the shape's last dimension.
+          const shape = cols.shape[i] ?? [];
+          const flat = t.every((r) => !Array.isArray(r));
+          const width = flat && shape.length === 2 ? shape[1]! : 1;
+          const rows: string[][] = flat ? [] : t.map((r) => (Array.isArray(r) ? r.map(String) : [String(r)]));
+          if (flat) for (let k = 0; k < t.length; k += width) rows.push((t.slice(k, k + width) as string[]).map(String));
+          content = table(rows);
+        }
         else {
           const div = h("div", { class: "markdown" });
           div.appendChild(renderMarkdown(String(t ?? "")));
