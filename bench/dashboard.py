@@ -182,14 +182,11 @@ def colored_pixels(png: bytes) -> int:
     """Pixels that are clearly a line colour: saturated, not the grey of grids and text."""
     import io
 
+    import numpy as np
     from PIL import Image
 
-    img = Image.open(io.BytesIO(png)).convert("RGB")
-    n = 0
-    for r, g, b in img.getdata():
-        if max(r, g, b) - min(r, g, b) > 60:
-            n += 1
-    return n
+    px = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(np.int16)
+    return int(((px.max(axis=2) - px.min(axis=2)) > 60).sum())
 
 
 def poll_first_chart(page: Any, selector: str, t_nav: float, timeout: float = 60) -> float:
@@ -353,6 +350,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="8 runs x 10 tags x 1,000 steps, 3 repetitions")
     ap.add_argument("--no-tensorboard", action="store_true")
+    ap.add_argument("--tb-repeat", type=int, default=None, help="repetitions for TensorBoard (default: --repeat)")
     a = ap.parse_args()
     if a.quick:
         a.runs, a.tags, a.steps, a.repeat = 8, 10, 1000, 3
@@ -364,21 +362,30 @@ def main() -> int:
     logdir = ensure_logdir(a.runs, a.tags, a.steps, a.jobs)
     results: dict[str, Any] = {"corpus": {"runs": a.runs, "tags": a.tags, "steps": a.steps}, "repeat": a.repeat, "load": os.getloadavg()}
     results["bundle"] = bundle_size()
+    results["tb_repeat"] = a.tb_repeat or a.repeat
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        def phase(name: str, fn: Any, *args: Any) -> None:
+            t0 = time.perf_counter()
+            results[name] = fn(*args)
+            print(f"  {name}: {time.perf_counter() - t0:.0f} s", flush=True)
+            RESULTS.mkdir(exist_ok=True)
+            (RESULTS / "dashboard.partial.json").write_text(json.dumps(results, indent=1))
+
         proc, url = start_tbscope(logdir)
         try:
-            results["tbscope_first_chart"] = tbscope_first_chart(browser, url, a.repeat)
-            results["tbscope_smoothing"] = tbscope_smoothing(browser, url, a.repeat, a.runs)
-            results["tbscope_scroll"] = tbscope_scroll(browser, url, a.repeat)
+            phase("tbscope_first_chart", tbscope_first_chart, browser, url, a.repeat)
+            phase("tbscope_smoothing", tbscope_smoothing, browser, url, a.repeat, a.runs)
+            phase("tbscope_scroll", tbscope_scroll, browser, url, a.repeat)
         finally:
             proc.terminate()
             proc.wait(30)
         if not a.no_tensorboard:
+            tb_repeat = a.tb_repeat or a.repeat
             tproc, turl = start_tensorboard(logdir, a.runs, a.tags)
             try:
-                results["tensorboard_first_chart"] = tensorboard_first_chart(browser, turl, a.repeat)
-                results["tensorboard_smoothing"] = tensorboard_smoothing(browser, turl, a.repeat)
+                phase("tensorboard_first_chart", tensorboard_first_chart, browser, turl, tb_repeat)
+                phase("tensorboard_smoothing", tensorboard_smoothing, browser, turl, tb_repeat)
             finally:
                 tproc.terminate()
                 tproc.wait(30)
@@ -408,7 +415,7 @@ def render(r: dict[str, Any]) -> str:
         ("initial JS + CSS gzipped", "<= 100 KB", f"{r['bundle']['initial_gzip_bytes'] / 1024:.1f} KB", "-"),
     ]
     out = [
-        f"Dashboard bench: {c['runs']} runs x {c['tags']} tags x {c['steps']} steps, medians of {r['repeat']}, load average {r['load'][0]:.1f} before / {r['load_after'][0]:.1f} after",
+        f"Dashboard bench: {c['runs']} runs x {c['tags']} tags x {c['steps']} steps, medians of {r['repeat']} (TensorBoard {r.get('tb_repeat', r['repeat'])}), load average {r['load'][0]:.1f} before / {r['load_after'][0]:.1f} after",
         "",
         "| figure | target | tbscope | TensorBoard 2.21 |",
         "|---|---|---|---|",

@@ -283,3 +283,24 @@ def test_url_state_round_trips(page: Page, server: Server) -> None:
     assert page.page.is_checked("#log-y")
     assert "2 runs" in card_foot(page, "train/loss")
     assert page.errors == []
+
+
+def test_csv_and_png_downloads(page: Page, server: Server) -> None:
+    """The CSV holds every logged point (not the downsampled ones on screen); the PNG is one."""
+    open_scalars(page, server, "scalars?smoothing=0&tags=train/loss&runs=" + urllib.request.quote("/^exp\\/lr=0\\.01\\/train$/"))
+    assert card_foot(page, "train/loss").startswith("1 run")
+    card = page.page.locator('.scalar-card[data-tag="train/loss"]')
+    card.hover()
+    with page.page.expect_download() as dl:
+        card.locator('button[title^="Download the data as CSV"]').click()
+    import csv
+
+    rows = list(csv.reader(Path(dl.value.path()).read_text().splitlines()))
+    assert rows[0][:3] == ["run", "tag", "step"]
+    assert len(rows) == 1 + 10_000 and {r[0] for r in rows[1:]} == {"exp/lr=0.01/train"}
+    assert [int(r[2]) for r in rows[1:]] == list(range(10_000))
+    with page.page.expect_download() as dl:
+        card.locator('button[title^="Download the chart as PNG"]').click()
+    assert dl.value.suggested_filename == "train_loss.png"
+    assert Path(dl.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert page.errors == []

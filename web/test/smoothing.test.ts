@@ -66,3 +66,32 @@ describe("emaSmooth by hand", () => {
     expect(Array.from(emaSmooth([1, 2, 3], 1))).toEqual([0, 0, 0]);
   });
 });
+
+import { perPointWeight, TENSORBOARD_VIEW_POINTS } from "../src/lib/smoothing";
+
+describe("perPointWeight", () => {
+  it("is the weight itself up to TensorBoard's 1,000 points", () => {
+    expect(perPointWeight(0.6, 10)).toBe(0.6);
+    expect(perPointWeight(0.6, TENSORBOARD_VIEW_POINTS)).toBe(0.6);
+    expect(perPointWeight(0, 1e6)).toBe(0);
+  });
+  it("keeps the decay per step of TensorBoard's 1,000-point view", () => {
+    for (const n of [2000, 10_000, 1_000_000]) {
+      for (const w of [0.3, 0.6, 0.9, 0.99]) {
+        const wp = perPointWeight(w, n);
+        // After n/1000 logged points the average has decayed as much as after one shown point.
+        expect(Math.pow(wp, n / TENSORBOARD_VIEW_POINTS)).toBeCloseTo(w, 12);
+      }
+    }
+  });
+  it("smooths a long noisy series about as much as TensorBoard smooths its sample", () => {
+    const n = 20_000;
+    const ys = Array.from({ length: n }, (_, i) => Math.sin(i / 3000) + ((i * 7919) % 101) / 101 - 0.5);
+    const full = emaSmooth(ys, perPointWeight(0.9, n));
+    const sample = ys.filter((_, i) => i % (n / 1000) === 0);
+    const tb = emaSmooth(sample, 0.9);
+    let err = 0;
+    for (let k = 100; k < 1000; k++) err = Math.max(err, Math.abs(full[k * (n / 1000)]! - tb[k]!));
+    expect(err).toBeLessThan(0.1); // noise amplitude is 0.5: both are smooth, and close
+  });
+});

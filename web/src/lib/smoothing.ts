@@ -37,3 +37,19 @@ export function emaSmooth(values: ArrayLike<number>, weight: number): Float64Arr
   }
   return out;
 }
+
+/** The number of points TensorBoard shows per series by default (its scalar sampling). */
+export const TENSORBOARD_VIEW_POINTS = 1000;
+
+/**
+ * The per-point weight that smooths a series of `points` logged points as much as `weight`
+ * smooths TensorBoard's default view of it (at most 1,000 sampled points): the same decay per
+ * step, so the slider looks as it does in TensorBoard however long the run, and the smoothing
+ * of every logged point does not change with downsampling or zoom. Up to 1,000 points it is
+ * `weight` itself (TensorBoard's formula exactly).
+ */
+export function perPointWeight(weight: number, points: number): number {
+  if (!(weight > 0) || points <= TENSORBOARD_VIEW_POINTS) return weight;
+  if (weight >= 1) return 1;
+  return Math.pow(weight, TENSORBOARD_VIEW_POINTS / points);
+}

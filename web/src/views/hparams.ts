@@ -8,7 +8,7 @@ import { h, clear, button } from "../dom";
 import { toNumber, type JsonNumber } from "../lib/columns";
 import { parseColumnFilter, sortRows, type Cell } from "../lib/table";
 import { fmtNum } from "../chart/format";
-import { themeColors } from "../theme";
+import { currentTheme, themeColors } from "../theme";
 import { rampColor } from "../runs";
 import { emptyState, errorState } from "../cards";
 import type { LiveChange } from "../store";
@@ -253,7 +253,8 @@ class HparamsView implements View {
     ctx.scale(dpr, dpr);
     const t = themeColors();
     const axes = this.axes();
-    const xOf = (k: number) => 40 + (k * (W - 80)) / Math.max(1, axes.length - 1);
+    // Room on the right for the last axis's tick labels, which sit right of their axis.
+    const xOf = (k: number) => 40 + (k * (W - 130)) / Math.max(1, axes.length - 1);
     const visible = new Set(this.order);
     const metric = axes.find((a) => a.col.group === "metric" && a.col.numeric);
     const colorOf = (i: number): string => {
@@ -261,7 +262,9 @@ class HparamsView implements View {
       const v = metric.col.values[i];
       if (typeof v !== "number" || !Number.isFinite(v)) return "#999999";
       const y = metric.pos(v);
-      return rampColor(1 - (y - 20) / (Hpx - 40));
+      const t01 = 1 - (y - 20) / (Hpx - 40);
+      // The ramp's pale yellow end vanishes on a light background: stop short of it there.
+      return rampColor(currentTheme() === "dark" ? t01 : 0.85 * t01);
     };
     const drawLine = (i: number, alpha: number, width: number, color: string) => {
       ctx.globalAlpha = alpha;
@@ -315,7 +318,7 @@ class HparamsView implements View {
       const W = c.clientWidth;
       const n = this.cols.length;
       for (let k = 0; k < n; k++) {
-        const ax = 40 + (k * (W - 80)) / Math.max(1, n - 1);
+        const ax = 40 + (k * (W - 130)) / Math.max(1, n - 1);
         if (Math.abs(ax - x) < 16) return k;
       }
       return -1;

@@ -5,7 +5,7 @@
  * so a spike logged once stays visible at every zoom level.
  */
 import { isAbort, type Api, type ScalarSeries, type ScalarsQuery } from "../api";
-import { emaSmooth } from "../lib/smoothing";
+import { emaSmooth, perPointWeight } from "../lib/smoothing";
 import { mergeWindow, type SeriesColumns } from "../lib/merge";
 import { compileFilter } from "../lib/filter";
 import type { UrlState, XAxis } from "../lib/urlstate";
@@ -132,7 +132,7 @@ class ScalarCard {
     try {
       release = await this.view.queue.acquire(() => this.priority() + (smooth ? 1e8 : 0), ac.signal);
       const w = this.view.store.state.smoothing;
-      const q = this.query(smooth ? {} : { smoothing: 0 });
+      const q = this.query({ smoothing: smooth ? this.serverWeight(w) : 0 });
       const res = await this.view.api.scalars(q, ac.signal);
       const map = new Map<string, RunData>();
       for (const s of res.series) {
@@ -148,7 +148,7 @@ class ScalarCard {
       this.view.requestDraw(this);
       release();
       release = null;
-      if (!smooth && w > 0 && this.isDownsampled()) void this.load(true);
+      if (!smooth && this.wantsServerSmoothing(w)) void this.load(true);
     } catch (e) {
       if (isAbort(e)) return;
       this.el.dataset.state = "error";
@@ -162,9 +162,27 @@ class ScalarCard {
 
   /** The smoothing weight changed and the slider rests: the server's smoothing, if needed. */
   refineSmoothing(): void {
-    if (!this.isDownsampled() || this.view.store.state.smoothing <= 0) return;
+    if (!this.wantsServerSmoothing(this.view.store.state.smoothing)) return;
     if (this.visible) void this.load(true);
     else this.stale = true;
+  }
+
+  /** The longest series on the card, in logged points: the slider's weight is TensorBoard's
+   * for a 1,000-point view of it, applied per logged point (see perPointWeight). */
+  private longest(): number {
+    let n = 0;
+    for (const d of (this.overview ?? new Map<string, RunData>()).values()) n = Math.max(n, d.total);
+    return n;
+  }
+
+  private serverWeight(w: number): number {
+    return perPointWeight(w, this.longest());
+  }
+
+  /** Only a downsampled series needs the server's pass over every point; past the API's
+   * 0.999 the preview from the shown points stays (it smooths the same span of steps). */
+  private wantsServerSmoothing(w: number): boolean {
+    return w > 0 && this.isDownsampled() && this.serverWeight(w) <= 0.999;
   }
 
   private async loadDetail(win: [number, number], ac: AbortController, smooth = true): Promise<void> {
@@ -280,11 +298,12 @@ class ScalarCard {
     if (d.serverSmoothing === w && d.cols.smoothed) return d.cols.smoothed;
     const c = this.smoothCache.get(d.cols);
     if (c && c.w === w) return c.ys;
-    // The server smooths every logged point. Until its answer for this weight arrives, smooth
-    // what is on screen with the weight that spans as many logged points: each shown point of
-    // a downsampled series stands for total/shown of them.
+    // The server smooths every logged point with the per-point weight. Until its answer
+    // arrives (or where it is not needed), smooth what is on screen with the weight that spans
+    // as many logged points: each shown point of a downsampled series stands for total/shown.
     const shown = d.cols.value.length;
-    const ys = emaSmooth(d.cols.value, shown < d.total && shown > 0 ? Math.pow(w, d.total / shown) : w);
+    const wp = this.serverWeight(w);
+    const ys = emaSmooth(d.cols.value, shown < d.total && shown > 0 ? Math.pow(wp, d.total / shown) : wp);
     this.smoothCache.set(d.cols, { w, ys });
     return ys;
   }
@@ -321,8 +340,23 @@ class ScalarCard {
     return names;
   }
 
+  /** Every point (not the downsampled ones) of the selected runs, from the server. */
   private async downloadCsv(): Promise<void> {
-    const blob = await this.view.api.blob("download", { kind: "scalars", tag: this.tag, run: this.selectedNames(), format: "csv" });
+    const names = this.selectedNames();
+    const all = this.display !== null && names.length === this.display.size;
+    const api = this.view.api;
+    let blob: Blob;
+    if (all) {
+      blob = await api.blob("download", { kind: "scalars", tag: this.tag, format: "csv" });
+    } else {
+      // The download endpoint takes one run (or all): fetch each and keep one header.
+      const parts: string[] = [];
+      for (let i = 0; i < names.length; i += 4) {
+        const texts = await Promise.all(names.slice(i, i + 4).map((run) => api.blob("download", { kind: "scalars", tag: this.tag, run, format: "csv" }).then((b) => b.text())));
+        for (const t of texts) parts.push(parts.length === 0 ? t : t.slice(t.indexOf("\n") + 1));
+      }
+      blob = new Blob(parts, { type: "text/csv" });
+    }
     downloadBlob(blob, `${fileSafe(this.tag)}.csv`);
   }
 
@@ -361,6 +395,10 @@ export class ScalarsView implements View {
   readonly queue = new SlotQueue(2);
   private dirty = new Set<ScalarCard>();
   private drawRaf = 0;
+  private lastScroll = -1e9;
+  private onScroll = (): void => {
+    this.lastScroll = performance.now();
+  };
 
   constructor(ctx: ViewContext) {
     this.api = ctx.api;
@@ -397,6 +435,7 @@ export class ScalarsView implements View {
     this.content = h("div", { class: "view-content" });
     this.el = h("div", { class: "view scalars-view" }, toolbar, this.content);
     this.vis = new Visibility();
+    document.getElementById("main")?.addEventListener("scroll", this.onScroll, { passive: true });
     this.unsub.push(this.store.on("state", (prev) => this.onState(prev as UrlState)));
     this.unsub.push(this.store.on("selection", () => this.cards.forEach((c) => c.selectionChanged())));
     this.unsub.push(this.store.on("runs", () => this.cards.forEach((c) => c.selectionChanged())));
@@ -501,6 +540,15 @@ export class ScalarsView implements View {
   private drawFrame(): void {
     this.drawRaf = 0;
     const t0 = performance.now();
+    // While the page is scrolling, charts wait (their cards keep their size and a placeholder)
+    // and draw when it pauses: a fling through fifty charts stays at the display's frame rate.
+    const sinceScroll = t0 - this.lastScroll;
+    if (sinceScroll < 120) {
+      this.drawRaf = window.setTimeout(() => {
+        this.drawRaf = requestAnimationFrame(() => this.drawFrame());
+      }, 120 - sinceScroll) as unknown as number;
+      return;
+    }
     const cards = [...this.dirty].sort((a, b) => a.priority() - b.priority());
     for (const c of cards) {
       if (performance.now() - t0 > 8 && c !== cards[0]) break;
@@ -545,6 +593,8 @@ export class ScalarsView implements View {
   destroy(): void {
     window.clearTimeout(this.smoothTimer);
     cancelAnimationFrame(this.drawRaf);
+    window.clearTimeout(this.drawRaf);
+    document.getElementById("main")?.removeEventListener("scroll", this.onScroll);
     this.unsub.forEach((u) => u());
     this.vis.disconnect();
     this.cards.forEach((c) => c.destroy());
