@@ -60,7 +60,7 @@ def open_scalars(p: Page, server: Server, fragment: str = "scalars?smoothing=0")
     wait_card(p, "train/loss")
 
 
-def wait_card(p: Page, tag: str, timeout: float = 30_000) -> None:
+def wait_card(p: Page, tag: str, timeout: float = 60_000) -> None:
     p.page.wait_for_function(
         "(tag) => [...document.querySelectorAll('.scalar-card')].some(c => c.dataset.tag === tag && c.dataset.state === 'ready' && c.querySelector('canvas'))",
         arg=tag,

@@ -4,7 +4,7 @@
  * retries with `Authorization: Bearer`.
  */
 import { toFloat64, type JsonNumber } from "./lib/columns";
-import type { FetchReply, FetchRequest } from "./fetcher.worker";
+import type { ParseReply, ParseRequest } from "./fetcher.worker";
 
 export class ApiError extends Error {
   constructor(
@@ -168,19 +168,19 @@ export class Api {
   }
 
   private worker: Worker | null | undefined;
-  private pending = new Map<number, (r: FetchReply) => void>();
+  private pending = new Map<number, (r: ParseReply) => void>();
   private nextId = 1;
 
   private getWorker(): Worker | null {
     if (this.worker === undefined) {
       try {
         this.worker = new Worker(new URL("./fetcher.worker.ts", import.meta.url), { type: "module" });
-        this.worker.onmessage = (e: MessageEvent<FetchReply>) => {
+        this.worker.onmessage = (e: MessageEvent<ParseReply>) => {
           const cb = this.pending.get(e.data.id);
           this.pending.delete(e.data.id);
           cb?.(e.data);
         };
-        // A worker that cannot start (an old browser, a proxy's CSP): parse on this thread.
+        // A worker that cannot start (an old browser, a proxy's policy): parse on this thread.
         this.worker.onerror = () => this.dropWorker();
       } catch {
         this.worker = null;
@@ -189,60 +189,35 @@ export class Api {
     return this.worker;
   }
 
-  /** Stop using the worker; requests in flight there are retried on this thread. */
+  /** Stop using the worker; answers it had not parsed yet are parsed on this thread. */
   private dropWorker(): void {
     this.worker?.terminate();
     this.worker = null;
     const pending = [...this.pending.values()];
     this.pending.clear();
-    for (const cb of pending) cb({ id: 0, ok: false, status: 0, code: "worker", message: "worker stopped" });
+    for (const cb of pending) cb({ id: 0, ok: false, message: "worker stopped" });
   }
 
-  /** A JSON request parsed in the worker (scalar columns become Float64Arrays). */
+  /** A JSON request whose body is parsed in the worker (scalar columns become Float64Arrays). */
   private async viaWorker<T>(url: URL, method: "GET" | "POST", body: unknown, signal?: AbortSignal): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      const w = this.getWorker();
-      if (!w) return this.parseHere<T>(url, method, body, signal);
-      const id = this.nextId++;
-      const headers: Record<string, string> = { Accept: "application/json" };
-      if (this.token) headers.Authorization = `Bearer ${this.token}`;
-      if (body !== undefined) headers["Content-Type"] = "application/json";
-      const req: FetchRequest = { id, url: url.href, method, headers };
-      if (body !== undefined) req.body = JSON.stringify(body);
-      const reply = await new Promise<FetchReply>((resolve, reject) => {
-        this.pending.set(id, resolve);
-        const onAbort = () => {
-          w.postMessage({ abort: id });
-          this.pending.delete(id);
-          reject(new DOMException("aborted", "AbortError"));
-        };
-        if (signal?.aborted) return onAbort();
-        signal?.addEventListener("abort", onAbort, { once: true });
-        w.postMessage(req);
-      });
-      if (reply.ok) return reply.body as T;
-      if (reply.code === "worker") return this.parseHere<T>(url, method, body, signal);
-      if (reply.code === "network") {
-        // The worker could not reach the server where this page can (a policy on the worker
-        // script, say): stop using it and fetch here.
-        this.dropWorker();
-        return this.parseHere<T>(url, method, body, signal);
-      }
-      if (reply.status === -1) throw new DOMException("aborted", "AbortError");
-      if (reply.status === 401 && this.askToken && attempt < 5) {
-        await this.promptToken(attempt > 0 || this.token !== null);
-        continue;
-      }
-      throw new ApiError(reply.status, reply.code, reply.message);
-    }
-  }
-
-  private async parseHere<T>(url: URL, method: "GET" | "POST", body: unknown, signal?: AbortSignal): Promise<T> {
     const init: RequestInit = method === "POST" ? { method, body: JSON.stringify(body), headers: { "Content-Type": "application/json" } } : {};
     if (signal) init.signal = signal;
-    const res = (await (await this.fetch(url, init)).json()) as { series?: { columns: Record<string, JsonNumber[] | Float64Array> }[] };
-    for (const s of res.series ?? []) for (const [k, v] of Object.entries(s.columns)) if (Array.isArray(v)) s.columns[k] = toFloat64(v);
-    return res as T;
+    const res = await this.fetch(url, init);
+    const bytes = await res.arrayBuffer();
+    const w = this.getWorker();
+    if (w) {
+      const id = this.nextId++;
+      const reply = await new Promise<ParseReply>((resolve) => {
+        this.pending.set(id, resolve);
+        const req: ParseRequest = { id, bytes };
+        w.postMessage(req, [bytes]);
+      });
+      if (signal?.aborted) throw new DOMException("aborted", "AbortError");
+      if (reply.ok) return reply.body as T;
+      // The bytes went to a worker that failed: fetch again and parse here.
+      return parseColumns<T>(await (await this.fetch(url, init)).arrayBuffer());
+    }
+    return parseColumns<T>(bytes);
   }
 
   scalars(q: ScalarsQuery, signal?: AbortSignal): Promise<ScalarsResponse> {
@@ -263,6 +238,12 @@ export class Api {
   eventsUrl(): URL {
     return this.url("events");
   }
+}
+
+function parseColumns<T>(bytes: ArrayBuffer): T {
+  const res = JSON.parse(new TextDecoder().decode(bytes)) as { series?: { columns: Record<string, JsonNumber[] | Float64Array> }[] };
+  for (const s of res.series ?? []) for (const [k, v] of Object.entries(s.columns)) if (Array.isArray(v)) s.columns[k] = toFloat64(v);
+  return res as T;
 }
 
 async function toError(res: Response): Promise<ApiError> {

@@ -91,7 +91,17 @@ class App {
     this.renderTabs();
     this.renderStatus();
     await this.loadRuns();
-    void this.loadHparams();
+    // Hparams only colour and filter runs here (the HParams tab loads its own table): unless the
+    // link filters by them, fetch them after the first chart, not in its way.
+    if (this.store.state.runFilter.trim().startsWith("hp.") || this.store.state.view !== "scalars") void this.loadHparams();
+    else {
+      const later = () => void this.loadHparams();
+      window.addEventListener("tbscope:first-chart", later, { once: true });
+      setTimeout(() => {
+        window.removeEventListener("tbscope:first-chart", later);
+        if (!this.store.hparams) later();
+      }, 3000);
+    }
     void this.showView();
     this.live.start(this.status.generation);
     if (!this.status.loading.done) void this.watchLoading();

@@ -7,7 +7,13 @@ export class SlotQueue {
   private active = 0;
   private waiting: { priority: () => number; grant: (release: () => void) => void; signal: AbortSignal | undefined }[] = [];
 
-  constructor(private readonly concurrency: number) {}
+  constructor(private concurrency: number) {}
+
+  /** Allow more (or fewer) requests at once from now on. */
+  setConcurrency(n: number): void {
+    this.concurrency = n;
+    this.pump();
+  }
 
   acquire(priority: () => number, signal?: AbortSignal): Promise<() => void> {
     return new Promise((resolve, reject) => {

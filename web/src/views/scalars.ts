@@ -392,7 +392,9 @@ export class ScalarsView implements View {
   private smoothRange: HTMLInputElement;
   private smoothNum: HTMLInputElement;
   private firstDraw = false;
-  readonly queue = new SlotQueue(2);
+  // One request at a time until the first chart is up (the server answers it sooner alone),
+  // then two.
+  readonly queue = new SlotQueue(1);
   private dirty = new Set<ScalarCard>();
   private drawRaf = 0;
   private lastScroll = -1e9;
@@ -578,6 +580,8 @@ export class ScalarsView implements View {
     if (!this.firstDraw) {
       this.firstDraw = true;
       performance.mark("tbscope:first-chart");
+      this.queue.setConcurrency(2);
+      window.dispatchEvent(new Event("tbscope:first-chart"));
       // The frame after the draw has been painted (the benchmark reads this one).
       requestAnimationFrame(() => setTimeout(() => performance.mark("tbscope:first-chart-painted"), 0));
     }
