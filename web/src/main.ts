@@ -81,6 +81,7 @@ class App {
   private async start(): Promise<void> {
     try {
       this.status = await this.api.status();
+      performance.mark("tbscope:status");
     } catch (e) {
       this.main.replaceChildren(errorState(`Cannot reach the tbscope server: ${(e as Error).message}`, () => location.reload()));
       this.store.connection = "reconnecting";
@@ -91,6 +92,7 @@ class App {
     this.renderTabs();
     this.renderStatus();
     await this.loadRuns();
+    performance.mark("tbscope:runs");
     // Hparams only colour and filter runs here (the HParams tab loads its own table): unless the
     // link filters by them, fetch them after the first chart, not in its way.
     if (this.store.state.runFilter.trim().startsWith("hp.") || this.store.state.view !== "scalars") void this.loadHparams();

@@ -111,6 +111,13 @@ class CustomChart {
     }
   }
 
+  /** Colours are fixed when a chart is built: drop it so the next load builds it anew. */
+  resetChart(): void {
+    this.chart?.destroy();
+    this.chart = null;
+    this.stale = true;
+  }
+
   destroy(): void {
     this.abort?.abort();
     this.chart?.destroy();
@@ -128,7 +135,12 @@ class CustomScalarsView implements View {
     this.el = h("div", { class: "view custom-scalars-view" }, this.content);
     this.unsub.push(ctx.store.on("selection", () => this.restale()));
     this.unsub.push(ctx.store.on("state", () => this.restale()));
-    this.unsub.push(ctx.store.on("theme", () => this.restale()));
+    this.unsub.push(
+      ctx.store.on("theme", () => {
+        this.charts.forEach((c) => c.resetChart());
+        this.restale();
+      }),
+    );
     void this.load();
   }
 

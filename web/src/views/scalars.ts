@@ -129,11 +129,22 @@ class ScalarCard {
     const ac = (this.abort = new AbortController());
     if (!smooth) this.el.dataset.state = "loading";
     let release: (() => void) | null = null;
+    if (this.view.store.selectedRuns().length === 0) {
+      // Nothing to draw: no request (a selection change fetches).
+      this.overview = this.display = new Map();
+      this.fetchedAll = false;
+      this.el.dataset.state = "ready";
+      this.view.requestDraw(this);
+      return;
+    }
     try {
+      await this.view.scrollIdle(ac.signal);
       release = await this.view.queue.acquire(() => this.priority() + (smooth ? 1e8 : 0), ac.signal);
       const w = this.view.store.state.smoothing;
       const q = this.query({ smoothing: smooth ? this.serverWeight(w) : 0 });
+      const t0 = performance.now();
       const res = await this.view.api.scalars(q, ac.signal);
+      performance.measure("tbscope:scalars-fetch", { start: t0, end: performance.now() });
       const map = new Map<string, RunData>();
       for (const s of res.series) {
         const cols = toColumns(s);
@@ -481,6 +492,7 @@ export class ScalarsView implements View {
     }
     try {
       const res = await this.api.tags("scalars");
+      performance.mark("tbscope:tags");
       this.tags = res.columns.tag;
       this.render();
     } catch (e) {
@@ -527,6 +539,20 @@ export class ScalarsView implements View {
       this.content.appendChild(sec.el);
     }
     this.applyEnlarged();
+  }
+
+  /** Resolves once the page has not scrolled for a moment: cards passing by during a fling
+   * neither fetch nor draw (the server's work and the parsing would take the frames' time). */
+  scrollIdle(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (signal.aborted) return reject(new DOMException("aborted", "AbortError"));
+        const wait = 120 - (performance.now() - this.lastScroll);
+        if (wait <= 0) resolve();
+        else setTimeout(check, wait + 5);
+      };
+      check();
+    });
   }
 
   /**
