@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -96,7 +96,7 @@ class Logdir:
         self._native = _core.NativeReader(self.path, **native_args)
         self._strict = strict
         self._loaded = False
-        self._seen_problems = 0
+        self._seen_problems: set[Problem] = set()
         self._seen_cache_warnings = 0
 
     def __repr__(self) -> str:
@@ -108,8 +108,10 @@ class Logdir:
         self._loaded = True
         self._log_cache(debug=True)
         if self._strict:
+            # By value, not by position: a reload may also drop an entry that no longer holds.
             problems = self.report.problems
-            fresh, self._seen_problems = problems[self._seen_problems :], len(problems)
+            fresh = [p for p in problems if p not in self._seen_problems]
+            self._seen_problems = set(problems)
             _raise_strict(fresh)
         return stats
 
@@ -184,6 +186,10 @@ class Logdir:
         >>> for batch in tbscope.scan("runs/").iter_batches("scalars"):  # doctest: +SKIP
         ...     process(batch.to_pandas())
         """
+        return self._iter_batches(kind, max_rows, max_bytes, None)
+
+    def _iter_batches(self, kind: str, max_rows: int, max_bytes: int, on_report: Callable[[Report], None] | None) -> Iterator[pa.RecordBatch]:
+        """:meth:`iter_batches`, then ``on_report(report)`` with what the read reported."""
         import pyarrow as pa
 
         if kind not in KINDS:
@@ -194,12 +200,17 @@ class Logdir:
             other = Logdir(self.path, self._native_args, self._strict)
             frame = other.hparams_records() if kind == "hparams" else other._frame(kind)
             yield from frame.to_arrow().to_batches(max_chunksize=max_rows)
+            if on_report is not None:
+                on_report(other.report)
             return
         native = _core.NativeReader(self.path, **self._native_args)
         for table in native.stream(kind, max_bytes):
             yield from pa.table(table).to_batches(max_chunksize=max_rows)
+        problems = [Problem(*p) for p in native.report()]
         if self._strict:
-            _raise_strict([Problem(*p) for p in native.report()])
+            _raise_strict(problems)
+        if on_report is not None:
+            on_report(Report(tuple(problems)))
 
     def _blob_path(self, rel: str) -> str | None:
         p = self._call("file_path", rel)
@@ -523,12 +534,12 @@ class Logdir:
         out["group"] = out["group"].cat.remove_unused_categories()
         return out[columns]
 
-    def sql(self, query: str, params: Any = None) -> Result:
+    def sql(self, query: str, params: Any = None, *, max_rows: int | None = None, timeout: float | None = None, external_access: bool = False) -> Result:
         """Run a SQL query over this scan's tables: see :func:`tbscope.sql`. Returns a
         :class:`tbscope.query.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
         from tbscope.query import sql
 
-        return sql(self, query, params=params)
+        return sql(self, query, params=params, max_rows=max_rows, timeout=timeout, external_access=external_access)
 
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
