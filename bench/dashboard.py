@@ -348,6 +348,8 @@ def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
             page.wait_for_function("() => document.querySelectorAll('.scalar-card').length >= 50", timeout=60_000)
         else:
             page.wait_for_function("() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000)
+        # Steady state: the charts on screen loaded and drawn (the scroll, not the first load).
+        page.wait_for_load_state("networkidle")
         page.wait_for_timeout(1500)
         r = page.evaluate(SCROLL_JS, 50)
         if empty:

@@ -79,8 +79,13 @@ class App {
   }
 
   private async start(): Promise<void> {
+    // Status, runs and the view's first requests (tags, then charts) go out together: a chain
+    // of round trips would come before the first chart.
+    const statusP = this.api.status();
+    const runsP = this.loadRuns().then(() => performance.mark("tbscope:runs"));
+    void this.showView();
     try {
-      this.status = await this.api.status();
+      this.status = await statusP;
       performance.mark("tbscope:status");
     } catch (e) {
       this.main.replaceChildren(errorState(`Cannot reach the tbscope server: ${(e as Error).message}`, () => location.reload()));
@@ -91,8 +96,7 @@ class App {
     document.title = `tbscope · ${this.status.logdirs.map((l) => l.name || l.path).join(", ")}`;
     this.renderTabs();
     this.renderStatus();
-    await this.loadRuns();
-    performance.mark("tbscope:runs");
+    await runsP;
     // Hparams only colour and filter runs here (the HParams tab loads its own table): unless the
     // link filters by them, fetch them after the first chart, not in its way.
     if (this.store.state.runFilter.trim().startsWith("hp.") || this.store.state.view !== "scalars") void this.loadHparams();
@@ -104,7 +108,6 @@ class App {
         if (!this.store.hparams) later();
       }, 3000);
     }
-    void this.showView();
     this.live.start(this.status.generation);
     if (!this.status.loading.done) void this.watchLoading();
   }
@@ -114,6 +117,7 @@ class App {
       this.store.setRuns(await this.api.runs());
     } catch (e) {
       this.runsPanel.el.appendChild(errorState(`Could not list runs: ${(e as Error).message}`));
+      this.store.runsFailed();
     }
   }
 

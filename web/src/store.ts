@@ -49,6 +49,9 @@ export class Store {
   private only: Set<string> | null = null;
   private listeners = new Map<Topic, Set<Listener>>();
   private selectedCache: Run[] | null = null;
+  private resolveRuns: () => void = () => undefined;
+  /** Settles once the first run list arrived (or failed): charts wait for it to pick runs. */
+  readonly runsLoaded: Promise<void> = new Promise((r) => (this.resolveRuns = r));
 
   constructor(hash: string) {
     this.state = parseHash(hash);
@@ -120,8 +123,13 @@ export class Store {
     this.runs = runs;
     this.runsByName = new Map(runs.map((r) => [r.name, r]));
     this.selectedCache = null;
+    this.resolveRuns();
     this.emit("runs");
     this.emit("selection");
+  }
+
+  runsFailed(): void {
+    this.resolveRuns();
   }
 
   setHparams(hp: Hparams): void {

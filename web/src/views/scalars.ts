@@ -129,6 +129,8 @@ class ScalarCard {
     const ac = (this.abort = new AbortController());
     if (!smooth) this.el.dataset.state = "loading";
     let release: (() => void) | null = null;
+    await this.view.store.runsLoaded;
+    if (ac.signal.aborted) return;
     if (this.view.store.selectedRuns().length === 0) {
       // Nothing to draw: no request (a selection change fetches).
       this.overview = this.display = new Map();
