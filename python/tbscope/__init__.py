@@ -64,3 +64,10 @@ __all__ = [
     "serve",
     "sql",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext tbscope``: the ``%tbscope --logdir DIR`` magic (see :mod:`tbscope.notebook`)."""
+    from tbscope.notebook import load_ipython_extension as load
+
+    load(ipython)
