@@ -140,12 +140,13 @@ class Picture:
 
 def decode_image(data: bytes) -> Picture:
     img = Image.open(io.BytesIO(data))
+    mode = img.mode  # of the first frame (Pillow may switch a GIF's later frames to RGB)
     frames, durations = [], []
     for i in range(getattr(img, "n_frames", 1)):
         img.seek(i)
         frames.append(np.asarray(img.convert("RGBA")))
         durations.append(img.info.get("duration", 0))
-    return Picture(img.mode, frames, durations)
+    return Picture(mode, frames, durations)
 
 
 def decode_wav(data: bytes) -> dict[str, Any]:
