@@ -26,6 +26,7 @@ use tbscope_core::cache::Need;
 use tbscope_core::event_file::Options;
 use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
 
+mod series;
 mod writer;
 
 create_exception!(
@@ -708,6 +709,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
+    m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     m.add(
         "CorruptRecordError",
         m.py().get_type::<CorruptRecordError>(),
