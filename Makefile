@@ -5,7 +5,7 @@ PIP := .venv/bin/pip
 VENV_STAMP := .venv/.installed
 WHEEL_DIR := dist
 
-.PHONY: run test venv build wheel test-rust test-python lint smoke bench fuzz fuzz-smoke clean web test-web test-e2e chromium screenshots
+.PHONY: run test venv build wheel test-rust test-python test-torch torch-venv lint smoke bench fuzz fuzz-smoke clean web test-web test-e2e chromium screenshots
 
 # The demo logdir is written by tbscope's own SummaryWriter; then the CLI reads it back, and the
 # server serves it: until Ctrl-C on a terminal, else (CI) it answers once and stops.
@@ -53,7 +53,7 @@ build: $(VENV_STAMP) $(WEB_STATIC)
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
 
 # pytest runs last so its summary closes the output.
-test: build test-rust fuzz-smoke lint smoke test-web test-e2e test-python
+test: build test-rust fuzz-smoke lint smoke test-web test-e2e test-torch test-python
 
 test-rust:
 	cargo test --workspace --exclude tbscope-py --quiet
@@ -84,6 +84,35 @@ smoke:
 	build/smoke-venv/bin/pip install --quiet $(WHEEL_DIR)/tbscope-*.whl -c constraints.txt
 	cd build && smoke-venv/bin/python ../tests/smoke.py
 	build/smoke-venv/bin/tbscope --version
+
+# torch gets a venv of its own: the package index serves only its CUDA build (about 5 GB
+# installed; it runs on the CPU), which stays out of .venv. Built once, reused until a pin in
+# constraints-torch.txt changes (the stamp is named after the file's hash). The rest of it
+# follows constraints.txt and requirements-torch.txt without downloading torch again.
+TORCH_VENV := build/torch-venv
+TORCH_PY := $(TORCH_VENV)/bin/python
+TORCH_PIN := $(TORCH_VENV)/.pins-$(shell sha256sum constraints-torch.txt | cut -c1-16)
+TORCH_PIP_INSTALL := $(TORCH_PY) -m pip install --quiet -r requirements-torch.txt -c constraints.txt -c constraints-torch.txt
+
+$(TORCH_PIN):
+	rm -rf $(TORCH_VENV)
+	python3 -m venv $(TORCH_VENV)
+	$(TORCH_PIP_INSTALL)
+	$(TORCH_PY) -c 'import torch; assert torch.ones(2).sum().item() == 2'
+	touch $@
+
+$(TORCH_VENV)/.installed: $(TORCH_PIN) requirements-torch.txt constraints.txt
+	$(TORCH_PIP_INSTALL)
+	touch $@
+
+torch-venv: $(TORCH_VENV)/.installed
+
+# tests/torch against real torch, with the wheel `make build` made. They fail (never skip)
+# when torch cannot be imported.
+test-torch: build torch-venv
+	$(TORCH_PY) -m pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
+	$(TORCH_PY) -m pip install --quiet $(WHEEL_DIR)/tbscope-*.whl -c constraints.txt -c constraints-torch.txt
+	$(TORCH_PY) -m pytest -q tests/torch
 
 bench: build chromium
 	$(PY) bench/run.py

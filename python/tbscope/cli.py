@@ -978,6 +978,16 @@ def export_command(
       tbscope export runs/ -o dataset/ --partition-by run
     """
     export = _api("export", "tbscope.export", "tbscope.query")
+    # Checked here so the message names this command's options, not the API's keywords.
+    if partition_by and file_format not in (None, "parquet"):
+        raise click.UsageError(f"--partition-by writes a Parquet dataset; --to {file_format} cannot be partitioned "
+                               "(drop --to, or use --to parquet)")
+    from tbscope.export import FORMATS
+
+    known = {suffix for suffixes in FORMATS.values() for suffix in suffixes}
+    if not partition_by and file_format is None and os.path.splitext(out)[1].lower() not in known:
+        raise click.UsageError(f"cannot tell the file format from {out!r}: name it .csv, .parquet or .jsonl, "
+                               "or pass --to csv|parquet|jsonl")
     progress = _stderr_is_tty()
     kwargs = {**_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir)}
     t0 = time.perf_counter()

@@ -943,16 +943,23 @@ class SummaryWriter:
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
-        """Log a model graph (a torch module traced with ``input_to_model``, or a GraphDef)."""
+        """Log a model graph (a torch module traced with ``input_to_model`` by torch's tracer, or a
+        GraphDef). A traced module also gets the tracer's run metadata, as torch writes it."""
         from tbscope import _summary
 
-        self._w.event(_summary.graph_event(model, input_to_model, verbose, use_strict_trace))
+        for event in _summary.graph_events(model, input_to_model, verbose, use_strict_trace):
+            self._w.event(event)
 
-    def add_onnx_graph(self, onnx_model_file: Any) -> None:
-        """Not supported (tensorboardX/torch convert ONNX protobufs with their own code)."""
-        raise NotImplementedError(
-            "tbscope.SummaryWriter cannot convert ONNX graphs; write it with tensorboardX's "
-            "SummaryWriter.add_onnx_graph into the same log_dir (TensorBoard merges the files)")
+    def add_onnx_graph(self, onnx_model_file: Any = None, *, prototxt: Any = None) -> None:
+        """Log the graph of an ONNX model file (a path), converted by torch's converter (or
+        tensorboardX's), which needs the ``onnx`` package. ``prototxt`` is torch's name for
+        the argument."""
+        from tbscope import _summary
+
+        path = onnx_model_file if onnx_model_file is not None else prototxt
+        if path is None:
+            raise TypeError("add_onnx_graph() needs the path of an ONNX model file")
+        self._w.event(_summary.onnx_graph_event(path))
 
     def add_openvino_graph(self, xmlname: Any) -> None:
         """Not supported (tensorboardX converts OpenVINO XML with its own code)."""

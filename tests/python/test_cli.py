@@ -674,6 +674,17 @@ def test_export_partitioned_dataset(clean, tmp_path):
     assert got["value"].tolist() == want["value"].tolist()
 
 
+def test_export_format_errors_name_the_options(clean, tmp_path):
+    """The command's errors name --to and --partition-by, not the Python API's keywords."""
+    r = run("export", str(clean), "-o", str(tmp_path / "scalars.out"))
+    assert r.exit_code == 2 and "--to csv|parquet|jsonl" in r.output and "format=" not in r.output
+    assert not (tmp_path / "scalars.out").exists()
+    r = run("export", str(clean), "-o", str(tmp_path / "dataset"), "--partition-by", "run", "--to", "csv")
+    assert r.exit_code == 2 and "--to csv cannot be partitioned" in r.output and "partition_by=" not in r.output
+    r = run("export", str(clean), "-o", str(tmp_path / "scalars.out"), "--to", "csv", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.output)[0]["rows"] == 40
+
+
 # --------------------------------------------------------------------------------------------
 # clean (retention)
 # --------------------------------------------------------------------------------------------
