@@ -189,6 +189,11 @@ impl NativeReader {
         })
     }
 
+    /// TF1's SessionLog and LogMessage events, one row each.
+    fn logs(&self) -> Outcome<Table> {
+        self.with(&[Need::State], |r| Ok(Table::one(r.logs())))
+    }
+
     fn series(&self) -> Outcome<Table> {
         self.with(&[Need::State], |r| Ok(Table::one(r.series())))
     }
