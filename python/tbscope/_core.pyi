@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "read_records", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "read_records", "read_trace", "rewrite", "to_csv"]
 
 __version__: str
 
@@ -261,6 +261,11 @@ def downsample(
 def ema(y: Buffer, weight: float, out: Buffer, *, starts: Buffer | None = None, ends: Buffer | None = None) -> None:
     """TensorBoard's smoothing of each series of float64 ``y`` into the writable float64
     ``out`` of the same length."""
+
+def read_trace(path: str | PathLike[str]) -> Table:
+    """A Chrome trace file (gzip-compressed or not) as a table of events: name, category,
+    phase, start, duration, self_duration, process, thread, pid, tid, args. ValueError when the
+    file is not a Chrome trace."""
 
 def read_records(
     path: str | PathLike[str],

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from tbscope.profiles import Profile
     from tbscope.query import Result
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
@@ -553,6 +554,21 @@ class Logdir:
         from tbscope.query import sql
 
         return sql(self, query, params=params, max_rows=max_rows, timeout=timeout, external_access=external_access)
+
+    def profiles(self) -> Frame:
+        """Profile files under the logdir, one row each: run, session, host, time (UTC),
+        size (bytes), format (``chrome_trace``, ``xplane``, ...), source (``torch`` or
+        ``profile_plugin``) and path (relative to the logdir). See :mod:`tbscope.profiles`."""
+        from tbscope.profiles import profiles_table
+
+        return Frame(profiles_table(self.path), "profiles")
+
+    def profile(self, which: str | int) -> Profile:
+        """Opens one Chrome trace of :meth:`profiles` (its ``path``, or its row number): the
+        events as a frame and :meth:`~tbscope.profiles.Profile.top_operations`."""
+        from tbscope.profiles import open_profile
+
+        return open_profile(self.path, which)
 
     def logs(self) -> Frame:
         """TF1's session logs and log messages, one row per event: run, step, wall_time,

@@ -311,7 +311,7 @@ def test_every_table_is_queryable(sweep_dir):
     frames = {
         "scalars": lg.scalars(), "tensors": lg.tensors(), "histograms": lg.histograms(), "text": lg.text(),
         "images": lg.images(), "audio": lg.audio(), "series": lg.series(), "runs": lg.run_info(), "hparams": lg.hparams(),
-        "blobs": lg.blobs(), "meshes": lg.meshes(), "logs": lg.logs(),
+        "blobs": lg.blobs(), "meshes": lg.meshes(), "logs": lg.logs(), "profiles": lg.profiles(),
     }
     for name in TABLES:
         r = sql(sweep_dir, f"SELECT count(*) AS n FROM {name}")

@@ -36,7 +36,7 @@ const TABS: Tab[] = [
   { id: "health", label: "Health", load: () => import("./views/health").then((m) => m.default) },
   // Ready in the navigation; a later issue brings their data and views.
   { id: "embeddings", label: "Embeddings", later: true },
-  { id: "profile", label: "Profile", later: true },
+  { id: "profile", label: "Profile", load: () => import("./views/profile").then((m) => m.default) },
 ];
 
 class App {

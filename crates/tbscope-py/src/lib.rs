@@ -648,6 +648,17 @@ fn read_records<'py>(
         .collect())
 }
 
+/// A Chrome trace file (gzip or not) as a table of events (`tbscope_core::profile`).
+#[pyfunction]
+fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
+    py.detach(|| {
+        guarded(|| {
+            let b = tbscope_core::profile::read_trace(&path)?;
+            Ok(Table::one(b))
+        })
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -659,6 +670,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
     m.add_function(wrap_pyfunction!(read_records, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     Ok(())
