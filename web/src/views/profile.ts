@@ -8,6 +8,7 @@ import { h } from "../dom";
 import { emptyState, errorState } from "../cards";
 import { fmtBytes, fmtNum } from "../chart/format";
 import { toNumber, type JsonNumber } from "../lib/columns";
+import { clampWindow, fmtMicros, tickStep, zoomAround } from "../lib/timeline";
 import type { LiveChange } from "../store";
 import type { View, ViewContext, ViewFactory } from "./view";
 
@@ -38,15 +39,6 @@ interface OperationsResponse {
 const LANE_H = 20;
 const AXIS_H = 22;
 const LABEL_W = 180;
-
-/** Microseconds, the trace's unit, in the unit that reads best. */
-export function fmtMicros(us: number): string {
-  if (!Number.isFinite(us)) return "–";
-  const a = Math.abs(us);
-  if (a >= 1e6) return `${fmtNum(us / 1e6, 4)} s`;
-  if (a >= 1e3) return `${fmtNum(us / 1e3, 4)} ms`;
-  return `${fmtNum(us, 4)} µs`;
-}
 
 /** A stable colour per operation name. */
 function colorOf(name: string): string {
@@ -185,9 +177,7 @@ class ProfileView implements View {
     g.textBaseline = "middle";
     // Axis: ticks at a round step, labelled relative to the trace's start.
     const [a, b] = this.win;
-    const span = b - a;
-    const step = Math.pow(10, Math.floor(Math.log10(span / 6)));
-    const nice = [1, 2, 5, 10].map((m) => m * step).find((s) => span / s <= 8) ?? step * 10;
+    const nice = tickStep(b - a, 8);
     g.fillStyle = muted;
     g.strokeStyle = grid;
     for (let t = Math.ceil((a - this.full[0]) / nice) * nice + this.full[0]; t <= b; t += nice) {
@@ -246,10 +236,7 @@ class ProfileView implements View {
 
   /** Moves the window and fetches its events (the longest ones at this zoom). */
   private setWindow(a: number, b: number): void {
-    const [lo, hi] = this.full;
-    const span = Math.min(hi - lo, Math.max(1, b - a));
-    a = Math.max(lo, Math.min(a, hi - span));
-    this.win = [a, a + span];
+    this.win = clampWindow(a, b, this.full[0], this.full[1]);
     this.draw();
     clearTimeout(this.fetchTimer);
     this.fetchTimer = window.setTimeout(() => void this.refetch(), 120);
@@ -278,8 +265,8 @@ class ProfileView implements View {
     const width = this.canvas.clientWidth;
     const t = this.tOf(Math.max(LABEL_W, e.offsetX), width);
     const k = Math.exp(Math.sign(e.deltaY) * Math.min(1, Math.abs(e.deltaY) / 200));
-    const [a, b] = this.win;
-    this.setWindow(t - (t - a) * k, t + (b - t) * k);
+    const [a, b] = zoomAround(this.win[0], this.win[1], t, k);
+    this.setWindow(a, b);
   }
 
   private onMove(e: MouseEvent): void {
