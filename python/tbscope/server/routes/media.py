@@ -166,11 +166,13 @@ def text(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
         elems = texts[i:j]
         out_steps.append(steps[i])
         out_walls.append(walls[i])
-        if not shape:
+        if len(shape) <= 1 and len(elems) == 1:
+            # One string: rank 0, or the [1] that add_text writes (as the contract has it).
             out_text.append(elems[0])
+            shapes.append([])
         else:
             out_text.append(elems)
-        shapes.append(shape)
+            shapes.append(shape)
         i = j
     cols = {"step": out_steps, "wall_time": encode.floats([float("nan") if w is None else w for w in out_walls]), "text": out_text, "shape": shapes}
     return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
