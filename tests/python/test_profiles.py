@@ -211,3 +211,17 @@ def test_server_profile_errors(server, path, status):
     assert r.status == status, r.body
     err = r.json()["error"]
     assert err["status"] == status and err["message"]
+
+
+def test_server_sql_has_the_new_tables(server, logdir):
+    """The server's SQL names the same tables as `tbscope sql`: profiles, logs, meshes, blobs."""
+    from tbscope.query import TABLES
+
+    from tbscope.server.sql import TABLES as SERVER_TABLES
+
+    assert set(SERVER_TABLES) == set(TABLES)
+    got = get_json(server.url, "api/v1/sql?q=" + quote("SELECT host, format FROM profiles ORDER BY path"))["columns"]
+    assert got == {"host": ["worker0", "worker0", "hostA"], "format": ["chrome_trace", "xplane", "chrome_trace"]}
+    for name in ("blobs", "meshes", "logs"):
+        n = get_json(server.url, "api/v1/sql?q=" + quote(f"SELECT count(*) AS n FROM {name}"))["columns"]["n"][0]
+        assert n == len(getattr(tbscope.scan(logdir), name)()), name

@@ -32,7 +32,7 @@ LOCKED: dict[str, Any] = {
     "threads": 2,
 }
 
-TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary")
+TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "blobs", "meshes", "logs", "profiles", "series", "runs", "hparams", "summary")
 
 _DB: Any = None
 _LOCK = threading.Lock()
