@@ -113,10 +113,11 @@ def assert_matches_tensorboard(logdir: Path) -> dict[str, dict[str, dict]]:
 def test_tensorboardx_add_embedding_reads_as_tensorboard_serves_it(tmp_path):
     tbx = pytest.importorskip("tensorboardX")
     rng = np.random.default_rng(0)
+    # 36 sprite images: a full square (tensorboardX leaves the rest of its sprite uninitialised).
     with tbx.SummaryWriter(str(tmp_path / "run_a")) as w:
         w.add_scalar("loss", 1.0, 0)
-        w.add_embedding(rng.normal(size=(30, 6)).astype(np.float32), metadata=[f"p{i}" for i in range(30)],
-                        label_img=rng.random((30, 3, 6, 6)), global_step=4)
+        w.add_embedding(rng.normal(size=(36, 6)).astype(np.float32), metadata=[f"p{i}" for i in range(36)],
+                        label_img=rng.random((36, 3, 6, 6)), global_step=4)
         w.add_embedding(rng.normal(size=(9, 4)), metadata=[[f"w{i}", str(i % 3)] for i in range(9)],
                         metadata_header=["word", "class"], tag="layer/out")
         w.add_embedding(rng.normal(size=(5, 2)), tag="bare")
