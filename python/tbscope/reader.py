@@ -270,7 +270,7 @@ class Logdir:
 
         root = self._local_root()
         infos = [] if root is None else _projector.embedding_infos(root, self.runs)
-        return Frame(_projector.listing(infos, root or "."), "embeddings")  # type: ignore[arg-type]
+        return Frame(_projector.listing(infos, root or "."), "embeddings")
 
     def embedding(self, run: str, tag: str) -> Embedding:
         """One embedding read into memory: ``values`` (numpy [points, dimensions]), ``metadata``

@@ -316,3 +316,20 @@ def test_images_need_a_sprite(tmp_path):
         w.add_embedding(np.eye(2))
     with pytest.raises(LookupError, match="no sprite"):
         tbscope.scan(tmp_path).embedding(".", "default:00000").images()
+
+
+def test_embeddings_table_in_sql(tmp_path):
+    pytest.importorskip("duckdb")
+    with tbscope.SummaryWriter(str(tmp_path / "a")) as w:
+        w.add_scalar("x", 1.0, 0)
+        w.add_embedding(np.ones((4, 3)), metadata=list("abcd"), tag="e")
+    with tbscope.SummaryWriter(str(tmp_path / "b")) as w:
+        w.add_scalar("x", 1.0, 0)
+        w.add_embedding(np.ones((2, 5)), tag="f")
+    got = tbscope.sql(tmp_path, "SELECT run, tag, points, dimensions, len(metadata_columns) AS cols FROM embeddings ORDER BY run").to_pandas()
+    assert got.to_dict("records") == [
+        {"run": "a", "tag": "e:00000", "points": 4, "dimensions": 3, "cols": 1},
+        {"run": "b", "tag": "f:00000", "points": 2, "dimensions": 5, "cols": 0},
+    ]
+    only = tbscope.sql(tmp_path, "SELECT tag FROM embeddings WHERE run = 'b'").to_pandas()
+    assert only["tag"].tolist() == ["f:00000"]

@@ -157,3 +157,8 @@ def test_token_and_prefixed_runs(logdir, tmp_path):
         assert ("b", "default:00000") in set(zip(cols["run"], cols["tag"]))
         got = get_json(s.url, "api/v1/embeddings/projection?run=b&tag=default:00000&dims=3", headers=auth)
         assert got["run"] == "b" and len(got["columns"]["z"]) == 6
+
+
+def test_embeddings_table_in_sql(server):
+    got = get_json(server.url, "api/v1/sql?q=" + "SELECT%20run,%20tag,%20points%20FROM%20embeddings%20WHERE%20error%20IS%20NULL%20AND%20run%20%3D%20'tbx'")
+    assert got["columns"] == {"run": ["tbx"], "tag": ["words:00001"], "points": [36]}
