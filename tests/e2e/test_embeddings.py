@@ -11,6 +11,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 
 import numpy as np
 import pytest
@@ -167,6 +168,27 @@ def test_scatter_colours_search_details_and_rotation(page: Page, emb_server: Ser
     after = (p.evaluate(HASH_JS), p.locator("#emb-canvas").get_attribute("data-yaw"))
     assert after[1] != before[1] and after[0] != before[0]
     page.screenshot("embeddings-3d")
+    # The settings are in the URL, so a link reproduces the view.
+    state = parse_qs(parse_qs(p.evaluate("location.hash").split("?", 1)[1])["emb"][0])
+    assert state == {"run": ["words"], "tag": ["words:00003"], "dims": ["3"], "color": ["meta:score"]}
+    assert page.errors == [] and page.dialogs == []
+
+
+def test_a_link_reproduces_the_view_and_the_run_selection_applies(page: Page, emb_server: Server) -> None:
+    p = page.page
+    emb = urlencode({"run": "words", "tag": "words:00003", "dims": "3", "color": "meta:class", "by": "meta:word", "q": "w1*"})
+    p.goto(emb_server.url + "#embeddings?" + urlencode({"emb": emb}))
+    wait_points(page, N, dims=3)
+    assert p.locator("#emb-select option:checked").inner_text() == "words · words:00003 · 60×5"
+    assert p.locator("#emb-color").input_value() == "meta:class"
+    assert p.locator("#emb-search").input_value() == "w1*"
+    p.wait_for_function("() => document.getElementById('emb-canvas').dataset.matches === '11'")
+    assert p.locator(".embeddings-view .segmented button[data-dims='3']").get_attribute("aria-checked") == "true"
+    # Only the runs the runs panel selects are offered, as in every view.
+    p.goto(emb_server.url + "#embeddings?only=words")
+    p.reload()
+    wait_points(page, N)
+    assert p.locator("#emb-select option").all_inner_texts() == ["words · words:00003 · 60×5"]
     assert page.errors == [] and page.dialogs == []
 
 

@@ -75,8 +75,15 @@ class EmbeddingsView implements View {
   private abort: AbortController | null = null;
   private resize = new ResizeObserver(() => this.draw());
   private drawQueued = false;
+  /** What the URL asked for, applied once the listing and the projection are in. */
+  private wanted: URLSearchParams | null;
+  private unsubscribe: () => void;
 
   constructor(private readonly ctx: ViewContext) {
+    this.wanted = new URLSearchParams(ctx.store.state.emb);
+    if (this.wanted.get("dims") === "3") this.dims = 3;
+    const m = this.wanted.get("method");
+    if (m && ["pca", "tsne", "umap"].includes(m)) this.method.value = m;
     for (const d of [2, 3]) {
       const b = h("button", { type: "button", role: "radio", "data-dims": d, "aria-checked": String(d === this.dims), text: `${d}-D` });
       b.addEventListener("click", () => {
@@ -100,9 +107,20 @@ class EmbeddingsView implements View {
       void this.project();
     });
     this.method.addEventListener("change", () => void this.project());
-    this.colorSel.addEventListener("change", () => this.recolor());
-    this.searchBy.addEventListener("change", () => this.research());
-    this.searchBox.addEventListener("input", () => this.research());
+    this.colorSel.addEventListener("change", () => {
+      this.recolor();
+      this.save();
+    });
+    this.searchBy.addEventListener("change", () => {
+      this.research();
+      this.save();
+    });
+    this.searchBox.addEventListener("input", () => {
+      this.research();
+      this.save();
+    });
+    // Like every view, only the runs selected in the runs panel.
+    this.unsubscribe = ctx.store.on("selection", () => void this.load());
     this.wireCanvas();
     this.resize.observe(this.canvas);
     void this.load();
@@ -120,17 +138,28 @@ class EmbeddingsView implements View {
         this.body.replaceChildren(emptyState("No embeddings", "Embeddings written with add_embedding (projector_config.pbtxt in a run's folder) appear here."));
         return;
       }
+      const store = this.ctx.store;
+      const shown = c.run.map((_, i) => i).filter((i) => !store.runsByName.has(c.run[i]!) || store.isSelected(c.run[i]!));
+      if (shown.length === 0) {
+        this.select.replaceChildren();
+        this.data = null;
+        this.body.replaceChildren(emptyState("No embeddings in the selected runs", `${c.run.length} embedding${c.run.length === 1 ? "" : "s"} in runs that the runs panel leaves out.`));
+        return;
+      }
       if (this.body.firstChild !== this.layout[0]) this.body.replaceChildren(...this.layout);
       this.select.replaceChildren(
-        ...c.run.map((run, i) => {
+        ...shown.map((i) => {
+          const run = c.run[i]!;
           const bad = c.error[i] !== null;
           const label = `${run} · ${c.tag[i] || "(config)"}${bad ? " (unreadable)" : ` · ${c.points[i]}×${c.dimensions[i]}`}`;
           return h("option", { value: String(i), text: label, disabled: bad && c.points[i] === null, title: c.error[i] ?? "" });
         }),
       );
+      const w = this.wanted;
+      const asked = w?.has("run") ? [...this.select.options].find((o) => c.run[Number(o.value)] === w.get("run") && c.tag[Number(o.value)] === w.get("tag") && !o.disabled) : undefined;
       const keep = [...this.select.options].find((o) => o.value === before && !o.disabled);
       const first = [...this.select.options].find((o) => !o.disabled);
-      this.select.value = (keep ?? first)?.value ?? "";
+      this.select.value = (asked ?? keep ?? first)?.value ?? "";
       if (!keep || !this.data) await this.project();
     } catch (e) {
       this.body.replaceChildren(errorState(`Could not list the embeddings: ${(e as Error).message}`, () => void this.load()));
@@ -156,6 +185,7 @@ class EmbeddingsView implements View {
       this.research(false);
       this.describe();
       this.canvas.dataset.state = "ready";
+      this.save();
       this.draw();
     } catch (e) {
       if ((e as Error).name === "AbortError") return;
@@ -186,6 +216,15 @@ class EmbeddingsView implements View {
     const guess = meta.find((m) => m.type === "string" && new Set(this.data?.columns[m.column] ?? []).size <= 20) ?? meta[0];
     this.colorSel.value = has(keepColor) ? keepColor : (guess?.column ?? "");
     this.searchBy.value = has(keepSearch) ? keepSearch : (meta[0]?.column ?? "");
+    const w = this.wanted;
+    if (w) {
+      const color = w.get("color");
+      if (color !== null && (color === "" || has(color))) this.colorSel.value = color;
+      const by = w.get("by");
+      if (by !== null && has(by)) this.searchBy.value = by;
+      this.searchBox.value = w.get("q") ?? "";
+      this.wanted = null;
+    }
     this.searchBy.disabled = this.searchBox.disabled = meta.length === 0;
   }
 
@@ -224,6 +263,21 @@ class EmbeddingsView implements View {
     if (matches?.length === 1) this.choose(matches[0]!, false);
     this.describe();
     if (redraw) this.draw();
+  }
+
+  /** The view's settings into the URL (replacing the history entry), so a link reproduces it. */
+  private save(): void {
+    const d = this.data;
+    if (!d) return;
+    const p = new URLSearchParams({ run: d.run, tag: d.tag });
+    if (this.dims !== 2) p.set("dims", String(this.dims));
+    if (this.method.value !== "pca") p.set("method", this.method.value);
+    p.set("color", this.colorSel.value);
+    if (this.searchBox.value) {
+      p.set("by", this.searchBy.value);
+      p.set("q", this.searchBox.value);
+    }
+    this.ctx.store.update({ emb: p.toString() }, { replace: true });
   }
 
   private describe(): void {
@@ -466,6 +520,7 @@ class EmbeddingsView implements View {
   }
 
   destroy(): void {
+    this.unsubscribe();
     this.abort?.abort();
     this.resize.disconnect();
   }
