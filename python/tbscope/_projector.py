@@ -364,7 +364,11 @@ def _describe(run: str, name: str, cfg: str, cfg_dir: str, entry: EmbeddingEntry
         columns = metadata_columns(info.metadata_path) if info.metadata_path else ()
     except (OSError, ValueError) as e:
         return _replace(info, error="; ".join([*errors, str(e)]))
-    return _replace(info, points=points, dimensions=dims, metadata_columns=columns)
+    if info.metadata_path:
+        rows = count_lines(info.metadata_path)[0] - (len(columns) > 1)  # less the header
+        if rows != points:
+            errors.append(f"{info.metadata_path} has {rows} rows for {points} points; the projector needs one per point")
+    return _replace(info, points=points, dimensions=dims, metadata_columns=columns, error="; ".join(errors) or None)
 
 
 def _replace(info: EmbeddingInfo, **changes: Any) -> EmbeddingInfo:
@@ -401,21 +405,41 @@ def _binary_shape(path: str, shape: tuple[int, ...]) -> tuple[int, int]:
     return shape[0], shape[1]
 
 
+_EMPTY_LINE = re.compile(rb"(?<=\n)\r?\n")
+#: Bytes read at a time when counting lines.
+BLOCK = 1 << 24
+
+
+def count_lines(path: str) -> tuple[int, int]:
+    """(lines, empty lines) of a text file, in blocks (a listing must not hold a big file)."""
+    lines = empty = 0
+    carry = b""
+    with open(path, "rb") as f:
+        while block := f.read(BLOCK):
+            buf = carry + block
+            cut = buf.rfind(b"\n") + 1
+            buf, carry = buf[:cut], buf[cut:]
+            lines += buf.count(b"\n")
+            # Every block starts at a line's start: an empty line there has no newline before it.
+            empty += len(_EMPTY_LINE.findall(buf)) + (1 if buf.startswith((b"\n", b"\r\n")) else 0)
+    if carry:
+        lines += 1
+        empty += carry == b"\r"
+    return lines, empty
+
+
 def tensor_shape(path: str, shape: tuple[int, ...]) -> tuple[int, int]:
     """(points, dimensions) of a tensor file, from its lines (TSV) or the config (binary)."""
     if not _is_text(path):
         return _binary_shape(path, shape)
-    points = 0
-    dims: int | None = None
+    dims = 0
     with open(path, "rb") as f:
         for line in f:
-            line = line.rstrip(b"\r\n")
-            if not line:
-                continue
-            points += 1
-            if dims is None:
-                dims = line.count(b"\t") + 1
-    return points, dims or 0
+            if line.strip(b"\r\n"):
+                dims = line.rstrip(b"\r\n").count(b"\t") + 1
+                break
+    lines, empty = count_lines(path)
+    return lines - empty, dims
 
 
 def read_tensor(path: str, shape: tuple[int, ...] = ()) -> np.ndarray:

@@ -229,8 +229,37 @@ def test_metadata_rows_must_match_points(tmp_path):
     (tmp_path / "t.tsv").write_text("1\t2\n3\t4\n")
     (tmp_path / "m.tsv").write_text("a\n")
     (tmp_path / "projector_config.pbtxt").write_text('embeddings { tensor_name: "t" tensor_path: "t.tsv" metadata_path: "m.tsv" }')
+    ld = tbscope.scan(tmp_path)
+    row = ld.embeddings().to_pandas().iloc[0]
+    assert (row["points"], row["dimensions"]) == (2, 2) and "1 rows for 2 points" in row["error"]
     with pytest.raises(ValueError, match="1 rows for 2 points"):
-        tbscope.scan(tmp_path).embedding(".", "t")
+        ld.embedding(".", "t")
+
+
+@pytest.mark.parametrize(
+    "text, lines, empty",
+    [(b"", 0, 0), (b"a\n", 1, 0), (b"a", 1, 0), (b"\n\n\n", 3, 3), (b"a\r\n\r\nb\r\n", 3, 1), (b"\na\n\n", 3, 2), (b"a\n\r", 2, 1)],
+)
+def test_count_lines(tmp_path, text, lines, empty):
+    (tmp_path / "f").write_bytes(text)
+    assert _projector.count_lines(str(tmp_path / "f")) == (lines, empty)
+    if b"\r" not in text:  # the same count as Python's own line split
+        split = text.decode().split("\n")
+        if split and split[-1] == "":
+            split.pop()
+        assert (len(split), sum(1 for x in split if x == "")) == (lines, empty)
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 24])
+def test_listing_counts_rows_across_blocks(tmp_path, monkeypatch, block):
+    # Blocks shorter than a line, blank lines and CRLF must not change the shape.
+    monkeypatch.setattr(_projector, "BLOCK", block)
+    (tmp_path / "t.tsv").write_bytes(b"1.5\t2\t3\r\n\r\n4\t5\t6.25\n\n\n7\t8\t9")
+    (tmp_path / "m.tsv").write_bytes(b"a\tb\n1\t2\n\t\n3\t4\n")
+    (tmp_path / "projector_config.pbtxt").write_text('embeddings { tensor_name: "t" tensor_path: "t.tsv" metadata_path: "m.tsv" }')
+    row = tbscope.scan(tmp_path).embeddings().to_arrow().to_pylist()[0]
+    assert (row["points"], row["dimensions"], row["error"]) == (3, 3, None)
+    assert row["metadata_columns"] == ["a", "b"]
 
 
 def test_text_format_parser():
