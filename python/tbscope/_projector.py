@@ -50,6 +50,9 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
+#: Nesting a config may have (ProjectorConfig needs 2): deeper is an error, not a stack overflow.
+MAX_DEPTH = 32
+
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
 
@@ -148,8 +151,10 @@ def parse_text_proto(text: str) -> dict[str, list[Any]]:
         pos -= 1
         raise fail(f"expected a value, got {val!r}")
 
-    def message(close: str | None) -> dict[str, list[Any]]:
+    def message(close: str | None, depth: int = 0) -> dict[str, list[Any]]:
         nonlocal pos
+        if depth > MAX_DEPTH:
+            raise fail(f"messages nested more than {MAX_DEPTH} deep")
         out: dict[str, list[Any]] = {}
         while True:
             tok = peek()
@@ -174,7 +179,7 @@ def parse_text_proto(text: str) -> dict[str, list[Any]]:
             t = peek()
             if t is not None and t[1] in ("{", "<"):
                 pos += 1
-                out.setdefault(name, []).append(message("}" if t[1] == "{" else ">"))
+                out.setdefault(name, []).append(message("}" if t[1] == "{" else ">", depth + 1))
             elif not colon:
                 raise fail(f"expected ':' or '{{' after {name!r}")
             elif t is not None and t[1] == "[":
@@ -185,7 +190,7 @@ def parse_text_proto(text: str) -> dict[str, list[Any]]:
                         continue
                     if t[1] in ("{", "<"):
                         pos += 1
-                        out.setdefault(name, []).append(message("}" if t[1] == "{" else ">"))
+                        out.setdefault(name, []).append(message("}" if t[1] == "{" else ">", depth + 1))
                     else:
                         out.setdefault(name, []).append(scalar())
                 if peek() is None:

@@ -362,3 +362,35 @@ def test_embeddings_table_in_sql(tmp_path):
     ]
     only = tbscope.sql(tmp_path, "SELECT tag FROM embeddings WHERE run = 'b'").to_pandas()
     assert only["tag"].tolist() == ["f:00000"]
+
+
+def test_config_parser_fuzz(tmp_path):
+    """Mutated configs parse or raise ConfigError, never anything else; a listing never raises."""
+    import random
+
+    good = (
+        '# c\nmodel_checkpoint_path: "m"\nembeddings {\n  tensor_name: "a:00001"\n  tensor_path: "t.tsv"\n'
+        "  metadata_path: 'm.tsv'\n  tensor_shape: [2, 3]\n  sprite { image_path: \"s.png\" single_image_dim: 4 single_image_dim: 4 }\n}\n"
+    )
+    alphabet = '{}<>[]:;,"\'\\#\n\t 0x9.e-fAz_'
+    rng = random.Random(14)
+    for _ in range(3000):
+        text = list(good)
+        for _ in range(rng.randint(1, 6)):
+            i = rng.randrange(len(text) + 1)
+            op = rng.random()
+            if op < 0.4 and text:
+                del text[min(i, len(text) - 1)]
+            elif op < 0.8:
+                text.insert(i, rng.choice(alphabet))
+            else:
+                text[i:i] = list(good[rng.randrange(len(good)) :][: rng.randint(1, 20)])
+        try:
+            _projector.parse_config("".join(text))
+        except _projector.ConfigError:
+            pass
+    with pytest.raises(_projector.ConfigError, match="nested more than"):
+        _projector.parse_text_proto("a {" * 5000 + "}" * 5000)
+    (tmp_path / "projector_config.pbtxt").write_bytes(b"embeddings { tensor_path: \"\xff\xfe\" }")
+    rows = tbscope.scan(tmp_path).embeddings().to_arrow().to_pylist()
+    assert len(rows) == 1 and "projector_config.pbtxt" in rows[0]["error"]
