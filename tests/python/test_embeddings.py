@@ -138,6 +138,7 @@ def test_own_writer_add_embedding_round_trips(tmp_path):
         w.add_embedding(rng.normal(size=(4, 3)), metadata=["a", "b", "c", "d"], label_img=rng.random((4, 1, 5, 5)), tag="gray")
     assert_matches_tensorboard(tmp_path)
     emb = tbscope.scan(tmp_path).embedding("run", "emb:00002")
+    assert isinstance(emb, tbscope.Embedding) and emb.shape == (10, 5)
     np.testing.assert_array_equal(emb.values, mat)  # exactly: float64 from text
     np.testing.assert_array_equal(emb.images(), imgs.transpose(0, 2, 3, 1))
     assert emb.metadata["i"].tolist() == [str(i) for i in range(10)]
