@@ -904,7 +904,7 @@ def sql_command(
     """Run an SQL query (DuckDB) over the logdir's tables; QUERY '-' reads it from stdin.
 
     Tables: scalars, tensors, histograms, images, audio, text, blobs, meshes, logs, profiles,
-    hparams, runs, series, summary. Only the tables
+    embeddings, hparams, runs, series, summary. Only the tables
     the query names are read, and its run/tag/step conditions are applied while reading;
     --runs, --tags and --steps narrow the scan further.
 
