@@ -153,8 +153,6 @@ class Store:
         self._loaded = threading.Event()
         self._facts: dict[str, tuple[Any, ...]] = {}
         self.load_seconds: float | None = None
-        # The last index built per (logdir, scalar tag): the next snapshot's starts from it.
-        self._indexes: dict[tuple[int, str], Any] = {}
 
     # ---------------------------------------------------------------------------- lifecycle
 
@@ -343,12 +341,6 @@ class Store:
         value = make()
         with snap.lock:
             return snap.extras.setdefault(key, value)
-
-    def previous_index(self, source: int, tag: str) -> Any:
-        return self._indexes.get((source, tag))
-
-    def remember_index(self, source: int, tag: str, index: Any) -> None:
-        self._indexes[(source, tag)] = index
 
     @contextlib.contextmanager
     def with_logdir(self, st: SourceState) -> Iterator[Logdir]:
