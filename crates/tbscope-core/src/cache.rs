@@ -131,6 +131,7 @@ pub(crate) fn split_options(opts: ReaderOptions) -> (ReaderOptions, View) {
         restarts: opts.restarts,
         threads: opts.threads,
         step_lo: opts.step_lo,
+        tail_timeout: opts.tail_timeout,
     };
     (base, view)
 }
@@ -699,7 +700,7 @@ fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Ch
                 {
                     return Change::Stale;
                 }
-                if grew || f.failed || m.modified().ok() != f.mtime {
+                if grew || f.failed || f.pending || m.modified().ok() != f.mtime {
                     change = Change::Appended;
                 }
             }
@@ -1806,6 +1807,7 @@ impl Cached {
         };
         const NONE: i32 = -1;
         let t0 = std::time::Instant::now();
+        let now = SystemTime::now();
         // First pass: what the listings promise (settled, complete, every run in its
         // directory).
         let mut children: Vec<u32> = vec![0; p.dirs.len()];
@@ -1881,10 +1883,19 @@ impl Cached {
                 let files = p.run_files(d.run as usize);
                 // Only a run's own files, each stat'ed last time (a file that failed, or one
                 // found elsewhere, is discovery's business).
+                // A pending tail stays pending while nothing changes, until its file's
+                // timeout passes (a newer file would have changed a listing).
+                let expired = |f: &FileIndex| {
+                    f.pending
+                        && f.mtime.is_none_or(|(s, n)| {
+                            now.duration_since(time_of(s, n))
+                                .is_ok_and(|age| age >= r.opts.tail_timeout)
+                        })
+                };
                 if files.is_empty()
                     || files
                         .iter()
-                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none())
+                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none() || expired(f))
                 {
                     same.store(false, Ordering::Relaxed);
                     return;
@@ -2469,7 +2480,9 @@ fn encode_manifest(
             let (secs, nanos) = f.mtime.map_or((0, 0), time_parts);
             e.i(secs);
             e.u(nanos);
-            e.flag(f.failed);
+            // Bit 0: the read failed; bit 1: a pending tail (a cache written before knows bit 0
+            // only, and reads bit 1 as a failure: the file is read again, no harm done).
+            e.u(u64::from(f.failed) | (u64::from(f.pending) << 1));
         }
     }
     let mut st_enc = Enc::default();
@@ -2637,6 +2650,9 @@ struct FileIndex {
     size: u64,
     mtime: Option<(i64, u64)>,
     failed: bool,
+    /// Left with a pending tail: nothing changed still means nothing to read only while the
+    /// file may still be written.
+    pending: bool,
 }
 
 /// One directory of a restored generation's listings: a tree in depth-first order.
@@ -2884,8 +2900,13 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
                 ino,
                 size,
                 mtime: has_mtime.then_some((secs, nanos)),
-                failed: d.flag()?,
+                failed: false,
+                pending: false,
             });
+            let bits = d.u()?;
+            let last = index.files.last_mut().expect("just pushed");
+            last.failed = bits & 1 != 0;
+            last.pending = bits & 2 != 0;
         }
     }
     index.start.push(index.files.len() as u32);
@@ -3037,6 +3058,7 @@ fn decode_state(
                 ino: f.ino,
                 records,
                 tail,
+                pending: f.pending,
                 file_version,
                 writer,
                 failed: f.failed,

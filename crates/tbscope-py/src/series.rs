@@ -9,6 +9,8 @@ use pyo3::types::{PyByteArray, PyBytes};
 use tbscope_core::downsample::{ema as core_ema, m4_many};
 use tbscope_core::group::{count as group_count, fill as group_fill, Chunk};
 
+use crate::funnel::{guarded, Outcome};
+
 /// A C-contiguous, aligned buffer of `T` in native byte order (format letters `codes`).
 fn slice<'a, T>(
     buf: &'a PyUntypedBuffer,
@@ -94,6 +96,26 @@ fn ranges(
 #[pyo3(signature = (x, y, n, *, starts=None, ends=None, x_lo=None, x_hi=None, smoothing=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn downsample<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
+    n: usize,
+    starts: Option<&Bound<'py, PyAny>>,
+    ends: Option<&Bound<'py, PyAny>>,
+    x_lo: Option<f64>,
+    x_hi: Option<f64>,
+    smoothing: Option<f64>,
+) -> Outcome<(
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+)> {
+    guarded(|| Ok(m4(py, x, y, n, starts, ends, x_lo, x_hi, smoothing)?))
+}
+
+/// `downsample`'s body.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn m4<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     y: &Bound<'py, PyAny>,
@@ -268,6 +290,18 @@ pub fn group_rows<'py>(
 #[pyfunction]
 #[pyo3(signature = (y, weight, out, *, starts=None, ends=None))]
 pub fn ema<'py>(
+    py: Python<'py>,
+    y: &Bound<'py, PyAny>,
+    weight: f64,
+    out: &Bound<'py, PyAny>,
+    starts: Option<&Bound<'py, PyAny>>,
+    ends: Option<&Bound<'py, PyAny>>,
+) -> Outcome<()> {
+    guarded(|| Ok(smooth(py, y, weight, out, starts, ends)?))
+}
+
+/// `ema`'s body.
+fn smooth<'py>(
     py: Python<'py>,
     y: &Bound<'py, PyAny>,
     weight: f64,
