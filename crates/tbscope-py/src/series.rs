@@ -109,6 +109,7 @@ pub fn downsample<'py>(
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
     Option<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
 )> {
     guarded(|| Ok(m4(py, x, y, n, starts, ends, x_lo, x_hi, smoothing)?))
 }
@@ -200,6 +201,20 @@ fn m4<'py>(
 #[pyo3(signature = (runs, tags, tag, groups, n_groups, columns))]
 #[allow(clippy::type_complexity)]
 pub fn group_rows<'py>(
+    py: Python<'py>,
+    runs: Vec<Bound<'py, PyAny>>,
+    tags: Vec<Bound<'py, PyAny>>,
+    tag: Vec<i64>,
+    groups: Vec<Bound<'py, PyAny>>,
+    n_groups: usize,
+    columns: Vec<Vec<Bound<'py, PyAny>>>,
+) -> Outcome<(Bound<'py, PyBytes>, Vec<Bound<'py, PyByteArray>>)> {
+    guarded(|| Ok(group(py, runs, tags, tag, groups, n_groups, columns)?))
+}
+
+/// `group_rows`' body.
+#[allow(clippy::type_complexity)]
+fn group<'py>(
     py: Python<'py>,
     runs: Vec<Bound<'py, PyAny>>,
     tags: Vec<Bound<'py, PyAny>>,

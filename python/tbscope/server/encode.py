@@ -82,17 +82,27 @@ def json_response(body: Any, tag: str | None = None, status: int = 200) -> Respo
     return Response(dumps(body), status_code=status, media_type="application/json", headers=headers)
 
 
-def arrow_response(table: pa.Table, tag: str | None = None) -> Response:
+def arrow_bytes(table: pa.Table) -> pa.Buffer:
+    """``table`` as one Arrow IPC stream."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table)
+    return sink.getvalue()
+
+
+def arrow_response(table: pa.Table, tag: str | None = None) -> Response:
+    return body_response(arrow_bytes(table), ARROW, tag)
+
+
+def body_response(body: Any, media_type: str, tag: str | None = None) -> Response:
+    """An encoded body (bytes or an Arrow buffer) as a response."""
     headers = {"Cache-Control": "no-cache"}
     if tag:
         headers["ETag"] = tag
-    # The IPC buffer itself goes out (a memoryview): no copy into a bytes object.
-    return Response(memoryview(sink.getvalue()), media_type=ARROW, headers=headers)
+    # A buffer goes out as a memoryview: no copy into a bytes object.
+    return Response(body if isinstance(body, bytes) else memoryview(body), media_type=media_type, headers=headers)
 
 
 def wants_arrow(request: Request) -> bool:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-    from tbscope.server.store import SourceState, Store
+    from tbscope.server.store import Snapshot, SourceState, Store
 
 
 @dataclass
@@ -98,11 +98,57 @@ def build_index(table: pa.Table, tag: str) -> TagIndex:
     )
 
 
-def tag_index(store: Store, st: SourceState, tag: str) -> TagIndex:
-    """The tag's index in the current snapshot (built on first use, once per snapshot)."""
-    snap = store.snapshot
+def tag_index(store: Store, st: SourceState, tag: str, snap: Snapshot | None = None) -> TagIndex:
+    """The tag's index in ``snap`` (default: the current snapshot), built on first use, once
+    per snapshot."""
+    snap = snap or store.snapshot
     index: TagIndex = store.cached(("scalars-index", st.index, tag), lambda: build_index(store.table(st, "scalars", snap), tag), snap)
     return index
+
+
+@dataclass
+class Overview:
+    """Every series of one tag in one logdir at ``points`` points (M4 over all of each
+    series, bucketed along step or wall time), kept for the snapshot: series ``i`` of the
+    tag's index is rows ``starts[i]:starts[i] + counts[i]`` of the columns, from ``totals[i]``
+    points. A whole-series request is then slices of it, however many runs it names."""
+
+    starts: np.ndarray[Any, Any]
+    counts: np.ndarray[Any, Any]
+    totals: np.ndarray[Any, Any]
+    step: np.ndarray[Any, Any]
+    wall_time: np.ndarray[Any, Any]
+    value: np.ndarray[Any, Any]
+
+
+def overview(store: Store, st: SourceState, tag: str, points: int, axis: str, snap: Snapshot) -> Overview:
+    """The tag's overview at ``points`` points along ``axis`` (step or wall_time), computed
+    once per snapshot (concurrent requests wait for the first)."""
+
+    def make() -> Overview:
+        idx = tag_index(store, st, tag, snap)
+        totals = idx.ends - idx.starts
+        if points == 0:
+            # Every point: the index itself, no copy.
+            return Overview(idx.starts, totals, totals, idx.step, idx.wall_time, idx.value)
+        xs = idx.step if axis == "step" else idx.wall_time
+        rows, counts, _sm, _tot = _downsample(xs, idx.value, points, idx.starts, idx.ends, None, None, None)
+        import numpy as np
+
+        starts = np.cumsum(counts) - counts
+        return Overview(starts, counts, totals, idx.step[rows], idx.wall_time[rows], idx.value[rows])
+
+    got: Overview = store.cached(("scalars-overview", st.index, tag, points, axis), make, snap)
+    return got
+
+
+def _blocks(starts: Any, counts: Any) -> Any:
+    """Row numbers of blocks ``starts[i]:starts[i] + counts[i]`` one after the other."""
+    import numpy as np
+
+    total = int(counts.sum())
+    before = np.cumsum(counts) - counts
+    return np.repeat(starts - before, counts) + np.arange(total, dtype=np.int64)
 
 
 @dataclass
@@ -135,6 +181,7 @@ def compute(
 
     from tbscope.server.config import MAX_RESPONSE_POINTS
 
+    snap = store.snapshot  # one snapshot throughout: a reload may publish another meanwhile
     # The series asked for, in the answer's order: (API name, logdir, position in its index).
     names: list[str] = []
     picks: dict[int, tuple[SourceState, TagIndex, list[int], list[int]]] = {}  # logdir -> (st, index, positions, slots)
@@ -143,7 +190,7 @@ def compute(
         for st in store.sources:
             if not st.ready:
                 continue
-            idx = tag_index(store, st, tag)
+            idx = tag_index(store, st, tag, snap)
             api = idx.names if st.source.name is None else [st.full_name(n) for n in idx.names]
             found.extend(zip(api, [st.index] * len(api), range(len(api))))
             picks[st.index] = (st, idx, [], [])
@@ -159,7 +206,7 @@ def compute(
                 continue
             st, local = hit
             if st.index not in picks:
-                picks[st.index] = (st, tag_index(store, st, tag), [], [])
+                picks[st.index] = (st, tag_index(store, st, tag, snap), [], [])
             at = picks[st.index][1].at.get(local)
             if at is not None:
                 picks[st.index][2].append(at)
@@ -175,21 +222,32 @@ def compute(
             continue
         chosen = np.array(positions, dtype=np.int64)
         starts, ends = idx.starts[chosen], idx.ends[chosen]
-        if x == "step":
-            lo = _max(step_range[0], x_range[0])
-            hi = _min(step_range[1], x_range[1])
-            rows, cnt, sm, tot = _downsample(idx.step, idx.value, points, starts, ends, lo, hi, smoothing)
+        if smoothing is None and step_range == (None, None) and x_range == (None, None):
+            # The whole-series view: slices of the tag's overview at this many points.
+            ov = overview(store, st, tag, points, "step" if x == "step" else "wall_time", snap)
+            cnt, tot = ov.counts[chosen], ov.totals[chosen]
+            if len(chosen) == len(ov.counts) and bool((chosen == np.arange(len(chosen))).all()):
+                step, wall, value = ov.step, ov.wall_time, ov.value
+            else:
+                take = _blocks(ov.starts[chosen], cnt)
+                step, wall, value = ov.step[take], ov.wall_time[take], ov.value[take]
+            sm = None
         else:
-            rows, cnt, sm, tot = _per_series(idx, idx.wall_time, points, starts, ends, x, step_range, x_range, smoothing)
-        budget += len(rows)
+            if x == "step":
+                lo = _max(step_range[0], x_range[0])
+                hi = _min(step_range[1], x_range[1])
+                rows, cnt, sm, tot = _downsample(idx.step, idx.value, points, starts, ends, lo, hi, smoothing)
+            else:
+                rows, cnt, sm, tot = _per_series(idx, idx.wall_time, points, starts, ends, x, step_range, x_range, smoothing)
+            step, wall, value = idx.step[rows], idx.wall_time[rows], idx.value[rows]
+        budget += int(cnt.sum())
         if budget > MAX_RESPONSE_POINTS:
             raise ApiError(413, f"more than {MAX_RESPONSE_POINTS} points asked for: ask for fewer runs or fewer points per series")
         where = np.array(slots, dtype=np.int64)
         counts[where] = cnt
         totals[where] = tot
-        wall = idx.wall_time[rows]
         rel = wall - np.repeat(idx.wall_time[starts], cnt) if x == "relative" else None
-        parts.append((where, cnt, idx.step[rows], wall, idx.value[rows], sm, rel))
+        parts.append((where, cnt, step, wall, value, sm, rel))
     cols = _in_answer_order(parts, counts)
     return Answer(names, totals, counts, *cols)
 

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import zlib
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,11 @@ PALETTE = (
     "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
     "#e6550d", "#31a354", "#756bb1", "#636363", "#6baed6", "#fd8d3c", "#74c476", "#9e9ac8",
 )  # fmt: skip
+
+#: Bytes of encoded answers a snapshot keeps for repeated requests (a dashboard's refresh,
+#: many viewers of one logdir), and the largest one kept.
+ANSWER_BUDGET = 256 << 20
+ANSWER_MAX = 64 << 20
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 
@@ -128,6 +133,11 @@ class Snapshot:
     tables: dict[tuple[int, str], Any] = field(default_factory=dict)
     extras: dict[Any, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A lock per value being computed: concurrent requests for it wait for one computation.
+    flights: dict[Any, threading.Lock] = field(default_factory=dict)
+    # Encoded answers (most recently used last) and their bytes, within ANSWER_BUDGET.
+    answers: OrderedDict[Any, Any] = field(default_factory=OrderedDict)
+    answer_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -333,14 +343,48 @@ class Store:
             return snap.tables[key]
 
     def cached(self, key: Any, make: Callable[[], Any], snap: Snapshot | None = None) -> Any:
-        """A value computed once per snapshot (per-tag scalar indexes, the hparams table...)."""
+        """A value computed once per snapshot (per-tag scalar indexes, the hparams table...);
+        a request asking for it while another computes it waits for that one."""
         snap = snap or self.snapshot
         with snap.lock:
             if key in snap.extras:
                 return snap.extras[key]
-        value = make()
+            flight = snap.flights.setdefault(key, threading.Lock())
+        with flight:
+            with snap.lock:
+                if key in snap.extras:
+                    return snap.extras[key]
+            value = make()
+            with snap.lock:
+                snap.flights.pop(key, None)
+                return snap.extras.setdefault(key, value)
+
+    def answer(self, key: Any, make: Callable[[], Any], snap: Snapshot | None = None) -> Any:
+        """An encoded answer (bytes or a buffer) for a request, computed once per snapshot
+        while it fits the budget: the same request again costs nothing until the data
+        changes. The least recently used answers give way to new ones."""
+        snap = snap or self.snapshot
+        full = ("answer", key)
         with snap.lock:
-            return snap.extras.setdefault(key, value)
+            if key in snap.answers:
+                snap.answers.move_to_end(key)
+                return snap.answers[key]
+            flight = snap.flights.setdefault(full, threading.Lock())
+        with flight:
+            with snap.lock:
+                if key in snap.answers:
+                    return snap.answers[key]
+            body = make()
+            size = len(memoryview(body))
+            with snap.lock:
+                snap.flights.pop(full, None)
+                if size <= ANSWER_MAX:
+                    snap.answers[key] = body
+                    snap.answer_bytes += size
+                    while snap.answer_bytes > ANSWER_BUDGET and snap.answers:
+                        _, old = snap.answers.popitem(last=False)
+                        snap.answer_bytes -= len(memoryview(old))
+            return body
 
     @contextlib.contextmanager
     def with_logdir(self, st: SourceState) -> Iterator[Logdir]:

@@ -39,10 +39,20 @@ def _answer(request: Request, store: Store, q: models.ScalarsQuery) -> Response:
         keep = name_filter(q.runs_filter)
         listed = runs if runs is not None else store.snapshot.runs.column("run").to_pylist()
         runs = [r for r in listed if keep(r)]
-    series = scalars.compute(store, q.tag, runs, q.points, q.x, q.smoothing, (q.step_min, q.step_max), (q.x_min, q.x_max))
-    if encode.wants_arrow(request):
-        return encode.arrow_response(scalars.to_arrow(q.tag, q.x, store.loading, series), tag)
-    return encode.json_response(scalars.to_json(q.tag, q.x, store.loading, series), tag)
+    arrow = encode.wants_arrow(request)
+    loading = store.loading
+    snap = store.snapshot
+
+    def make() -> Any:
+        series = scalars.compute(store, q.tag, runs, q.points, q.x, q.smoothing, (q.step_min, q.step_max), (q.x_min, q.x_max))
+        if arrow:
+            return encode.arrow_bytes(scalars.to_arrow(q.tag, q.x, loading, series))
+        return encode.dumps(scalars.to_json(q.tag, q.x, loading, series))
+
+    # The same request on the same data (and load state) gets the same bytes.
+    key = ("scalars", arrow, loading, q.tag, None if runs is None else tuple(runs), q.points, q.x, q.smoothing, q.step_min, q.step_max, q.x_min, q.x_max)
+    body = store.answer(key, make, snap)
+    return encode.body_response(body, encode.ARROW if arrow else "application/json", tag)
 
 
 @router.get("/scalars", response_model=None, responses=OK, summary="One tag across many runs, downsampled to keep every extreme")
