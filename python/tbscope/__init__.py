@@ -7,11 +7,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tbscope._core import __version__
-from tbscope.cache import CacheInfo
-from tbscope.curves import downsample, ema
 from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
-from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
 from tbscope.reader import (
     LoadStats,
@@ -26,10 +25,51 @@ from tbscope.reader import (
     read_text,
     scan,
 )
-from tbscope.query import Result, sql
-from tbscope.rewrite import RewriteStats, rewrite
-from tbscope.server import Server, serve
-from tbscope.writer import SummaryWriter
+
+if TYPE_CHECKING:
+    from tbscope.cache import CacheInfo
+    from tbscope.curves import downsample, ema
+    from tbscope.export import ExportStats, export
+    from tbscope.query import Result, sql
+    from tbscope.rewrite import RewriteStats, rewrite
+    from tbscope.server import Server, serve
+    from tbscope.writer import SummaryWriter
+
+# The rest of the namespace is imported on first use (PEP 562): a command or a server that
+# needs only the reader does not pay for the writer, export, SQL and the server's modules.
+_LAZY = {
+    "CacheInfo": "tbscope.cache",
+    "downsample": "tbscope.curves",
+    "ema": "tbscope.curves",
+    "ExportStats": "tbscope.export",
+    "export": "tbscope.export",
+    "Result": "tbscope.query",
+    "sql": "tbscope.query",
+    "RewriteStats": "tbscope.rewrite",
+    "rewrite": "tbscope.rewrite",
+    "Server": "tbscope.server",
+    "serve": "tbscope.server",
+    "SummaryWriter": "tbscope.writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib.util
+
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    # Submodules (tbscope.writer, tbscope.query...) as attributes, as when they were imported.
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'tbscope' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "BlobFrame",

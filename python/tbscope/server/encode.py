@@ -63,9 +63,10 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, default=_default, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def etag(request: Request, generation: int) -> str:
-    """Entity tag of a JSON answer: the data generation and the request."""
-    key = f"{generation}\0{request.url.path}\0{request.url.query}\0{request.headers.get('accept', '')}"
+def etag(request: Request, generation: int, state: str = "") -> str:
+    """Entity tag of a JSON answer: the data generation (and any other state the answer
+    shows, such as whether the first load is done) and the request."""
+    key = f"{generation}{state}\0{request.url.path}\0{request.url.query}\0{request.headers.get('accept', '')}"
     return '"' + hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + '"'
 
 

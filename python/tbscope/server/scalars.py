@@ -18,6 +18,8 @@ from tbscope.server.errors import ApiError
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
+    from starlette.requests import Request
+    from starlette.responses import Response
 
     from tbscope.server.store import Snapshot, SourceState, Store
 
@@ -386,3 +388,43 @@ def to_arrow(tag: str, x: str, loading: bool, ans: Answer) -> pa.Table:
         "tbscope.series": dumps(_series_meta(ans)).decode(),
     }
     return table(cols).replace_schema_metadata(meta)
+
+
+def respond(request: Request, store: Store, q: Any) -> Response:
+    """The answer to a scalars request ``q`` (the fields of ``models.ScalarsQuery``): JSON
+    columns, or Arrow IPC when the request accepts it. Used by the API's endpoints and by the
+    front while the API is being built (:mod:`tbscope.server.front`)."""
+    from tbscope.curves import MIN_POINTS
+    from tbscope.server import encode
+
+    if 0 < q.points < MIN_POINTS:
+        raise ApiError(400, f"points must be 0 (every point) or at least {MIN_POINTS}")
+    if q.step_min is not None and q.step_max is not None and q.step_min > q.step_max:
+        raise ApiError(400, "step_min is above step_max")
+    for v in (q.x_min, q.x_max):
+        if v is not None and v != v:
+            raise ApiError(400, "x_min and x_max must be numbers")
+    loading = store.loading
+    snap = store.snapshot
+    etag = encode.etag(request, snap.generation, "loading" if loading else "") if request.method == "GET" else None
+    if etag and (hit := encode.not_modified(request, etag)) is not None:
+        return hit
+    runs = q.runs
+    if q.runs_filter:
+        from tbscope.server.routes import name_filter
+
+        keep = name_filter(q.runs_filter)
+        listed = runs if runs is not None else snap.runs.column("run").to_pylist()
+        runs = [r for r in listed if keep(r)]
+    arrow = encode.wants_arrow(request)
+
+    def make() -> Any:
+        series = compute(store, q.tag, runs, q.points, q.x, q.smoothing, (q.step_min, q.step_max), (q.x_min, q.x_max))
+        if arrow:
+            return encode.arrow_bytes(to_arrow(q.tag, q.x, loading, series))
+        return encode.dumps(to_json(q.tag, q.x, loading, series))
+
+    # The same request on the same data (and load state) gets the same bytes.
+    key = ("scalars", arrow, loading, q.tag, None if runs is None else tuple(runs), q.points, q.x, q.smoothing, q.step_min, q.step_max, q.x_min, q.x_max)
+    body = store.answer(key, make, snap)
+    return encode.body_response(body, encode.ARROW if arrow else "application/json", etag)

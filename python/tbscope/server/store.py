@@ -46,6 +46,36 @@ ANSWER_MAX = 64 << 20
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 
 
+def series_kind(kind: str, plugin: str) -> str:
+    """The API kind of a series: tensors of the PR-curve and custom-scalar plugins are their own."""
+    if kind == "tensors" and plugin in ("pr_curves", "custom_scalars"):
+        return plugin
+    return kind
+
+
+def status_body(store: Store) -> dict[str, Any]:
+    """The ``status`` answer: version, generation, load progress, logdirs, kinds present."""
+    from tbscope import __version__
+
+    series = store.snapshot.series
+    counts: dict[str, set[str]] = {}
+    for tag, kind, plugin in zip(series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()):
+        counts.setdefault(series_kind(kind, plugin), set()).add(tag)
+    return {
+        "version": __version__,
+        "generation": store.generation,
+        "loading": store.progress.as_dict(),
+        "logdirs": [{"name": st.source.name, "path": st.source.path, "exists": st.logdir is not None} for st in store.sources],
+        "token_required": store.config.token is not None,
+        "reload_interval": store.config.reload_interval,
+        "kinds": {
+            **{k: len(counts.get(k, ())) for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")},
+            "hparams": bool(counts.get("hparams")),
+            "custom_scalars": bool(counts.get("custom_scalars")),
+        },
+    }
+
+
 def color(run: str) -> str:
     return PALETTE[zlib.crc32(run.encode("utf-8", "surrogatepass")) % len(PALETTE)]
 
