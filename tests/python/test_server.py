@@ -555,3 +555,21 @@ def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path):
         assert t.column("run").to_pylist().count("r4") == 18 and 123.0 in t.column("value").to_pylist()
     for w in writers.values():
         w.close()
+
+
+def test_sql_runs_in_tbscopes_own_locked_database(server, monkeypatch):
+    """One locked DuckDB setup for the library and the server: the server's queries take
+    their connection from tbscope.query, locked down (no external access)."""
+    import tbscope.query as query
+
+    asked: list[bool] = []
+    real = query._cursor
+
+    def counting(external_access: bool = False) -> object:
+        asked.append(external_access)
+        return real(external_access)
+
+    monkeypatch.setattr(query, "_cursor", counting)
+    r = get_json(server.url, "api/v1/sql?q=SELECT%20count(*)%20AS%20n%20FROM%20runs")
+    assert r["columns"]["n"] == [server.store.snapshot.runs.num_rows]
+    assert asked and not any(asked)
