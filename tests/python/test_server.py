@@ -503,7 +503,7 @@ def test_ctrl_c_stops_cleanly(logdir):
         p.stderr.close()
 
 
-def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path):
+def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path, monkeypatch):
     """A whole-series request is served from the tag's overview (every run downsampled once
     per data generation): any subset of runs, in any order, gets exactly what downsampling
     that run alone gives; a repeat is the same bytes; new data shows in the next answer."""
@@ -523,6 +523,10 @@ def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path):
         keep = tbscope.downsample(steps, values, points)
         return steps[keep].tolist(), values[keep].tolist()
 
+    from tbscope.server import scalars
+
+    # Two overviews kept per snapshot: the third point count is downsampled directly.
+    monkeypatch.setattr(scalars, "MAX_OVERVIEWS", 2)
     arrow = {"Accept": "application/vnd.apache.arrow.stream"}
     with tbscope.serve(tmp_path, port=0, cache=False, reload_interval=0.2) as s:
         assert s.wait_loaded(60)
@@ -536,6 +540,11 @@ def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path):
                 steps, values = expected(series["run"], 20)
                 assert series["columns"]["step"] == steps and series["columns"]["value"] == values
                 assert series["total_points"] == lengths[series["run"]]
+        for points in (10, 30):
+            for series in get_json(s.url, f"api/v1/scalars?tag=loss&points={points}&run=r3&run=r6")["series"]:
+                assert series["columns"]["step"] == expected(series["run"], points)[0]
+        kept = [k for k in s.store.snapshot.extras if isinstance(k, tuple) and k[0] == "scalars-overview"]
+        assert sorted(k[3] for k in kept) == [10, 20]
         first = request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow)
         again = request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow)
         assert first.status == again.status == 200 and first.body == again.body

@@ -123,9 +123,19 @@ class Overview:
     value: np.ndarray[Any, Any]
 
 
-def overview(store: Store, st: SourceState, tag: str, points: int, axis: str, snap: Snapshot) -> Overview:
+#: Overviews a snapshot keeps (tags × point counts × axes); past that, requests downsample
+#: directly, so no sequence of requests makes the server hold more.
+MAX_OVERVIEWS = 16
+
+
+def overview(store: Store, st: SourceState, tag: str, points: int, axis: str, snap: Snapshot) -> Overview | None:
     """The tag's overview at ``points`` points along ``axis`` (step or wall_time), computed
-    once per snapshot (concurrent requests wait for the first)."""
+    once per snapshot (concurrent requests wait for the first); None when the snapshot holds
+    as many overviews as it keeps and not this one."""
+    key = ("scalars-overview", st.index, tag, points, axis)
+    with snap.lock:
+        if key not in snap.extras and sum(1 for k in snap.extras if isinstance(k, tuple) and k[0] == "scalars-overview") >= MAX_OVERVIEWS:
+            return None
 
     def make() -> Overview:
         idx = tag_index(store, st, tag, snap)
@@ -140,7 +150,7 @@ def overview(store: Store, st: SourceState, tag: str, points: int, axis: str, sn
         starts = np.cumsum(counts) - counts
         return Overview(starts, counts, totals, idx.step[rows], idx.wall_time[rows], idx.value[rows])
 
-    got: Overview = store.cached(("scalars-overview", st.index, tag, points, axis), make, snap)
+    got: Overview = store.cached(key, make, snap)
     return got
 
 
@@ -224,9 +234,10 @@ def compute(
             continue
         chosen = np.array(positions, dtype=np.int64)
         starts, ends = idx.starts[chosen], idx.ends[chosen]
-        if smoothing is None and step_range == (None, None) and x_range == (None, None):
+        whole = smoothing is None and step_range == (None, None) and x_range == (None, None)
+        ov = overview(store, st, tag, points, "step" if x == "step" else "wall_time", snap) if whole else None
+        if ov is not None:
             # The whole-series view: slices of the tag's overview at this many points.
-            ov = overview(store, st, tag, points, "step" if x == "step" else "wall_time", snap)
             cnt, tot = ov.counts[chosen], ov.totals[chosen]
             if len(chosen) == len(ov.counts) and bool((chosen == np.arange(len(chosen))).all()):
                 step, wall, value = ov.step, ov.wall_time, ov.value

@@ -40,8 +40,8 @@ PALETTE = (
 
 #: Bytes of encoded answers a snapshot keeps for repeated requests (a dashboard's refresh,
 #: many viewers of one logdir), and the largest one kept.
-ANSWER_BUDGET = 256 << 20
-ANSWER_MAX = 64 << 20
+ANSWER_BUDGET = 128 << 20
+ANSWER_MAX = 32 << 20
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 
