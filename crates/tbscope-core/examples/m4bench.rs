@@ -32,7 +32,7 @@ fn main() {
         } else {
             t.elapsed().as_secs_f64()
         };
-        kept = out.iter().map(|v| v.len()).sum::<usize>();
+        kept = out.iter().map(|v| v.0.len()).sum::<usize>();
         best = best.min(dt);
     }
     let mut fbest = f64::MAX;
