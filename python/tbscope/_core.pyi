@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "read_records", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "group_rows", "read_records", "rewrite", "to_csv"]
 
 __version__: str
 
