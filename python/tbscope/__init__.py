@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from tbscope._core import __version__
 from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
+
+# export and rewrite are functions named like their modules: imported here, so that the
+# function, not the module, is the package's attribute whatever imports the module later.
+from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
 from tbscope.reader import (
     LoadStats,
@@ -25,28 +29,23 @@ from tbscope.reader import (
     read_text,
     scan,
 )
+from tbscope.rewrite import RewriteStats, rewrite
 
 if TYPE_CHECKING:
     from tbscope.cache import CacheInfo
     from tbscope.curves import downsample, ema
-    from tbscope.export import ExportStats, export
     from tbscope.query import Result, sql
-    from tbscope.rewrite import RewriteStats, rewrite
     from tbscope.server import Server, serve
     from tbscope.writer import SummaryWriter
 
 # The rest of the namespace is imported on first use (PEP 562): a command or a server that
-# needs only the reader does not pay for the writer, export, SQL and the server's modules.
+# needs only the reader does not pay for the writer, SQL and the server's modules.
 _LAZY = {
     "CacheInfo": "tbscope.cache",
     "downsample": "tbscope.curves",
     "ema": "tbscope.curves",
-    "ExportStats": "tbscope.export",
-    "export": "tbscope.export",
     "Result": "tbscope.query",
     "sql": "tbscope.query",
-    "RewriteStats": "tbscope.rewrite",
-    "rewrite": "tbscope.rewrite",
     "Server": "tbscope.server",
     "serve": "tbscope.server",
     "SummaryWriter": "tbscope.writer",
