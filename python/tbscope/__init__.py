@@ -32,6 +32,7 @@ from tbscope.reader import (
 from tbscope.rewrite import RewriteStats, rewrite
 
 if TYPE_CHECKING:
+    from tbscope._projector import Embedding
     from tbscope.cache import CacheInfo
     from tbscope.curves import downsample, ema
     from tbscope.query import Result, sql
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 # The rest of the namespace is imported on first use (PEP 562): a command or a server that
 # needs only the reader does not pay for the writer, SQL and the server's modules.
 _LAZY = {
+    "Embedding": "tbscope._projector",
     "CacheInfo": "tbscope.cache",
     "downsample": "tbscope.curves",
     "ema": "tbscope.curves",
@@ -74,6 +76,7 @@ __all__ = [
     "BlobFrame",
     "CacheInfo",
     "CorruptRecordError",
+    "Embedding",
     "ExportStats",
     "Frame",
     "LoadStats",

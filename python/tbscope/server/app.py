@@ -41,7 +41,7 @@ def create_app(store: Store) -> Any:
 def create_api(store: Store) -> Any:
     """The API and the dashboard's pages (without the guard)."""
     from tbscope import __version__
-    from tbscope.server.routes import core, experiments, histograms, media, query, scalars, tensors
+    from tbscope.server.routes import core, embeddings, experiments, histograms, media, query, scalars, tensors
 
     app = FastAPI(
         title="tbscope",
@@ -55,6 +55,7 @@ def create_api(store: Store) -> Any:
     install(app)
     for module in (core, scalars, histograms, media, tensors, experiments, query):
         app.include_router(module.router, prefix="/api/v1")
+    app.include_router(embeddings.router, prefix="/api/v1")
     _pages(app)
     _tidy_openapi(app)
     return app

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
     from tbscope.server.store import SourceState, Store
 
-TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary")
+TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary", "embeddings")
+
 
 def check_select(con: Any, query: str) -> None:
     """Refuses anything but exactly one SELECT statement."""
@@ -58,6 +59,9 @@ def table(store: Store, name: str) -> pa.Table:
         if name in ("hparams", "summary"):
             with store.with_logdir(st) as lg:
                 t = lg.hparams().to_arrow() if name == "hparams" else pa.Table.from_pandas(lg.summary(), preserve_index=False)
+        elif name == "embeddings":
+            with store.with_logdir(st) as lg:
+                t = lg.embeddings().to_arrow()
         else:
             t = store.table(st, name)
         parts.append(_prefix_runs(t, st))
