@@ -89,7 +89,10 @@ screenshots: build chromium
 # wheel (after auditwheel and the module's symbol table confirm manylinux2014), then the sdist,
 # built by pip through maturin like on a machine without a wheel for it. The sdist build shares
 # target/release (and so the release dependencies fuzz-smoke compiled) instead of starting cold;
-# PIP_CONSTRAINT pins maturin in pip's isolated build environment too.
+# PIP_CONSTRAINT pins maturin in pip's isolated build environment too. maturin's sdist stamps
+# every file with one old date (reproducible sdists), so cargo would take tbscope's own crates
+# left in target/release by an earlier build as up to date and never compile the sdist's
+# sources: `cargo clean -p` drops those two first, the dependencies stay.
 SMOKE_PIP_INSTALL = PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(1)/bin/pip install --quiet --disable-pip-version-check
 smoke: $(VENV_STAMP)
 	$(PY) tests/check_wheel.py $(WHEEL_DIR)/tbscope-*.whl --max-glibc 2.17
@@ -99,6 +102,7 @@ smoke: $(VENV_STAMP)
 	cd build && smoke-venv/bin/python ../tests/smoke.py
 	build/smoke-venv/bin/tbscope --version
 	python3 -m venv build/smoke-sdist-venv
+	CARGO_TARGET_DIR=$(CURDIR)/target cargo clean --release --quiet -p tbscope-core -p tbscope-py
 	CARGO_TARGET_DIR=$(CURDIR)/target $(call SMOKE_PIP_INSTALL,build/smoke-sdist-venv) $(WHEEL_DIR)/tbscope-*.tar.gz
 	cd build && smoke-sdist-venv/bin/python ../tests/smoke.py
 	build/smoke-sdist-venv/bin/tbscope --version
