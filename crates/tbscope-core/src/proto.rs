@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub mod encode;
+
 /// A record's bytes that are not valid protobuf, or not the message they should be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError(pub &'static str);
@@ -528,6 +530,67 @@ impl<'a> TaggedRunMetadata<'a> {
         }
         Ok(t)
     }
+}
+
+/// One field of a message as it sits on the wire.
+pub(crate) struct RawField<'a> {
+    pub(crate) number: u32,
+    /// The whole field, key included: what is copied when the field is kept.
+    pub(crate) whole: &'a [u8],
+    /// The payload of a length-delimited field.
+    pub(crate) bytes: Option<&'a [u8]>,
+}
+
+/// The fields of `buf` with their exact byte spans (`proto::Fields` gives payloads only).
+pub(crate) fn raw_fields(buf: &[u8]) -> impl Iterator<Item = Result<RawField<'_>>> {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if pos >= buf.len() {
+            return None;
+        }
+        let start = pos;
+        let field = (|| {
+            let key = read_varint(buf, &mut pos)?;
+            let number =
+                u32::try_from(key >> 3).map_err(|_| DecodeError("invalid field number"))?;
+            if number == 0 {
+                return Err(DecodeError("invalid field number"));
+            }
+            let mut bytes = None;
+            let skip = match key & 7 {
+                0 => {
+                    read_varint(buf, &mut pos)?;
+                    0
+                }
+                1 => 8,
+                2 => {
+                    let n = read_varint(buf, &mut pos)?;
+                    let n = usize::try_from(n).map_err(|_| DecodeError("length overflows"))?;
+                    let end = pos
+                        .checked_add(n)
+                        .filter(|&e| e <= buf.len())
+                        .ok_or(DecodeError("field runs past the end of its message"))?;
+                    bytes = Some(&buf[pos..end]);
+                    n
+                }
+                5 => 4,
+                _ => return Err(DecodeError("unsupported wire type")),
+            };
+            pos = pos
+                .checked_add(skip)
+                .filter(|&e| e <= buf.len())
+                .ok_or(DecodeError("field runs past the end of its message"))?;
+            Ok(RawField {
+                number,
+                whole: &buf[start..pos],
+                bytes,
+            })
+        })();
+        if field.is_err() {
+            pos = buf.len();
+        }
+        Some(field)
+    })
 }
 
 #[cfg(test)]

@@ -153,7 +153,7 @@ fn summaries_of_simple_values_equal_scalars() {
     a.scalars(&tags, &vals, Some(3), Some(9.5)).unwrap();
     let mut body = Vec::new();
     for (t, v) in tags.iter().zip(vals) {
-        tbscope_core::writer::put_simple_value(&mut body, t, v);
+        tbscope_core::proto::encode::put_simple_value(&mut body, t, v);
     }
     b.summary(&body, Some(3), Some(9.5)).unwrap();
     assert_eq!(a.take().unwrap(), b.take().unwrap());

@@ -162,7 +162,7 @@ impl Template {
                 let key = unsafe { Bound::from_borrowed_ptr(py, k) };
                 let tag = key.cast::<PyString>()?.to_str()?;
                 let x = float_of(py, v)?;
-                writer::put_simple_value(&mut self.body, tag, x);
+                tbscope_core::proto::encode::put_simple_value(&mut self.body, tag, x);
                 self.value_at.push(self.body.len() - 4);
                 self.keys.push(key.unbind());
             }

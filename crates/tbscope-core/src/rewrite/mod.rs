@@ -42,12 +42,12 @@ use crate::error::{Error, Result};
 use crate::event_file::{self, Severity};
 use crate::load::{thread_count, ReaderOptions, ReportEntry, Restarts};
 use crate::logdir::discover;
+use crate::proto::encode::{edit_event, ValueEdit};
 use crate::proto::{
-    read_varint, summary_values, DecodeError, Event, SessionLog, SummaryValue, TaggedRunMetadata,
-    ValueKind, What,
+    summary_values, DecodeError, Event, SessionLog, SummaryValue, TaggedRunMetadata, ValueKind,
+    What,
 };
 use crate::tf_record::{payload, write_record, End, Step, WalkOptions, Walker};
-use crate::writer::put_varint;
 
 /// Tags are short and trusted: the reader's fast hasher.
 type FxBuild = std::hash::BuildHasherDefault<event_file::FxHasher>;
@@ -183,6 +183,15 @@ mod tests {
     use super::*;
     use crate::proto::Metadata;
     use crate::tf_record::HEADER_LEN;
+
+    use crate::proto::encode::put_varint;
+
+    /// A length-delimited field (`number` <= 15).
+    fn put_len_field(out: &mut Vec<u8>, number: u8, body: &[u8]) {
+        out.push((number << 3) | 2);
+        put_varint(out, body.len() as u64);
+        out.extend_from_slice(body);
+    }
 
     // Hand-built protobuf, so the tests do not lean on the writer under test elsewhere.
     fn event(wall: f64, step: i64, what: &[u8]) -> Vec<u8> {

@@ -14,7 +14,6 @@
 //! removed or replaced under the writer is re-created, so a `rm -rf logdir` during training
 //! costs only what was written before it.
 
-mod encode;
 mod queue;
 mod sink;
 
@@ -22,15 +21,16 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::histogram::Histogram;
-
-pub use encode::{
+/// How [`EventWriter::scalar`] stores a value.
+pub use crate::proto::encode::ScalarStyle;
+use crate::proto::encode::{
     encode_file_version, encode_histogram, encode_scalar, encode_scalars, encode_summary,
-    encode_tensor, now, put_simple_value, put_varint, varint_len, ScalarStyle, FILE_VERSION,
+    encode_tensor, DT_STRING,
 };
-use encode::{framed, DT_STRING};
+use crate::tf_record::framed;
 use queue::{background, Shared, State};
 use sink::Sink;
 
@@ -463,6 +463,13 @@ impl Drop for EventWriter {
             self.join();
         }
     }
+}
+
+/// Seconds since the Unix epoch, as event files store them.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The longest `flush_every` used: a deadline past it could overflow the clock (`Instant +

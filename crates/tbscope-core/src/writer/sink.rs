@@ -5,8 +5,9 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::encode::{encode_file_version, framed, now};
-use super::Failure;
+use super::{now, Failure};
+use crate::proto::encode::encode_file_version;
+use crate::tf_record::framed;
 
 /// The open file, and how far it holds whole records.
 pub(super) struct Sink {

@@ -1,11 +1,10 @@
-//! Events encoded straight into the writer's buffer: protobuf fields written in place and
-//! framed as a TFRecord without an intermediate message.
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! Protobuf encoding: the one place that writes the wire format. The writer encodes whole
+//! Events straight into its pending buffer (no intermediate message objects); the rewrite
+//! edits the values of an existing Event, copying every other field as raw bytes. The
+//! decoding side is [`crate::proto`].
 
 use crate::histogram::Histogram;
-use crate::masked_crc::masked_crc32c;
-use crate::tf_record::HEADER_LEN;
+use crate::proto::{raw_fields, DecodeError};
 
 /// The `file_version` every event file starts with; readers use it to pick a restart policy.
 pub const FILE_VERSION: &str = "brain.Event:2";
@@ -96,21 +95,6 @@ fn nested<R>(out: &mut Vec<u8>, k: u8, hint: usize, f: impl FnOnce(&mut Vec<u8>)
     r
 }
 
-/// Frames the Event that `f` encodes as one TFRecord, in place at the end of `out`.
-///
-/// Same bytes as [`write_record`], without encoding into a separate buffer first.
-#[inline(always)]
-pub(crate) fn framed(out: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>)) {
-    let start = out.len();
-    out.extend_from_slice(&[0u8; HEADER_LEN]);
-    f(out);
-    let len = ((out.len() - start - HEADER_LEN) as u64).to_le_bytes();
-    out[start..start + 8].copy_from_slice(&len);
-    out[start + 8..start + HEADER_LEN].copy_from_slice(&masked_crc32c(&len).to_le_bytes());
-    let crc = masked_crc32c(&out[start + HEADER_LEN..]);
-    out.extend_from_slice(&crc.to_le_bytes());
-}
-
 // Field keys, named after the proto fields (see `proto.rs` for the reading side).
 const EV_WALL_TIME: u8 = key(1, WIRE_FIXED64);
 const EV_STEP: u8 = key(2, WIRE_VARINT);
@@ -141,7 +125,7 @@ const HISTO_BUCKET: u8 = key(7, WIRE_LEN);
 
 const DT_FLOAT: u64 = 1;
 const DT_DOUBLE: u64 = 2;
-pub(super) const DT_STRING: i32 = 7;
+pub(crate) const DT_STRING: i32 = 7;
 
 /// `wall_time` and, when given, `step`: the fields every event starts with.
 #[inline(always)]
@@ -164,13 +148,6 @@ pub enum ScalarStyle {
     /// A rank-0 DT_DOUBLE tensor: keeps all 53 bits (TensorBoard's Rust server ignores these;
     /// its Python server and tbscope read them).
     Tensor64,
-}
-
-/// Seconds since the Unix epoch, as event files store them.
-pub fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Encodes the first event of every file.
@@ -370,10 +347,90 @@ pub fn encode_summary(out: &mut Vec<u8>, wall: f64, step: Option<i64>, summary: 
     put_bytes(out, EV_SUMMARY, summary);
 }
 
+// ------------------------------------------------------------------------------------------
+// Editing the values of an encoded Event.
+
+/// The field number of a one-byte key.
+const fn number(k: u8) -> u32 {
+    (k >> 3) as u32
+}
+
+/// How a kept value goes out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueEdit {
+    Keep,
+    Drop,
+    /// Carry this SummaryMetadata instead of its own.
+    SetMeta(Vec<u8>),
+    /// Carry no metadata (its series was decided by a legacy value without any).
+    StripMeta,
+}
+
+/// A Summary.Value with its metadata replaced (or removed); every other field as it was.
+fn edit_value(value: &[u8], meta: Option<&[u8]>) -> Result<Vec<u8>, DecodeError> {
+    let mut out = Vec::with_capacity(value.len() + meta.map_or(0, |m| m.len() + 6));
+    for f in raw_fields(value) {
+        let f = f?;
+        if f.number != number(VAL_METADATA) {
+            out.extend_from_slice(f.whole);
+        }
+    }
+    if let Some(m) = meta {
+        put_bytes(&mut out, VAL_METADATA, m);
+    }
+    Ok(out)
+}
+
+/// The Event `data` with the values of its Summary edited as `edits` says (one per value, in
+/// order). The Summary that decoders use is the last one on the wire; any other field of the
+/// Event, that Summary's non-value fields included, is copied as it was.
+pub fn edit_event(data: &[u8], edits: &[ValueEdit]) -> Result<Vec<u8>, DecodeError> {
+    let last_summary = raw_fields(data)
+        .enumerate()
+        .filter(|(_, f)| f.as_ref().is_ok_and(|f| f.number == number(EV_SUMMARY)))
+        .map(|(i, _)| i)
+        .last();
+    let mut out = Vec::with_capacity(data.len());
+    for (i, f) in raw_fields(data).enumerate() {
+        let f = f?;
+        if Some(i) != last_summary {
+            out.extend_from_slice(f.whole);
+            continue;
+        }
+        let summary = f
+            .bytes
+            .ok_or(DecodeError("expected a length-delimited field"))?;
+        let mut body = Vec::with_capacity(summary.len());
+        let mut edit = edits.iter();
+        for g in raw_fields(summary) {
+            let g = g?;
+            if g.number != number(SUMMARY_VALUE) {
+                body.extend_from_slice(g.whole);
+                continue;
+            }
+            let value = g
+                .bytes
+                .ok_or(DecodeError("expected a length-delimited field"))?;
+            match edit.next().unwrap_or(&ValueEdit::Keep) {
+                ValueEdit::Keep => body.extend_from_slice(g.whole),
+                ValueEdit::Drop => {}
+                ValueEdit::SetMeta(m) => {
+                    put_bytes(&mut body, SUMMARY_VALUE, &edit_value(value, Some(m))?)
+                }
+                ValueEdit::StripMeta => {
+                    put_bytes(&mut body, SUMMARY_VALUE, &edit_value(value, None)?)
+                }
+            }
+        }
+        put_bytes(&mut out, EV_SUMMARY, &body);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tf_record::write_record;
+    use crate::tf_record::{framed, write_record};
 
     #[test]
     fn varint_lengths() {
