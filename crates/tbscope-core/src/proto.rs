@@ -382,9 +382,10 @@ impl<'a> Metadata<'a> {
     }
 }
 
-/// `HistogramProto`.
+/// `HistogramProto`, the legacy histogram: what the reader decodes and the writer encodes.
+/// `bucket[i]` counts values up to `bucket_limit[i]` (its right edge).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Histogram {
+pub struct HistogramProto {
     pub min: f64,
     pub max: f64,
     pub num: f64,
@@ -394,9 +395,9 @@ pub struct Histogram {
     pub bucket: Vec<f64>,
 }
 
-impl Histogram {
+impl HistogramProto {
     pub fn decode(buf: &[u8]) -> Result<Self> {
-        let mut h = Histogram::default();
+        let mut h = HistogramProto::default();
         for f in Fields::new(buf) {
             let (n, w) = f?;
             match n {

@@ -14,7 +14,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyString};
-use tbscope_core::histogram::{self, Edges, Histogram, Values};
+use tbscope_core::histogram::{self, Edges, Values};
+use tbscope_core::proto::HistogramProto;
 use tbscope_core::writer::{self, Backlog, ScalarStyle};
 
 use crate::funnel::{guarded, invalid, Outcome};
@@ -421,7 +422,7 @@ impl EventWriter {
             };
             let v = vals.values();
             let compute = || histogram::histogram(v, edges.as_deref(), max_bins);
-            let h: Histogram = invalid(if v.len() >= HISTOGRAM_DETACH {
+            let h: HistogramProto = invalid(if v.len() >= HISTOGRAM_DETACH {
                 py.detach(compute)
             } else {
                 compute()
@@ -448,14 +449,14 @@ impl EventWriter {
         wall_time: Option<f64>,
     ) -> Outcome<()> {
         guarded(|| {
-            let h = Histogram {
+            let h = HistogramProto {
                 min,
                 max,
                 num,
                 sum,
                 sum_squares,
-                limits: bucket_limits,
-                counts: bucket_counts,
+                bucket_limit: bucket_limits,
+                bucket: bucket_counts,
             };
             let r = self.inner.histogram(tag, &h, step, wall_time);
             self.queued(py, r)

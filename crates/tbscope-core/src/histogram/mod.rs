@@ -44,23 +44,12 @@ mod kernels;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
+use crate::proto::HistogramProto;
+
 use binning::*;
 pub use binning::{default_edges, key, Edges};
 use helper::*;
 use kernels::*;
-
-/// A legacy `HistogramProto`, ready to encode.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Histogram {
-    pub min: f64,
-    pub max: f64,
-    pub num: f64,
-    pub sum: f64,
-    pub sum_squares: f64,
-    /// Right edge of each bucket.
-    pub limits: Vec<f64>,
-    pub counts: Vec<f64>,
-}
 
 /// The values to bin: float64, or float32 (compared as their exact float64 values, as numpy
 /// does once `astype(float)` has run).
@@ -203,7 +192,7 @@ pub fn histogram(
     values: Values<'_>,
     edges: Option<&Edges>,
     max_bins: Option<usize>,
-) -> Result<Histogram, String> {
+) -> Result<HistogramProto, String> {
     if values.is_empty() {
         return Err("The input has no element.".into());
     }
@@ -260,14 +249,14 @@ pub fn histogram(
             }
         }
     };
-    Ok(Histogram {
+    Ok(HistogramProto {
         min: t.min,
         max: t.max,
         num: values.len() as f64,
         sum: t.sum,
         sum_squares: t.sum_squares,
-        limits: out_limits,
-        counts: out_counts,
+        bucket_limit: out_limits,
+        bucket: out_counts,
     })
 }
 
@@ -571,7 +560,7 @@ mod tests {
         assert_eq!(counts(Values::F64(&vals), &edges), reference(&vals, &e));
         let h = histogram(Values::F64(&vals), Some(&edges), None).unwrap();
         let inside = vals.iter().filter(|v| (-1.0..=1.0).contains(*v)).count();
-        assert_eq!(h.counts.iter().sum::<f64>(), inside as f64);
+        assert_eq!(h.bucket.iter().sum::<f64>(), inside as f64);
         assert_eq!(h.num, vals.len() as f64);
         // One part over everything gives bit-identical sums.
         let w = f64::edges(&edges);
@@ -763,13 +752,13 @@ mod tests {
         let edges = Edges::new(&[0.0, 1.0, 2.0, 3.0, 4.0]).unwrap();
         let h = histogram(Values::F64(&[1.5, 2.5, 2.6]), Some(&edges), None).unwrap();
         // One empty bucket to the left (right edge 1.0), then the support.
-        assert_eq!(h.limits, vec![1.0, 2.0, 3.0]);
-        assert_eq!(h.counts, vec![0.0, 1.0, 2.0]);
+        assert_eq!(h.bucket_limit, vec![1.0, 2.0, 3.0]);
+        assert_eq!(h.bucket, vec![0.0, 1.0, 2.0]);
         assert_eq!((h.min, h.max, h.num), (1.5, 2.6, 3.0));
         // Support starting at bucket 0: a zero bucket whose right edge is the first edge.
         let h = histogram(Values::F64(&[0.5, 4.0]), Some(&edges), None).unwrap();
-        assert_eq!(h.limits, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
-        assert_eq!(h.counts, vec![0.0, 1.0, 0.0, 0.0, 1.0]);
+        assert_eq!(h.bucket_limit, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(h.bucket, vec![0.0, 1.0, 0.0, 0.0, 1.0]);
     }
 
     #[test]
@@ -779,8 +768,8 @@ mod tests {
         let vals = [0.5, 1.5, 1.6, 2.5, 4.5, 4.6, 4.7];
         let h = histogram(Values::F64(&vals), Some(&edges), Some(2)).unwrap();
         // Grouped limits [0, 2, 4, 5]; counts [3, 1, 3]; trimmed with a zero bucket first.
-        assert_eq!(h.limits, vec![0.0, 2.0, 4.0, 5.0]);
-        assert_eq!(h.counts, vec![0.0, 3.0, 1.0, 3.0]);
+        assert_eq!(h.bucket_limit, vec![0.0, 2.0, 4.0, 5.0]);
+        assert_eq!(h.bucket, vec![0.0, 3.0, 1.0, 3.0]);
     }
 
     #[test]
@@ -799,14 +788,17 @@ mod tests {
         // One bucket and nothing in it: numpy's arithmetic keeps the empty bucket.
         let one = Edges::new(&[0.0, 1.0]).unwrap();
         let h = histogram(Values::F64(&[5.0]), Some(&one), None).unwrap();
-        assert_eq!((h.limits.clone(), h.counts.clone()), (vec![1.0], vec![0.0]));
+        assert_eq!(
+            (h.bucket_limit.clone(), h.bucket.clone()),
+            (vec![1.0], vec![0.0])
+        );
     }
 
     #[test]
     fn nan_makes_min_max_nan() {
         let h = histogram(Values::F32(&[1.0, f32::NAN, -2.0]), None, None).unwrap();
         assert!(h.min.is_nan() && h.max.is_nan() && h.sum.is_nan());
-        assert_eq!(h.counts.iter().sum::<f64>(), 2.0);
+        assert_eq!(h.bucket.iter().sum::<f64>(), 2.0);
         // inf - inf is NaN too, but min and max stay what they are.
         let h = histogram(
             Values::F64(&[f64::INFINITY, 1.0, f64::NEG_INFINITY]),

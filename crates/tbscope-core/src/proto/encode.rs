@@ -3,7 +3,7 @@
 //! edits the values of an existing Event, copying every other field as raw bytes. The
 //! decoding side is [`crate::proto`].
 
-use crate::histogram::Histogram;
+use crate::proto::HistogramProto;
 use crate::proto::{raw_fields, DecodeError};
 
 /// The `file_version` every event file starts with; readers use it to pick a restart policy.
@@ -256,10 +256,16 @@ fn packed_f64(out: &mut Vec<u8>, k: u8, v: &[f64]) {
 }
 
 /// One histogram event: a legacy `HistogramProto` in `Summary.Value.histo`.
-pub fn encode_histogram(out: &mut Vec<u8>, wall: f64, step: Option<i64>, tag: &str, h: &Histogram) {
+pub fn encode_histogram(
+    out: &mut Vec<u8>,
+    wall: f64,
+    step: Option<i64>,
+    tag: &str,
+    h: &HistogramProto,
+) {
     // Exact sizes, so a histogram of thousands of buckets is never moved.
     let packed = |n: usize| 1 + varint_len((n * 8) as u64) + n * 8;
-    let histo = 5 * 9 + packed(h.limits.len()) + packed(h.counts.len());
+    let histo = 5 * 9 + packed(h.bucket_limit.len()) + packed(h.bucket.len());
     let value = 1 + varint_len(tag.len() as u64) + tag.len() + 1 + varint_len(histo as u64) + histo;
     let summary = 1 + varint_len(value as u64) + value;
     event_head(out, wall, step);
@@ -272,8 +278,8 @@ pub fn encode_histogram(out: &mut Vec<u8>, wall: f64, step: Option<i64>, tag: &s
                 put_f64(out, HISTO_NUM, h.num);
                 put_f64(out, HISTO_SUM, h.sum);
                 put_f64(out, HISTO_SUM_SQUARES, h.sum_squares);
-                packed_f64(out, HISTO_BUCKET_LIMIT, &h.limits);
-                packed_f64(out, HISTO_BUCKET, &h.counts);
+                packed_f64(out, HISTO_BUCKET_LIMIT, &h.bucket_limit);
+                packed_f64(out, HISTO_BUCKET, &h.bucket);
             });
         });
     });

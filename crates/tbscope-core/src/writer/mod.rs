@@ -23,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::histogram::Histogram;
+use crate::proto::HistogramProto;
 /// How [`EventWriter::scalar`] stores a value.
 pub use crate::proto::encode::ScalarStyle;
 use crate::proto::encode::{
@@ -309,15 +309,15 @@ impl EventWriter {
     pub fn histogram(
         &self,
         tag: &str,
-        h: &Histogram,
+        h: &HistogramProto,
         step: Option<i64>,
         wall: Option<f64>,
     ) -> Result<Backlog> {
-        if h.limits.len() != h.counts.len() {
+        if h.bucket_limit.len() != h.bucket.len() {
             return Err(WriteError::InvalidArgument(format!(
                 "a histogram needs one bucket limit per bucket count; got {} limits and {} counts",
-                h.limits.len(),
-                h.counts.len()
+                h.bucket_limit.len(),
+                h.bucket.len()
             )));
         }
         let wall = wall.unwrap_or_else(now);
