@@ -61,7 +61,6 @@ const CHUNK: usize = 4 << 20;
 
 pub use decisions::{superseded, Decision, Editor, Superseded};
 pub use output::{merged_file_name, write};
-use publish::*;
 pub use publish::{commit, stage};
 
 /// What to leave out and how to lay the output out.
@@ -180,6 +179,7 @@ pub fn rewrite(
 #[cfg(test)]
 mod tests {
     use super::decisions::*;
+    use super::publish::unique_suffix;
     use super::*;
     use crate::proto::Metadata;
     use crate::tf_record::HEADER_LEN;

@@ -70,48 +70,6 @@ impl Output {
     }
 }
 
-/// `path` relative to the input, as the reader names files (`/`-separated; the file name when
-/// the input is one file).
-pub(super) fn rel_name(root: &Path, path: &Path) -> String {
-    if root.is_file() {
-        return path
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    }
-    path.strip_prefix(root).map_or_else(
-        |_| path.to_string_lossy().into_owned(),
-        |p| {
-            p.components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/")
-        },
-    )
-}
-
-pub(super) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
-    // fails.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
-    let name = if ok {
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        String::new()
-    };
-    // A slash in the name would make it a path.
-    let clean: String = name
-        .chars()
-        .map(|c| if c == '/' { '_' } else { c })
-        .collect();
-    if clean.is_empty() {
-        "localhost".into()
-    } else {
-        clean
-    }
-}
-
 /// The merged file's name: TensorBoard's `events.out.tfevents.<time>.<host>...` pattern, with
 /// `tbscope-rewrite` where a writer puts its process id.
 pub fn merged_file_name(time: u64, host: &str) -> String {
@@ -174,8 +132,10 @@ pub(super) fn rewrite_run(
             crate::load::TAIL_TIMEOUT,
         ))
         .collect();
+    // Files are named as the reader names them, so `preempted` (the reader's) keys match.
+    let root_is_file = root.is_file();
     for path in job.files {
-        let rel = rel_name(root, path);
+        let rel = crate::load::rel_name(root, root_is_file, path);
         let dropped = preempted.and_then(|p| p.get(&rel)).unwrap_or(&no_map);
         if !opts.merge || out.is_none() {
             let name = if opts.merge {
@@ -345,7 +305,7 @@ pub fn write(
     let time = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let merged_name = merged_file_name(time, &hostname());
+    let merged_name = merged_file_name(time, &crate::sys::hostname());
     let jobs: Vec<RunJob<'_>> = found
         .iter()
         .map(|(run, files)| RunJob { run, files })
@@ -375,6 +335,7 @@ pub fn write(
     for r in results {
         total.add(r?);
     }
-    sync_dir(out_dir);
+    // Best effort: some filesystems refuse to sync a directory.
+    let _ = crate::sys::sync_dir(out_dir);
     Ok(total)
 }

@@ -134,13 +134,6 @@ pub(super) fn sibling(dst: &Path, what: &str) -> PathBuf {
     dst.with_file_name(format!(".{name}.tbscope-{what}.{}", unique_suffix()))
 }
 
-pub(super) fn sync_dir(dir: &Path) {
-    // Best effort: some filesystems refuse fsync on directories.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
-
 /// Checks the paths and creates the staging directory next to `dst`, where [`write`] goes.
 ///
 /// Refused: an output that is the input, inside it or contains it (even with `force`); an
@@ -187,7 +180,8 @@ pub fn commit(src: &Path, staging: &Path, dst: &Path, force: bool) -> Result<()>
         std::fs::remove_dir_all(&old).map_err(|e| Error::io(e, &old))?;
     }
     if let Some(parent) = dst_real.parent() {
-        sync_dir(parent);
+        // Best effort: some filesystems refuse to sync a directory.
+        let _ = crate::sys::sync_dir(parent);
     }
     Ok(())
 }
