@@ -288,6 +288,13 @@ pub(super) fn helper_pays() -> bool {
 /// counter. The caller starts at once and never waits for a helper that has not started
 /// (on a busy machine it may start late, or never): it then does every piece itself. It
 /// waits only for a piece the helper is in the middle of.
+///
+/// Why borrowed data is lent by a lifetime cast rather than `std::thread::scope`: a scope
+/// spawns its threads per call and joins every one of them at its end, so the caller would
+/// wait for a helper that has not even started (on a busy machine, for longer than binning
+/// alone takes), and pay a thread spawn per histogram besides. The helper here is one
+/// long-lived thread (steered and given a short slice once), and `AwaitHelper` gives the
+/// guarantee a scope would: the borrow cannot end while the helper may read it.
 pub(super) fn two_parts<F: Float>(vals: &[F], how: Lookup<'_, F>, edges: &[f64]) -> Vec<Part> {
     let pieces = vals.len().div_ceil(PIECE);
     let job = Arc::new(Job {
