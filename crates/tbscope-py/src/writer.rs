@@ -327,7 +327,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, value, step=None, wall_time=None, new_style=false, double_precision=false))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn scalar(
         &self,
         py: Python<'_>,
@@ -395,7 +398,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, values, step=None, wall_time=None, edges=None, max_bins=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn histogram(
         &self,
         py: Python<'_>,
@@ -433,7 +439,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts, step=None, wall_time=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn histogram_raw(
         &self,
         py: Python<'_>,
@@ -464,7 +473,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, data, dtype, shape, step=None, wall_time=None, metadata=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn tensor(
         &self,
         py: Python<'_>,

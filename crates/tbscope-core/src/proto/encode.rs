@@ -287,7 +287,10 @@ pub fn encode_histogram(
 
 /// One tensor event: `TensorProto{dtype, tensor_shape, tensor_content}` plus optional
 /// already-encoded `SummaryMetadata`.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one event's fields, encoded in place without an intermediate message"
+)]
 pub fn encode_tensor(
     out: &mut Vec<u8>,
     wall: f64,

@@ -23,13 +23,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::proto::HistogramProto;
 /// How [`EventWriter::scalar`] stores a value.
 pub use crate::proto::encode::ScalarStyle;
 use crate::proto::encode::{
     encode_file_version, encode_histogram, encode_scalar, encode_scalars, encode_summary,
     encode_tensor, DT_STRING,
 };
+use crate::proto::HistogramProto;
 use crate::tf_record::framed;
 use queue::{background, Shared, State};
 use sink::Sink;
@@ -324,7 +324,10 @@ impl EventWriter {
         self.append(|out| encode_histogram(out, wall, step, tag, h))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a tensor value and its event, passed through to the encoder as they are"
+    )]
     pub fn tensor(
         &self,
         tag: &str,
