@@ -65,13 +65,6 @@ pub(super) trait Float: Copy + PartialOrd + Into<f64> + Send + Sync + 'static {
     /// Whether entries for `n` thresholds at this shift fit their integer (see `entry`).
     fn fits(n: usize, shift: u32) -> bool;
     fn edges(e: &Edges) -> &Width<Self>;
-    /// [`pass_one`] in AVX2 instructions: the same arithmetic in the same lanes, so the
-    /// same results to the bit.
-    ///
-    /// # Safety
-    /// Only on a CPU with AVX2; `keys` as long as `x`.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn pass_one_avx2(x: &[Self], keys: &mut [Self::Key], m: &mut Lanes<Self>);
     #[cfg(test)]
     fn values(v: &[Self]) -> Values<'_>;
 }
@@ -134,11 +127,6 @@ impl Float for f32 {
     fn edges(e: &Edges) -> &Width<f32> {
         e.w32.get_or_init(|| Width::new(&e.edges))
     }
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn pass_one_avx2(x: &[f32], keys: &mut [u32], m: &mut Lanes<f32>) {
-        avx2::pass_one_f32(x, keys, m)
-    }
     #[cfg(test)]
     fn values(v: &[f32]) -> Values<'_> {
         Values::F32(v)
@@ -178,11 +166,6 @@ impl Float for f64 {
     }
     fn edges(e: &Edges) -> &Width<f64> {
         e.w64.get_or_init(|| Width::new(&e.edges))
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn pass_one_avx2(x: &[f64], keys: &mut [u64], m: &mut Lanes<f64>) {
-        avx2::pass_one_f64(x, keys, m)
     }
     #[cfg(test)]
     fn values(v: &[f64]) -> Values<'_> {

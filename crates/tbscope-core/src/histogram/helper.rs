@@ -295,7 +295,7 @@ pub(super) fn helper_pays() -> bool {
 /// alone takes), and pay a thread spawn per histogram besides. The helper here is one
 /// long-lived thread (steered and given a short slice once), and `AwaitHelper` gives the
 /// guarantee a scope would: the borrow cannot end while the helper may read it.
-pub(super) fn two_parts<F: Float>(vals: &[F], how: Lookup<'_, F>, edges: &[f64]) -> Vec<Part> {
+pub(super) fn two_parts<F: Kernel>(vals: &[F], how: Lookup<'_, F>, edges: &[f64]) -> Vec<Part> {
     let pieces = vals.len().div_ceil(PIECE);
     let job = Arc::new(Job {
         next: AtomicUsize::new(0),

@@ -3,6 +3,34 @@
 
 use super::*;
 
+/// A width whose pass one also exists in AVX2 instructions (`avx2`), kept apart from
+/// [`Float`] so the binning tables do not depend on the kernels.
+pub(super) trait Kernel: Float {
+    /// [`pass_one`] in AVX2 instructions: the same arithmetic in the same lanes, so the
+    /// same results to the bit.
+    ///
+    /// # Safety
+    /// Only on a CPU with AVX2; `keys` as long as `x`.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn pass_one_avx2(x: &[Self], keys: &mut [Self::Key], m: &mut Lanes<Self>);
+}
+
+impl Kernel for f32 {
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pass_one_avx2(x: &[f32], keys: &mut [u32], m: &mut Lanes<f32>) {
+        avx2::pass_one_f32(x, keys, m)
+    }
+}
+
+impl Kernel for f64 {
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pass_one_avx2(x: &[f64], keys: &mut [u64], m: &mut Lanes<f64>) {
+        avx2::pass_one_f64(x, keys, m)
+    }
+}
+
 /// Sums, squares, min and max of some values, in [`LANES`] independent lanes. Min and max
 /// stay in the values' own width (twice as many per SIMD register for float32).
 #[derive(Clone, Copy)]
@@ -166,7 +194,7 @@ pub(super) fn pass_two<F: Float>(
 /// Bins the pieces that `claim` hands out (piece `i` is `vals[i * PIECE..][..PIECE]`):
 /// chunks through both passes, sums restarted per piece.
 #[inline(always)]
-pub(super) fn part_body<F: Float, const AVX2: bool>(
+pub(super) fn part_body<F: Kernel, const AVX2: bool>(
     vals: &[F],
     how: Lookup<'_, F>,
     edges: &[f64],
@@ -243,7 +271,7 @@ pub(super) fn flush(counts: &mut [u32], slots: &mut [u64]) {
 /// [`part_body`] compiled for AVX2 (and BMI2's shifts), chosen at run time.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,bmi1,bmi2")]
-pub(super) unsafe fn part_avx2<F: Float>(
+pub(super) unsafe fn part_avx2<F: Kernel>(
     vals: &[F],
     how: Lookup<'_, F>,
     edges: &[f64],
@@ -252,7 +280,7 @@ pub(super) unsafe fn part_avx2<F: Float>(
     part_body::<F, true>(vals, how, edges, claim)
 }
 
-pub(super) fn part<F: Float>(
+pub(super) fn part<F: Kernel>(
     vals: &[F],
     how: Lookup<'_, F>,
     edges: &[f64],
@@ -271,7 +299,7 @@ pub(super) fn part<F: Float>(
 }
 
 /// Every piece of `vals` in order, on this thread.
-pub(super) fn one_part<F: Float>(vals: &[F], how: Lookup<'_, F>, edges: &[f64]) -> Part {
+pub(super) fn one_part<F: Kernel>(vals: &[F], how: Lookup<'_, F>, edges: &[f64]) -> Part {
     let next = AtomicUsize::new(0);
     let pieces = vals.len().div_ceil(PIECE);
     part(vals, how, edges, &|| claim(&next, pieces))

@@ -111,7 +111,7 @@ impl Tally {
     }
 }
 
-fn tally<F: Float>(vals: &[F], edges: &Edges) -> Tally {
+fn tally<F: Kernel>(vals: &[F], edges: &Edges) -> Tally {
     let w = F::edges(edges);
     let how = if vals.len() >= TABLE_MIN_VALUES || w.table.get().is_some() {
         let t = w.table();
@@ -428,7 +428,7 @@ mod tests {
         out
     }
 
-    fn check_width<F: Float>(vals: &[F], e: &[f64]) {
+    fn check_width<F: Kernel>(vals: &[F], e: &[f64]) {
         let edges = Edges::new(e).unwrap();
         let up: Vec<f64> = vals.iter().map(|&v| v.into()).collect();
         let want = reference(&up, e);

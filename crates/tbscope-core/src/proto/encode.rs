@@ -264,23 +264,43 @@ pub fn encode_histogram(
     h: &HistogramProto,
 ) {
     // Exact sizes, so a histogram of thousands of buckets is never moved.
-    let packed = |n: usize| 1 + varint_len((n * 8) as u64) + n * 8;
-    let histo = 5 * 9 + packed(h.bucket_limit.len()) + packed(h.bucket.len());
-    let value = 1 + varint_len(tag.len() as u64) + tag.len() + 1 + varint_len(histo as u64) + histo;
-    let summary = 1 + varint_len(value as u64) + value;
+    let histo = 5 * 9 + field_len(h.bucket_limit.len() * 8) + field_len(h.bucket.len() * 8);
+    value_event(out, wall, step, tag, field_len(histo), |out| {
+        nested(out, VAL_HISTO, histo, |out| {
+            put_f64(out, HISTO_MIN, h.min);
+            put_f64(out, HISTO_MAX, h.max);
+            put_f64(out, HISTO_NUM, h.num);
+            put_f64(out, HISTO_SUM, h.sum);
+            put_f64(out, HISTO_SUM_SQUARES, h.sum_squares);
+            packed_f64(out, HISTO_BUCKET_LIMIT, &h.bucket_limit);
+            packed_f64(out, HISTO_BUCKET, &h.bucket);
+        });
+    });
+}
+
+/// Bytes of a length-delimited field with a one-byte key and a body of `body` bytes.
+#[inline(always)]
+fn field_len(body: usize) -> usize {
+    1 + varint_len(body as u64) + body
+}
+
+/// An event holding one `Summary.Value`: its `tag`, then what `rest` writes (exactly `rest_len`
+/// bytes, so no length has to be moved).
+#[inline(always)]
+fn value_event(
+    out: &mut Vec<u8>,
+    wall: f64,
+    step: Option<i64>,
+    tag: &str,
+    rest_len: usize,
+    rest: impl FnOnce(&mut Vec<u8>),
+) {
+    let value = field_len(tag.len()) + rest_len;
     event_head(out, wall, step);
-    nested(out, EV_SUMMARY, summary, |out| {
+    nested(out, EV_SUMMARY, field_len(value), |out| {
         nested(out, SUMMARY_VALUE, value, |out| {
             put_bytes(out, VAL_TAG, tag.as_bytes());
-            nested(out, VAL_HISTO, histo, |out| {
-                put_f64(out, HISTO_MIN, h.min);
-                put_f64(out, HISTO_MAX, h.max);
-                put_f64(out, HISTO_NUM, h.num);
-                put_f64(out, HISTO_SUM, h.sum);
-                put_f64(out, HISTO_SUM_SQUARES, h.sum_squares);
-                packed_f64(out, HISTO_BUCKET_LIMIT, &h.bucket_limit);
-                packed_f64(out, HISTO_BUCKET, &h.bucket);
-            });
+            rest(out);
         });
     });
 }
@@ -303,50 +323,35 @@ pub fn encode_tensor(
 ) {
     let dims: usize = shape
         .iter()
-        .map(|&d| {
-            let dim = 1 + varint_len(d as u64);
-            1 + varint_len(dim as u64) + dim
-        })
+        .map(|&d| field_len(1 + varint_len(d as u64)))
         .sum();
     let content = if data.is_empty() {
         0
     } else {
-        1 + varint_len(data.len() as u64) + data.len()
+        field_len(data.len())
     };
-    let tensor = 1 + varint_len(dtype as u64) + 1 + varint_len(dims as u64) + dims + content;
-    let meta = metadata.map_or(0, |m| 1 + varint_len(m.len() as u64) + m.len());
-    let value = 1
-        + varint_len(tag.len() as u64)
-        + tag.len()
-        + 1
-        + varint_len(tensor as u64)
-        + tensor
-        + meta;
-    let summary = 1 + varint_len(value as u64) + value;
-    event_head(out, wall, step);
-    nested(out, EV_SUMMARY, summary, |out| {
-        nested(out, SUMMARY_VALUE, value, |out| {
-            put_bytes(out, VAL_TAG, tag.as_bytes());
-            nested(out, VAL_TENSOR, tensor, |out| {
-                out.push(TENSOR_DTYPE);
-                put_varint(out, dtype as u64);
-                nested(out, TENSOR_SHAPE, dims, |out| {
-                    for &d in shape {
-                        nested(out, SHAPE_DIM, 1 + varint_len(d as u64), |out| {
-                            out.push(DIM_SIZE);
-                            put_varint(out, d as u64);
-                        });
-                    }
-                });
-                // proto3 leaves empty bytes out; readers see the same either way.
-                if !data.is_empty() {
-                    put_bytes(out, TENSOR_CONTENT, data);
+    let tensor = 1 + varint_len(dtype as u64) + field_len(dims) + content;
+    let meta = metadata.map_or(0, |m| field_len(m.len()));
+    value_event(out, wall, step, tag, field_len(tensor) + meta, |out| {
+        nested(out, VAL_TENSOR, tensor, |out| {
+            out.push(TENSOR_DTYPE);
+            put_varint(out, dtype as u64);
+            nested(out, TENSOR_SHAPE, dims, |out| {
+                for &d in shape {
+                    nested(out, SHAPE_DIM, 1 + varint_len(d as u64), |out| {
+                        out.push(DIM_SIZE);
+                        put_varint(out, d as u64);
+                    });
                 }
             });
-            if let Some(m) = metadata {
-                put_bytes(out, VAL_METADATA, m);
+            // proto3 leaves empty bytes out; readers see the same either way.
+            if !data.is_empty() {
+                put_bytes(out, TENSOR_CONTENT, data);
             }
         });
+        if let Some(m) = metadata {
+            put_bytes(out, VAL_METADATA, m);
+        }
     });
 }
 
