@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tbscope import __version__
+from tbscope._clioptions import storage_option
 from tbscope.reader import KINDS
 
 if TYPE_CHECKING:
@@ -217,11 +218,13 @@ def _parse_steps(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(f"{value!r} is not a step range; write A:B (A <= step < B), A: or :B, e.g. 0:1000") from None
 
 
-def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True) -> Callable[[F], F]:
-    """The scan filters a command takes, as click options."""
+def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True, remote: bool = True) -> Callable[[F], F]:
+    """The scan filters a command takes, as click options (and --storage-option for a URL)."""
 
     def deco(f: F) -> F:
         opts = [click.option("--runs", multiple=True, metavar="GLOB", help="Only runs matching the glob; repeat for several.")]
+        if remote:
+            opts.append(storage_option)
         if tags:
             opts.append(click.option("--tags", multiple=True, metavar="GLOB", help="Only tags matching the glob; repeat for several."))
         if kinds:
@@ -1032,7 +1035,7 @@ def _flat(v: Any) -> Any:
 @click.option("--before", metavar="DATE", help="Runs last active before DATE (ISO 8601; local time unless it has an offset): 2026-01-01.")
 @click.option("--empty", is_flag=True, help="Runs with no event data: zero-byte files, or only the header record each writer starts a file with.")
 @click.option("--no-data", "no_data", is_flag=True, help="Runs with no points of any kind (no scalars, tensors, histograms, images, audio, text, hparams, graphs).")
-@_filters(tags=False, kinds=False, steps=False)
+@_filters(tags=False, kinds=False, steps=False, remote=False)
 @click.option("--delete", "delete", is_flag=True, help="Delete the selected runs' event files (the default action).")
 @click.option("--archive", metavar="DIR", type=click.Path(file_okay=False), help="Move the selected runs' event files to DIR/<run>/ instead (DIR must be outside LOGDIR).")
 @click.option("--dry-run", "dry_run", is_flag=True, help="Only list what would go and the bytes freed (the default).")

@@ -31,6 +31,7 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tbscope import _core
+from tbscope._mirror import split_url as _split_url
 
 if TYPE_CHECKING:
     import numpy as np
@@ -328,7 +329,6 @@ def _install_hooks() -> None:
 # File names.
 
 _COUNTER = itertools.count()
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
 def _hostname() -> str:
@@ -339,19 +339,6 @@ def event_file_stem() -> str:
     """``events.out.tfevents.<10-digit time>.<host>.<pid>.<n>``: TensorBoard's own writer's
     name, with a per-process counter so that several writers (and ranks) share a directory."""
     return f"events.out.tfevents.{int(time.time()):010d}.{_hostname()}.{os.getpid()}.{next(_COUNTER)}"
-
-
-def _split_url(log_dir: str) -> tuple[str, bool]:
-    """(local path or URL, is_remote). ``file://`` URLs are local paths."""
-    m = _URL.match(log_dir)
-    if m is None:
-        return log_dir, False
-    if m.group(1).lower() == "file":
-        from urllib.parse import urlparse
-        from urllib.request import url2pathname
-
-        return url2pathname(urlparse(log_dir).path), False
-    return log_dir, True
 
 
 def _join(directory: str, name: str, remote: bool) -> str:
