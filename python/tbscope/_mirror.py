@@ -89,8 +89,10 @@ def use_storage_options(options: Mapping[str, Any]) -> Iterator[None]:
 
 @dataclass
 class FetchProblem:
-    """A file (or the listing) that could not be fetched: reported, never raised."""
+    """A file (or the listing) that could not be fetched: reported, never raised. ``file`` is
+    relative to the logdir ("" for the listing), as in the reader's own report."""
 
+    run: str
     file: str
     reason: str
 
@@ -148,6 +150,7 @@ class Mirror:
         self._lock = threading.Lock()
         self.single = False  # the URL names one event file
         self.problems: list[FetchProblem] = []
+        self.last = SyncStats()  # what the last refresh did
 
     # -- where things are ---------------------------------------------------------------------
 
@@ -157,18 +160,6 @@ class Mirror:
         if self.single:
             return os.path.join(self.files_dir, posixpath.basename(self.root))
         return self.files_dir
-
-    def to_url(self, local: str) -> str:
-        """A mirror path (as in a report) as the URL of the object it copies."""
-        if not local:
-            return local
-        rel = os.path.relpath(local, self.files_dir) if os.path.isabs(local) else local
-        if rel.startswith(".."):
-            return local
-        base = self.url.rstrip("/")
-        if self.single:
-            return self.url
-        return base if rel == "." else base + "/" + rel.replace(os.sep, "/")
 
     # -- refresh ------------------------------------------------------------------------------
 
@@ -224,19 +215,25 @@ class Mirror:
                 finally:
                     fcntl.flock(lockf, fcntl.LOCK_UN)
             self.problems = stats.problems
+            self.last = stats
             return stats
 
     def _sync(self, first: bool) -> SyncStats:
         stats = SyncStats()
         have = self._read_manifest()
+        # A fresh listing each refresh (fsspec filesystems keep listings otherwise).
+        self.fs.invalidate_cache(self.root)
         try:
             remote = self._list()
         except FileNotFoundError:
-            raise FileNotFoundError(f"{self.url}: no such logdir or event file") from None
+            if first:
+                raise FileNotFoundError(f"{self.url}: no such logdir or event file") from None
+            # A store has no directories: a logdir whose objects were all removed is not there.
+            remote = {}
         except Exception as e:  # noqa: BLE001 - any store error: raised on the first read, reported later
             if first and not have:
                 raise OSError(f"could not list {self.url}: {type(e).__name__}: {e}") from e
-            stats.problems.append(FetchProblem(self.url, f"listing failed, showing what was fetched before: {type(e).__name__}: {e}"))
+            stats.problems.append(FetchProblem(".", "", f"listing {self.url} failed, showing what was fetched before: {type(e).__name__}: {e}"))
             return stats
         stats.files = len(remote)
         # Removed remote files go from the mirror too (the reader then drops their runs' rows).
@@ -264,7 +261,8 @@ class Mirror:
         failed = self._fetch(jobs, stats)
         for rel, start, end in jobs:
             if rel in failed:
-                stats.problems.append(FetchProblem(self._object_url(rel), failed[rel]))
+                run = "." if self.single else posixpath.dirname(rel) or "."
+                stats.problems.append(FetchProblem(run, rel, f"{self._object_url(rel)}: {failed[rel]}"))
                 continue
             info = remote[rel]
             local = os.path.join(self.files_dir, rel)
@@ -296,13 +294,17 @@ class Mirror:
             fds[rel] = fd
             pieces.extend((rel, s, min(s + PIECE_BYTES, end)) for s in range(start, end, PIECE_BYTES))
         remote_path = {rel: self.root if self.single else self.root + "/" + rel for rel, _, _ in jobs}
+        # Once a piece has failed every try, the store is likely down: later pieces try once,
+        # so a dead server costs one round of backoff, not one per file.
+        gave_up = threading.Event()
 
         def one(piece: tuple[str, int, int]) -> None:
             rel, s, e = piece
             if rel in failed:
                 return
             delay = BACKOFF
-            for attempt in range(TRIES):
+            tries = 1 if gave_up.is_set() else TRIES
+            for attempt in range(tries):
                 try:
                     data = self.fs.cat_file(remote_path[rel], start=s, end=e)
                     if len(data) != e - s:
@@ -315,8 +317,9 @@ class Mirror:
                     failed.setdefault(rel, f"removed while being fetched: {ex}")
                     return
                 except Exception as ex:  # noqa: BLE001 - retried, then reported for this file
-                    if attempt == TRIES - 1 or rel in failed:
+                    if attempt == tries - 1 or rel in failed:
                         failed.setdefault(rel, f"fetching bytes {s}-{e} failed after {attempt + 1} tries: {type(ex).__name__}: {ex}")
+                        gave_up.set()
                         return
                     time.sleep(delay)
                     delay *= 2
@@ -327,9 +330,13 @@ class Mirror:
         finally:
             for rel, fd in fds.items():
                 if rel in failed:
-                    # Back to what the manifest says the file holds: nothing half-fetched is read.
+                    # Back to what the manifest says the file holds: nothing half-fetched is
+                    # read, and a file never fetched whole is not there at all.
                     start = next(s for r, s, _ in jobs if r == rel)
                     os.ftruncate(fd, start)
+                    if start == 0:
+                        with contextlib.suppress(OSError):
+                            os.remove(os.path.join(self.files_dir, rel))
                 os.close(fd)
         stats.bytes_fetched = fetched[0]
         return failed

@@ -180,13 +180,12 @@ class Logdir:
         return Report(self._problems(self._call("report")))
 
     def _problems(self, native: list[tuple[str, str, str, int, int, str]]) -> tuple[Problem, ...]:
-        """The native report, with a remote logdir's files named by their URLs and its fetch
-        failures (file URL, reason) first."""
+        """The native report, after a remote logdir's fetch failures (files named relative
+        to the logdir, as the reader names them; the reason has the URL)."""
+        problems = tuple(Problem(*p) for p in native)
         if self._remote is None:
-            return tuple(Problem(*p) for p in native)
-        r = self._remote
-        fetched = tuple(Problem("", f.file, "error", 0, 0, f.reason) for f in r.problems)
-        return fetched + tuple(Problem(run, r.to_url(file), sev, off, n, why) for run, file, sev, off, n, why in native)
+            return problems
+        return tuple(Problem(f.run, f.file, "error", 0, 0, f.reason) for f in self._remote.problems) + problems
 
     def _frame(self, kind: str) -> Frame:
         cls = {"tensors": TensorFrame, "images": BlobFrame, "audio": BlobFrame, "blobs": BlobFrame}.get(kind, Frame)

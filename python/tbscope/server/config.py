@@ -6,6 +6,7 @@ import ipaddress
 import os
 import socket
 from dataclasses import dataclass, field
+from typing import Any
 
 from tbscope._mirror import is_url
 
@@ -93,6 +94,8 @@ class Config:
     token: str | None = None
     allowed_hosts: list[str] = field(default_factory=list)
     cache: bool = True
+    #: For logdirs given as URLs (None: the command line's --storage-option, else the store's own).
+    storage_options: dict[str, Any] | None = None
     frame_ancestors: str = "'self' http://localhost:* http://127.0.0.1:*"
 
     def __post_init__(self) -> None:

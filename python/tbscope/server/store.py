@@ -227,7 +227,7 @@ class Store:
 
         if is_url(st.source.path):
             try:
-                st.logdir = scan(st.source.path, cache=True if self.config.cache else None)
+                st.logdir = scan(st.source.path, cache=True if self.config.cache else None, storage_options=self.config.storage_options)
             except OSError as e:
                 # Unreachable or not there yet: the page says so, and the next reload tries again.
                 log.warning("cannot read %s yet: %s", st.source.path, e)
