@@ -949,6 +949,7 @@ def _api(name: str, *modules: str) -> Callable[..., Any]:
 @click.option("--to", "file_format", type=click.Choice(["csv", "parquet", "jsonl"]), help="File format (default: from the suffix of --output; parquet for a directory).")
 @click.option("--partition-by", type=click.Choice(["run"]), help="Write a Parquet dataset into the --output directory, one partition per run.")
 @click.option("--force", is_flag=True, help="Replace an existing --output: a file, or a directory holding an earlier export (never an event file of LOGDIR, nor a directory holding LOGDIR).")
+@click.option("--dask", "dask_address", metavar="SCHEDULER_ADDRESS", help="Read on this Dask cluster (tcp://host:8786) and write a Parquet dataset into the --output directory, one file per event file (needs tbscope[dask]).")
 @_filters()
 @_format
 @_cache_options
@@ -958,6 +959,7 @@ def export_command(
     file_format: str | None,
     partition_by: str | None,
     force: bool,
+    dask_address: str | None,
     runs: tuple[str, ...],
     tags: tuple[str, ...],
     kinds: tuple[str, ...],
@@ -979,7 +981,19 @@ def export_command(
       tbscope export runs/ -o scalars.parquet
       tbscope export runs/ -o scalars.csv --tags 'train/*' --steps 0:1000
       tbscope export runs/ -o dataset/ --partition-by run
+      tbscope export s3://bucket/runs -o dataset/ --dask tcp://scheduler:8786
     """
+    if dask_address is not None:
+        # On a Dask cluster: a Parquet dataset, one file per event file (tbscope.dask.to_parquet).
+        if file_format not in (None, "parquet") or partition_by:
+            raise click.UsageError("--dask writes a Parquet dataset (a directory, one file per event file); drop --to and --partition-by")
+        from tbscope.dask import to_parquet
+
+        written = to_parquet(logdir, out, kinds=tuple(kinds) or ("scalars",), scheduler=dask_address, **_scan_args(runs, tags, steps=steps))
+        import pandas as pd
+
+        _emit(pd.DataFrame([{k: _flat(v) if fmt != "json" else v for k, v in written.items()}]), fmt)
+        return
     export = _api("export", "tbscope.export", "tbscope.query")
     # Checked here so the message names this command's options, not the API's keywords.
     if partition_by and file_format not in (None, "parquet"):
