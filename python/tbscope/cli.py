@@ -981,7 +981,6 @@ def export_command(
       tbscope export runs/ -o scalars.parquet
       tbscope export runs/ -o scalars.csv --tags 'train/*' --steps 0:1000
       tbscope export runs/ -o dataset/ --partition-by run
-      tbscope export s3://bucket/runs -o dataset/ --dask tcp://scheduler:8786
     """
     if dask_address is not None:
         # On a Dask cluster: a Parquet dataset, one file per event file (tbscope.dask.to_parquet).
