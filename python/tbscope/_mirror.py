@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-__all__ = ["Mirror", "is_url", "open_mirror", "parse_storage_option", "split_url", "use_storage_options"]
+__all__ = ["Mirror", "is_url", "local", "open_mirror", "parse_storage_option", "split_url", "use_storage_options"]
 
 #: Bytes per ranged request, and requests in flight per refresh: at most their product is
 #: held in memory while fetching.
@@ -347,3 +347,13 @@ def open_mirror(url: str, storage_options: Mapping[str, Any] | None) -> Mirror:
     m = Mirror(url, storage_options)
     m.sync(first=True)
     return m
+
+
+def local(path: str, storage_options: Mapping[str, Any] | None = None) -> tuple[str, Mirror | None]:
+    """A local path for ``path``: itself, a ``file://`` URL's path, or a remote URL's mirror
+    (refreshed now; the Mirror is returned for later refreshes)."""
+    url, remote = split_url(path)
+    if not remote:
+        return url, None
+    m = open_mirror(url, storage_options)
+    return m.path, m

@@ -271,3 +271,19 @@ def test_storage_option_values_parse():
     assert _mirror.parse_storage_option('client_kwargs={"region_name": "x"}') == ("client_kwargs", {"region_name": "x"})
     with pytest.raises(ValueError):
         _mirror.parse_storage_option("novalue")
+
+
+def test_compat_readers_over_s3(s3, tbx_logdir):
+    from tbscope.compat import EventAccumulator, SummaryReader
+
+    run = next(p.parent for p in sorted(tbx_logdir.rglob("*tfevents*")))
+    rel = run.relative_to(tbx_logdir).as_posix()
+    with environ(AWS_ENDPOINT_URL=s3.endpoint):
+        remote = EventAccumulator(f"s3://{BUCKET}/tbx/{rel}").Reload()
+        local = EventAccumulator(str(run)).Reload()
+        assert remote.Tags() == local.Tags()
+        for tag in local.Tags()["scalars"]:
+            assert [(e.step, e.value) for e in remote.Scalars(tag)] == [(e.step, e.value) for e in local.Scalars(tag)]
+        remote.Reload()  # refreshes the mirror, finds nothing new
+        assert remote.Tags() == local.Tags()
+        pd.testing.assert_frame_equal(SummaryReader(f"s3://{BUCKET}/tbx").scalars, SummaryReader(str(tbx_logdir)).scalars)
