@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from tbscope._core import __version__
+from tbscope._projector import Embedding
 from tbscope.cache import CacheInfo
 from tbscope.curves import downsample, ema
 from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
@@ -35,6 +36,7 @@ __all__ = [
     "BlobFrame",
     "CacheInfo",
     "CorruptRecordError",
+    "Embedding",
     "ExportStats",
     "Frame",
     "LoadStats",

@@ -37,7 +37,7 @@ PLACEHOLDER = """<!doctype html>
 def create_app(store: Store) -> Any:
     """The application for ``store`` (wrapped in the guard: the value to give uvicorn)."""
     from tbscope import __version__
-    from tbscope.server.routes import core, experiments, histograms, media, query, scalars, tensors
+    from tbscope.server.routes import core, embeddings, experiments, histograms, media, query, scalars, tensors
 
     config: Config = store.config
     app = FastAPI(
@@ -52,6 +52,7 @@ def create_app(store: Store) -> Any:
     install(app)
     for module in (core, scalars, histograms, media, tensors, experiments, query):
         app.include_router(module.router, prefix="/api/v1")
+    app.include_router(embeddings.router, prefix="/api/v1")
     _pages(app)
     _tidy_openapi(app)
     return Guard(app, config)

@@ -32,7 +32,7 @@ LOCKED: dict[str, Any] = {
     "threads": 2,
 }
 
-TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary")
+TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary", "embeddings")
 
 _DB: Any = None
 _LOCK = threading.Lock()
@@ -87,6 +87,9 @@ def table(store: Store, name: str) -> pa.Table:
         if name in ("hparams", "summary"):
             with store.with_logdir(st) as lg:
                 t = lg.hparams().to_arrow() if name == "hparams" else pa.Table.from_pandas(lg.summary(), preserve_index=False)
+        elif name == "embeddings":
+            with store.with_logdir(st) as lg:
+                t = lg.embeddings().to_arrow()
         else:
             t = store.table(st, name)
         parts.append(_prefix_runs(t, st))
