@@ -2,7 +2,7 @@
 
 1. The corpus (bench/corpus.py, 10M scalar events by default) is uploaded to moto's standalone
    S3 server on 127.0.0.1. Each measurement runs in a fresh subprocess (peak RSS is the child's
-   ru_maxrss), median of --repeats:
+   VmHWM), median of --repeats:
    - local: ``tbscope.scan(logdir).scalars().to_arrow()`` with a warm page cache;
    - s3: the same over ``s3://`` with an empty mirror (every byte fetched);
    - raw-GET floor: the same objects, the same ranged GETs (piece size and concurrency of
@@ -67,7 +67,10 @@ elif mode == "floor":
     with ThreadPoolExecutor(_mirror.CONCURRENCY) as pool:
         rows = sum(pool.map(get, pieces))
 seconds = time.perf_counter() - t0
-print(json.dumps({"seconds": seconds, "rows": rows, "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forking parent (the bench,
+# which held the uploaded corpus), while VmHWM belongs to this process's own memory.
+hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"seconds": seconds, "rows": rows, "peak_rss": hwm}))
 """
 
 
