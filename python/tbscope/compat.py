@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tbscope import _core
+from tbscope import _core, _mirror
 from tbscope.frames import to_ndarray
 from tbscope.reader import Logdir, Restarts, scan
 
@@ -746,7 +746,8 @@ class _Accumulator:
     def __init__(self, path: str | os.PathLike[str], purge_orphaned_data: bool) -> None:
         if not path:
             raise ValueError("path must be a valid string")
-        self.path = os.fspath(path)
+        # A URL (s3://...) is read from its local mirror, refreshed on each Reload.
+        self.path, self._mirror = _mirror.local(os.fspath(path))
         self.purge_orphaned_data = purge_orphaned_data
         self.most_recent_step = -1
         self.most_recent_wall_time: float = -1
@@ -762,6 +763,8 @@ class _Accumulator:
         As in TensorBoard, nothing is read before the first ``Reload``. Later calls read only the
         bytes appended since (tbscope's incremental reload) and drop the per-tag caches.
         """
+        if self._mirror is not None and self._logdir is not None:
+            self._mirror.sync()
         info = self._first_event()
         if info is not None and info[2] is not None:
             self.file_version = _parse_file_version(info[2])
@@ -1819,7 +1822,7 @@ class SummaryReader:
         extra_columns: set[str] | None = None,
         event_types: set[str] | None = None,
     ) -> None:
-        self._log_path = os.fspath(log_path)
+        self._log_path = _mirror.local(os.fspath(log_path))[0]
         extra = (extra_columns or set()).copy()
         if not isinstance(extra, set):
             raise ValueError(f"`columns` should be a {set} instead of {type(extra)}")

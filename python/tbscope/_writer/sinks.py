@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import socket
 import threading
 import time
@@ -15,6 +14,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tbscope._mirror import split_url as _split_url
 from tbscope._writer.lifecycle import _leak
 
 if TYPE_CHECKING:
@@ -209,9 +209,6 @@ class _Run:
 # File names.
 
 _COUNTER = itertools.count()
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
-
-
 def _hostname() -> str:
     return socket.gethostname()
 
@@ -220,19 +217,6 @@ def event_file_stem() -> str:
     """``events.out.tfevents.<10-digit time>.<host>.<pid>.<n>``: TensorBoard's own writer's
     name, with a per-process counter so that several writers (and ranks) share a directory."""
     return f"events.out.tfevents.{int(time.time()):010d}.{_hostname()}.{os.getpid()}.{next(_COUNTER)}"
-
-
-def _split_url(log_dir: str) -> tuple[str, bool]:
-    """(local path or URL, is_remote). ``file://`` URLs are local paths."""
-    m = _URL.match(log_dir)
-    if m is None:
-        return log_dir, False
-    if m.group(1).lower() == "file":
-        from urllib.parse import urlparse
-        from urllib.request import url2pathname
-
-        return url2pathname(urlparse(log_dir).path), False
-    return log_dir, True
 
 
 def _join(directory: str, name: str, remote: bool) -> str:
