@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from tbscope import _core
+from tbscope._mirror import split_url as _split_url
 from tbscope._writer import lifecycle
 from tbscope._writer.sinks import (
     _EV_GRAPH_DEF,
@@ -35,7 +36,6 @@ from tbscope._writer.sinks import (
     _purge_events,
     _Run,
     _Sink,
-    _split_url,
     event_file_stem,
 )
 
