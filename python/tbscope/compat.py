@@ -65,9 +65,11 @@ Differences from the originals, on purpose
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import io
 import os
+import random
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from types import SimpleNamespace
@@ -77,7 +79,7 @@ import numpy as np
 
 from tbscope import _core
 from tbscope.frames import to_ndarray
-from tbscope.reader import Logdir, Restarts, scan
+from tbscope.reader import Logdir, scan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -436,17 +438,6 @@ def _scan_file_for_tag(path: str, tag: str) -> list[tuple[int, int, float]]:
     return out
 
 
-def _event_files(path: str) -> list[str]:
-    """The event files TensorBoard's DirectoryWatcher loads for ``path``, in its order."""
-    if os.path.isfile(path):
-        return [path]
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        return []
-    return [os.path.join(path, n) for n in names if "tfevents" in n and os.path.isfile(os.path.join(path, n))]
-
-
 def _compress_histogram(h: Any, bps: Sequence[float]) -> list[tuple[float, float]]:
     """TensorBoard's ``compressor.compress_histogram_proto``: the value at each basis point of the
     cumulative distribution, interpolated inside buckets (same algorithm, same edge rules)."""
@@ -476,19 +467,6 @@ def _compress_histogram(h: Any, bps: Sequence[float]) -> list[tuple[float, float
         values.append((bps[j], h.max))
         j += 1
     return values
-
-
-def _check_size_guidance(size_guidance: Mapping[str, int] | None) -> dict[str, int]:
-    """Validate a size guidance the way TensorBoard reads it. The values never limit anything:
-    tbscope keeps every point (see the module docstring)."""
-    if size_guidance is None:
-        return {}
-    if not isinstance(size_guidance, Mapping):
-        raise TypeError(f"size_guidance takes a dict of tag type -> count, got {type(size_guidance).__name__}")
-    for k, v in size_guidance.items():
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
-            raise ValueError(f"size_guidance[{k!r}] must be an int >= 0 (0 = keep everything), got {v!r}")
-    return dict(size_guidance)
 
 
 # --------------------------------------------------------------------------------------------
@@ -578,20 +556,380 @@ class _Records:
 _NO_RECORDS = _Records([], _EMPTY_IDX, _EMPTY_IDX)
 
 
+# --------------------------------------------------------------------------------------------
+# TensorBoard's loaders and event processing, replayed over record heads
+# --------------------------------------------------------------------------------------------
+
+# Event.what field numbers (event.proto), as _core.record_heads reports them
+_W_FILE_VERSION, _W_GRAPH, _W_SUMMARY, _W_SESSION, _W_TAGGED, _W_META = 3, 4, 5, 7, 8, 9
+_SESSION_START = 1
+#: event_util._MAX_WRITER_NAME_LEN: a longer source writer name is dropped (None).
+_MAX_WRITER_NAME_LEN = 128
+
+
+def _is_event_file(path: str) -> bool:
+    """``io_wrapper.IsSummaryEventsFile``: a name containing ``tfevents``, not a profile marker."""
+    return "tfevents" in os.path.basename(path) and not path.endswith(".profile-empty")
+
+
+def _event_files(path: str) -> list[str]:
+    """The event files TensorBoard's loaders read for ``path``, in their (sorted) order."""
+    if _is_event_file(path) and not os.path.isdir(path):
+        return [path]
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    return [os.path.join(path, n) for n in names if _is_event_file(os.path.join(path, n))]
+
+
+@dataclasses.dataclass
+class _Heads:
+    """The heads of one file's whole records (``_core.record_heads``)."""
+
+    offsets: np.ndarray[Any, Any]
+    steps: np.ndarray[Any, Any]
+    walls: np.ndarray[Any, Any]
+    what: np.ndarray[Any, Any]
+    status: np.ndarray[Any, Any]
+    versions: dict[int, str]
+    writers: dict[int, str]
+
+    @staticmethod
+    def read(path: str) -> _Heads:
+        try:
+            off, step, wall, what, status, versions, writers = _core.record_heads(path)
+        except FileNotFoundError:
+            off = step = wall = what = status = b""
+            versions = writers = []
+        return _Heads(
+            np.frombuffer(off, dtype="<u8").astype(np.int64),
+            np.frombuffer(step, dtype="<i8"),
+            np.frombuffer(wall, dtype="<f8"),
+            np.frombuffer(what, dtype=np.uint8),
+            np.frombuffer(status, dtype="<i4"),
+            dict(versions),
+            dict(writers),
+        )
+
+
+def _directory_deleted_error() -> type[Exception]:
+    try:
+        from tensorboard.backend.event_processing.directory_watcher import DirectoryDeletedError as tb_error
+    except Exception:  # pragma: no cover - depends on the environment
+        return _DirectoryDeletedError
+    err: type[Exception] = tb_error
+    return err
+
+
+class _DirectoryDeletedError(Exception):
+    """Raised by ``Reload`` when the directory is gone (TensorBoard's class when installed)."""
+
+
+class _Loader:
+    """Which records TensorBoard's loader has handed its accumulator, Reload by Reload.
+
+    ``DirectoryWatcher`` (a directory, the default) reads one file at a time in name order and
+    never goes back: a file that appears sorting before the one being read is never read, and
+    appends to a file it has moved past are ignored. ``DirectoryLoader`` (the plugin
+    accumulator's ``event_file_active_filter``) polls every file each time until the filter
+    calls the newest wall time seen in it inactive. A path to one file reads that file.
+
+    Each file keeps the (end, epoch) of each read: its records before ``end`` were handed over
+    at Reload number ``epoch``. TensorBoard processes them in (epoch, file, offset) order.
+    """
+
+    def __init__(self, path: str, active_filter: Any = None) -> None:
+        self.path = path
+        self.single = _is_event_file(path) and not os.path.isdir(path)
+        self.active_filter = active_filter
+        self.epoch = 0
+        self.current: str | None = None
+        self.heads: dict[str, _Heads] = {}
+        self.bounds: dict[str, list[tuple[int, int]]] = {}
+        self.inactive: set[str] = set()
+        self.max_wall: dict[str, float] = {}
+
+    def _consume(self, f: str) -> None:
+        h = self.heads[f] = _Heads.read(f)
+        end = int(h.offsets[-1]) + 1 if len(h.offsets) else 0
+        b = self.bounds.setdefault(f, [])
+        if end > (b[-1][0] if b else 0):
+            b.append((end, self.epoch))
+
+    def advance(self) -> None:
+        """One Reload's worth of reading."""
+        self.epoch += 1
+        if self.single:
+            if os.path.exists(self.path):
+                self._consume(self.path)
+            return
+        if not os.path.isdir(self.path):
+            raise _directory_deleted_error()(f"Directory {self.path} has been permanently deleted")
+        files = _event_files(self.path)
+        if self.active_filter is None:
+            for f in files:
+                if self.current is None or f >= self.current:
+                    self._consume(f)
+                    self.current = f
+            return
+        for f in files:
+            if f in self.inactive:
+                continue
+            if f in self.max_wall and not self.active_filter(self.max_wall[f]):
+                self.inactive.add(f)
+                continue
+            self._consume(f)
+            h = self.heads[f]
+            taken = h.offsets < self.bounds[f][-1][0] if f in self.bounds and self.bounds[f] else np.zeros(0, bool)
+            if taken.any():
+                top = float(h.walls[taken].max())
+                self.max_wall[f] = max(top, self.max_wall.get(f, top))
+                if not self.active_filter(self.max_wall[f]):
+                    self.inactive.add(f)
+
+    def first_head(self) -> tuple[float, str | None] | None:
+        """(wall_time, raw source writer) of the first record TensorBoard would read (before
+        any Reload: the first record of the first file)."""
+        for f in [self.path] if self.single else _event_files(self.path):
+            h = self.heads.get(f) or _Heads.read(f)
+            if len(h.offsets):
+                return float(h.walls[0]), h.writers.get(int(h.offsets[0]))
+        return None
+
+
+@dataclasses.dataclass
+class _Replay:
+    """What TensorBoard's ``_ProcessEvent`` made of the records handed over so far, without the
+    values: file version, source writer, most recent step, and the purges, as positions in
+    processing order (a purge at position *q* with step *s* drops earlier items with step >= *s*).
+    """
+
+    files: list[str]  # event files by path, in the order of ``file_codes``
+    by_file: dict[str, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]  # file -> (offsets, positions)
+    steps: np.ndarray[Any, Any]  # per position
+    first_wall: float | None
+    writer: str | None
+    file_version: float | None
+    most_recent_step: int
+    most_recent_wall_time: float
+    purge_pos: np.ndarray[Any, Any]  # purges of every tag
+    purge_step: np.ndarray[Any, Any]
+    tag_purge_pos: np.ndarray[Any, Any]  # purges of the tags in that event only
+    tag_purge_step: np.ndarray[Any, Any]
+
+    def positions(self, path: str, offsets: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """Position of the record at each of ``offsets`` in ``path`` (-1: not handed over)."""
+        got = self.by_file.get(path)
+        out = np.full(len(offsets), -1, dtype=np.int64)
+        if got is None or not len(offsets):
+            return out
+        offs, pos = got
+        i = np.searchsorted(offs, offsets)
+        i = np.minimum(i, len(offs) - 1) if len(offs) else i
+        if len(offs):
+            hit = offs[i] == offsets
+            out[hit] = pos[i[hit]]
+        return out
+
+
+def _replay(loader: _Loader, purge: bool, plugin: bool) -> _Replay:
+    """Replay TensorBoard's ``_ProcessEvent`` bookkeeping over every record handed over.
+
+    The legacy accumulator and the plugin accumulator differ in three ways: the legacy one purges
+    on every ``SessionLog.START`` (the plugin one skips the first it sees), it moves
+    ``most_recent_step`` only in the out-of-order rule (so it stays -1 for file_version 2 logs)
+    while the plugin one moves it on every summary event, and the plugin accumulator sees graph
+    and tagged run metadata events as summaries (``dataclass_compat`` migrates them into one).
+    """
+    parts = []
+    files = sorted(loader.bounds)
+    for code, f in enumerate(files):
+        h = loader.heads[f]
+        prev = 0
+        for end, epoch in loader.bounds[f]:
+            sel = np.flatnonzero((h.offsets >= prev) & (h.offsets < end))
+            prev = end
+            if len(sel):
+                parts.append((epoch, code, sel))
+    epochs = np.concatenate([np.full(len(s), e, dtype=np.int64) for e, _, s in parts]) if parts else _EMPTY_IDX
+    codes = np.concatenate([np.full(len(s), c, dtype=np.int64) for _, c, s in parts]) if parts else _EMPTY_IDX
+
+    def gather(attr: str, dtype: Any) -> np.ndarray[Any, Any]:
+        if not parts:
+            return np.zeros(0, dtype=dtype)
+        return np.concatenate([getattr(loader.heads[files[c]], attr)[s] for _, c, s in parts]).astype(dtype)
+
+    offsets = gather("offsets", np.int64)
+    order = np.lexsort((offsets, codes, epochs))
+    codes, offsets = codes[order], offsets[order]
+    steps, walls = gather("steps", np.int64)[order], gather("walls", np.float64)[order]
+    what, status = gather("what", np.uint8)[order], gather("status", np.int32)[order]
+    n = len(order)
+    by_file = {}
+    for code, f in enumerate(files):
+        mine = np.flatnonzero(codes == code)
+        by_file[f] = (offsets[mine], mine)
+
+    # file_version and source writer: the last one seen wins (each event sets them)
+    version_at = np.full(n, np.nan)
+    has_version = np.zeros(n, dtype=bool)
+    writer: str | None = None
+    last_writer = -1
+    for i in np.flatnonzero(what == _W_FILE_VERSION).tolist():
+        v = loader.heads[files[codes[i]]].versions.get(int(offsets[i]))
+        if v is not None:
+            version_at[i] = _parse_file_version(v)
+            has_version[i] = True
+    for code, f in enumerate(files):
+        ws = loader.heads[f].writers
+        if ws:
+            offs, pos = by_file[f]
+            for off, w in ws.items():
+                j = np.searchsorted(offs, off)
+                if j < len(offs) and offs[j] == off and int(pos[j]) > last_writer:
+                    last_writer = int(pos[j])
+                    writer = w if w and len(w) <= _MAX_WRITER_NAME_LEN else None
+    if has_version.any():
+        idx = np.where(has_version, np.arange(n), -1)
+        np.maximum.accumulate(idx, out=idx)
+        version = np.where(idx >= 0, version_at[np.maximum(idx, 0)], np.nan)
+        file_version: float | None = float(version_at[has_version][-1])
+    else:
+        version = np.full(n, np.nan)
+        file_version = None
+    # ``if self.file_version and self.file_version >= 2``: None, 0 and NaN fail; -1 (a version
+    # that does not parse) is true but < 2
+    session_rule = (version >= 2) & ~np.isnan(version)
+    summary = what == _W_SUMMARY
+    if plugin:
+        summary = summary | (what == _W_GRAPH) | (what == _W_TAGGED)
+    starts = (what == _W_SESSION) & (status == _SESSION_START)
+    mrs, mrw = -1, -1.0
+    purge_pos = tag_pos = _EMPTY_IDX
+    if purge and n:
+        restarts = np.flatnonzero(session_rule & starts)
+        purge_pos = restarts[1:] if plugin else restarts
+        if plugin:
+            # most_recent_step: the step of the latest summary event, whichever rule applies
+            last = np.where(summary, np.arange(n), -1)
+            np.maximum.accumulate(last, out=last)
+            before = np.concatenate([[-1], last[:-1]])
+            recent = np.where(before >= 0, steps[np.maximum(before, 0)], -1)
+            tag_pos = np.flatnonzero(~session_rule & summary & (steps < recent))
+            if last[-1] >= 0:
+                mrs, mrw = int(steps[last[-1]]), float(walls[last[-1]])
+        else:
+            # the out-of-order rule: an event that does not purge becomes the most recent
+            found = []
+            ooo = np.flatnonzero(~session_rule)
+            for i, s, is_sum in zip(ooo.tolist(), steps[ooo].tolist(), summary[ooo].tolist()):
+                if is_sum and s < mrs:
+                    found.append(i)
+                else:
+                    mrs, mrw = s, float(walls[i])
+            tag_pos = np.asarray(found, dtype=np.int64)
+    first_wall = float(walls[0]) if n else None
+    return _Replay(
+        files, by_file, steps, first_wall, writer, file_version, mrs, mrw,
+        purge_pos, steps[purge_pos], tag_pos, steps[tag_pos],
+    )
+
+
+def _parse_file_version(v: str) -> float:
+    """``event_util.ParseFileVersion``: the number after ``brain.Event:``, -1 if none parses."""
+    try:
+        return float(v.split("brain.Event:")[-1])
+    except ValueError:
+        return -1.0
+
+
+class _Sampled:
+    """One reservoir bucket after TensorBoard's ``_ReservoirBucket`` saw a tag's items and purges:
+    which items it keeps (indices into the item list), how many it has seen, its generator."""
+
+    def __init__(self, kept: list[int], seen: int, rng: random.Random) -> None:
+        self.kept = kept
+        self.seen = seen
+        self.rng = rng
+
+
+def _sample(
+    size: int,
+    keep_last: bool,
+    item_pos: np.ndarray[Any, Any],
+    item_step: np.ndarray[Any, Any],
+    op_pos: np.ndarray[Any, Any],
+    op_step: np.ndarray[Any, Any],
+    exact_state: bool = False,
+) -> _Sampled:
+    """Replay ``_ReservoirBucket.AddItem`` / ``FilterItems`` (purges) for one tag.
+
+    Items and purges are by position; a purge at position *q* drops kept items with step >= its
+    step that arrived before *q*. With no more items than the bucket holds (or size 0) nothing
+    is ever sampled, so the kept items are those no later purge drops (vectorised); otherwise
+    the bucket is replayed item by item with its own ``random.Random(0)``, as TensorBoard does.
+    ``exact_state`` replays anyway, for the item count and generator a script may go on from.
+    """
+    n = len(item_pos)
+    order = np.argsort(op_pos, kind="stable")
+    op_pos, op_step = op_pos[order], op_step[order]
+    if not exact_state and (size == 0 or n <= size):
+        if not len(op_pos):
+            return _Sampled(list(range(n)), n, random.Random(0))
+        suffix_min = np.minimum.accumulate(op_step[::-1])[::-1]
+        j = np.searchsorted(op_pos, item_pos, side="right")
+        later = np.where(j < len(op_pos), suffix_min[np.minimum(j, len(op_pos) - 1)], np.iinfo(np.int64).max)
+        keep = item_step < later
+        return _Sampled(np.flatnonzero(keep).tolist(), n, random.Random(0))
+    rng = random.Random(0)
+    items: list[int] = []
+    seen = 0
+    steps = item_step.tolist()
+    ops = list(zip(op_pos.tolist(), op_step.tolist()))
+    k = 0
+
+    def purge(s: int) -> None:
+        nonlocal items, seen
+        before = len(items)
+        items = [x for x in items if steps[x] < s]
+        seen = int(round(seen * (len(items) / float(before) if before > 0 else 0)))
+
+    for i, p in enumerate(item_pos.tolist()):
+        while k < len(ops) and ops[k][0] <= p:
+            purge(ops[k][1])
+            k += 1
+        if len(items) < size or size == 0:
+            items.append(i)
+        else:
+            r = rng.randint(0, seen)
+            if r < size:
+                items.pop(r)
+                items.append(i)
+            elif keep_last:
+                items[-1] = i
+        seen += 1
+    while k < len(ops):
+        purge(ops[k][1])
+        k += 1
+    return _Sampled(items, seen, rng)
+
+
+
 class _Run:
-    """One run opened by an accumulator: tables, kinds per tag, records and probes, all lazy.
+    """One run opened by an accumulator: tables, kinds per tag, records and probes, all lazy,
+    and where each record falls in TensorBoard's processing order (``_Replay``).
 
     Rebuilt after every ``Reload`` (the caches describe one state of the files).
     """
 
-    def __init__(self, logdir: Logdir, path: str, restarts: str) -> None:
+    def __init__(self, logdir: Logdir, path: str, replay: _Replay) -> None:
         import pandas as pd
 
         self.logdir = logdir
         self.dir = path if os.path.isdir(path) else os.path.dirname(path)
-        self.restarts = restarts
+        self.replay = replay
         self.event_files = [os.path.basename(p) for p in _event_files(path)]
-        self._file_rank = {f: i for i, f in enumerate(self.event_files)}
         s = logdir.series().to_pandas()
         s = s[s["run"].astype(str) == "."] if len(s) else s
         self.kinds: dict[str, str] = {}
@@ -602,7 +940,7 @@ class _Run:
         self._tables: dict[str, _Table] = {}
         self._records: dict[str, _Records] = {}
         self._probes: dict[str, dict[str, _Probe]] = {}
-        self._order: list[str] | None = None
+        self._positions: dict[str, np.ndarray[Any, Any]] = {}
 
     def path(self, rel: str) -> str:
         return os.path.join(self.dir, rel)
@@ -613,6 +951,19 @@ class _Run:
             frame = getattr(self.logdir, _KIND_METHOD[kind])()
             t = self._tables[kind] = _Table(frame.to_arrow())
         return t
+
+    def positions(self, kind: str) -> np.ndarray[Any, Any]:
+        """Per row of ``kind``'s table, its record's position in processing order (-1: not
+        handed over to the accumulator)."""
+        got = self._positions.get(kind)
+        if got is None:
+            t = self.table(kind)
+            got = np.full(t.n, -1, dtype=np.int64)
+            for code, rel in enumerate(t.files):
+                mine = np.flatnonzero(t.file_codes == code)
+                got[mine] = self.replay.positions(self.path(rel), t.offsets[mine])
+            self._positions[kind] = got
+        return got
 
     def rows(self, tag: str) -> np.ndarray[Any, Any]:
         kind = self.kinds.get(tag)
@@ -640,21 +991,20 @@ class _Run:
         return rec
 
     def _scan_records(self, tag: str) -> _Records:
-        found: list[tuple[int, int, int]] = []  # (file index, offset, step)
+        found: list[tuple[int, int]] = []  # (file index, offset)
         for i, rel in enumerate(self.event_files):
-            found.extend((i, off, step) for off, step, _ in _scan_file_for_tag(self.path(rel), tag))
-        if self.restarts == "preempt":
-            kept: list[tuple[int, int, int]] = []
-            for r in found:
-                while kept and kept[-1][2] >= r[2]:
-                    kept.pop()
-                kept.append(r)
-            found = kept
+            found.extend((i, off) for off, _, _ in _scan_file_for_tag(self.path(rel), tag))
         return _Records(
             list(self.event_files),
             np.array([r[0] for r in found], dtype=np.int64),
             np.array([r[1] for r in found], dtype=np.int64),
         )
+
+    def record_positions(self, rec: _Records) -> np.ndarray[Any, Any]:
+        out = np.full(len(rec), -1, dtype=np.int64)
+        for rel, which in rec.per_file():
+            out[which] = self.replay.positions(self.path(rel), rec.offsets[which])
+        return out
 
     def probes(self, tag: str) -> dict[str, _Probe]:
         """file -> how the first record of ``tag`` in that file holds it."""
@@ -672,52 +1022,83 @@ class _Run:
     def fields(self, tag: str) -> set[int]:
         return {p.field for p in self.probes(tag).values()}
 
-    def tags_in_order(self) -> list[str]:
-        """Tags by first record (file order, then offset), like TensorBoard's arrival order."""
-        if self._order is None:
-            keyed = []
-            for i, tag in enumerate(self.kinds):
-                rec = self.records(tag)
-                if len(rec):
-                    keyed.append((self._file_rank.get(rec.file(0), len(self._file_rank)), int(rec.offsets[0]), i, tag))
-            self._order = [k[-1] for k in sorted(keyed)]
-        return self._order
-
     def first_metadata(self, tag: str) -> bytes | None:
         for p in self.probes(tag).values():
             if p.metadata is not None:
                 return p.metadata
         return None
 
-    def bucket_rows(self, tag: str, kind: str, field: int) -> np.ndarray[Any, Any]:
-        """Rows of ``tag`` in ``kind``'s table whose file holds the tag as ``field``."""
+    def tag_rows(self, tag: str, kind: str, field: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(rows, positions) of ``tag`` in ``kind``'s table that TensorBoard was handed, from
+        files that hold the tag as ``field``, in processing order."""
         if self.kinds.get(tag) != kind:
-            raise KeyError(f"Key {tag} was not found in Reservoir")
+            return _EMPTY_IDX, _EMPTY_IDX
         t = self.table(kind)
         idx = self.rows(tag)
         probes = self.probes(tag)
         ok = [i for i, rel in enumerate(t.files) if probes.get(rel, _NO_PROBE).field == field]
         idx = idx[np.isin(t.file_codes[idx], ok)]
-        if not len(idx):
-            raise KeyError(f"Key {tag} was not found in Reservoir")
-        return idx
+        pos = self.positions(kind)[idx]
+        keep = pos >= 0
+        idx, pos = idx[keep], pos[keep]
+        order = np.argsort(pos, kind="stable")
+        return idx[order], pos[order]
+
+    def tag_records(self, tag: str, fields: frozenset[int]) -> tuple[_Records, np.ndarray[Any, Any]]:
+        """(records, positions) of ``tag`` handed over, from files holding it as one of
+        ``fields``, in processing order."""
+        rec = self.records(tag)
+        probes = self.probes(tag)
+        pos = self.record_positions(rec)
+        ok = np.array([probes.get(rec.file(i), _NO_PROBE).field in fields for i in range(len(rec))], dtype=bool)
+        sel = np.flatnonzero(ok & (pos >= 0))
+        sel = sel[np.argsort(pos[sel], kind="stable")]
+        return _Records(rec.names, rec.file_codes[sel], rec.offsets[sel]), pos[sel]
 
     def blob_rows(self, tag: str, field: int) -> list[tuple[str, int, int]]:
-        """(file, blob offset, blob length) of the blobs of ``tag`` held as ``field``."""
+        """(file, blob offset, blob length) of the blobs of ``tag`` held as ``field`` that
+        TensorBoard was handed, in processing order."""
         if self.kinds.get(tag) != "blobs":
             return []
-        t = self.table("blobs")
-        idx = self.rows(tag)
-        probes = self.probes(tag)
-        keep = [i for i in idx.tolist() if probes.get(t.files[t.file_codes[i]], _NO_PROBE).field == field]
-        if not keep:
-            return []
-        k = np.asarray(keep, dtype=np.int64)
-        return _blob_locations(t, k)
+        idx, _ = self.tag_rows(tag, "blobs", field)
+        return _blob_locations(self.table("blobs"), idx) if len(idx) else []
 
     def read_blob(self, where: tuple[str, int, int]) -> bytes:
         with _Files() as files:
             return files.read(self.path(where[0]), where[1], where[2])
+
+    def value_order(self, tags: list[str], at: int) -> list[str]:
+        """``tags`` in the order their values come in the record at position ``at``."""
+        r = self.replay
+        path, offset = r.files[int(r.codes[at])], int(r.offsets[at])
+        with _Files() as files:
+            data = files.record(path, offset)
+        seen: list[str] = []
+        for f, wt, _, b in _walk(data):
+            if f == 5 and wt == 2:
+                for g, gwt, _, vb in _walk(b):
+                    if g == 1 and gwt == 2:
+                        vtag = node = ""
+                        for h, _, _, hb in _walk(vb):
+                            if h == 1:
+                                vtag = hb.decode("utf-8", "replace")
+                            elif h == 7:
+                                node = hb.decode("utf-8", "replace")
+                        t = vtag or node
+                        if t in tags and t not in seen:
+                            seen.append(t)
+        return seen + [t for t in tags if t not in seen]
+
+    def ordered(self, firsts: dict[str, int]) -> list[str]:
+        """Tags by the position of their first item, ties in value order within the record."""
+        by_pos: dict[int, list[str]] = {}
+        for tag, p in firsts.items():
+            by_pos.setdefault(p, []).append(tag)
+        out: list[str] = []
+        for p in sorted(by_pos):
+            group = by_pos[p]
+            out.extend(self.value_order(group, p) if len(group) > 1 else group)
+        return out
 
 
 def _blob_locations(t: _Table, idx: np.ndarray[Any, Any]) -> list[tuple[str, int, int]]:
@@ -735,99 +1116,256 @@ def _blobs(run: _Run, t: _Table, idx: np.ndarray[Any, Any]) -> list[bytes]:
     return _read_blobs(run.dir, _blob_locations(t, idx))
 
 
+def _last_limits(directory: str, files: Sequence[str], offsets: Sequence[int], tags: Sequence[str]) -> list[float | None]:
+    """The writer's last ``bucket_limit`` of the legacy histogram of each (file, offset, tag):
+    tbscope's table keeps ``max`` there (RustBoard's edges), TensorBoard and tbparse the limit
+    as written (often DBL_MAX)."""
+    out: list[float | None] = []
+    with _Files() as fs:
+        for rel, off, tag in zip(files, offsets, tags):
+            data = fs.record(os.path.join(directory, rel), int(off))
+            out.append(_histo_last_limit(data, tag.encode("utf-8")))
+    return out
+
+
+def _histo_last_limit(data: bytes, tag_b: bytes) -> float | None:
+    for f, wt, _, b in _walk(data):
+        if f != 5 or wt != 2:
+            continue
+        for g, gwt, _, vb in _walk(b):
+            if g != 1 or gwt != 2:
+                continue
+            vtag = node = histo = b""
+            for h, _, _, hb in _walk(vb):
+                if h == 1:
+                    vtag = hb
+                elif h == 7:
+                    node = hb
+                elif h == _HISTO:
+                    histo = hb
+            if (vtag or node) != tag_b or not histo:
+                continue
+            last: float | None = None
+            for k, kwt, _, kb in _walk(histo):
+                if k == 6 and kwt == 2 and len(kb) >= 8:
+                    last = struct.unpack("<d", kb[-8:])[0]
+                elif k == 6 and kwt == 1:
+                    last = struct.unpack("<d", kb)[0]
+            return last
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Reservoirs
+# --------------------------------------------------------------------------------------------
+
+
+def _check_size(size: Any) -> None:
+    """``reservoir.Reservoir``'s check, with its message."""
+    if size < 0 or size != round(size):
+        raise ValueError("size must be nonnegative integer, was %s" % size)
+
+
+class _OwnBucket:
+    """A bucket a script changed with ``AddItem``/``FilterItems``: TensorBoard's
+    ``_ReservoirBucket`` algorithm, continued from the replayed state."""
+
+    def __init__(self, items: list[Any], seen: int, rng: random.Random, size: int, keep_last: bool) -> None:
+        self.items = items
+        self.seen = seen
+        self.rng = rng
+        self.size = size
+        self.keep_last = keep_last
+
+    def add(self, item: Any, f: Any) -> None:
+        if len(self.items) < self.size or self.size == 0:
+            self.items.append(f(item))
+        else:
+            r = self.rng.randint(0, self.seen)
+            if r < self.size:
+                self.items.pop(r)
+                self.items.append(f(item))
+            elif self.keep_last:
+                self.items[-1] = f(item)
+        self.seen += 1
+
+    def filter(self, fn: Any) -> int:
+        before = len(self.items)
+        self.items = list(filter(fn, self.items))
+        diff = before - len(self.items)
+        self.seen = int(round(self.seen * (len(self.items) / float(before) if before > 0 else 0)))
+        return diff
+
+
+class Reservoir:
+    """TensorBoard's ``reservoir.Reservoir`` as an accumulator's public attribute (``scalars``,
+    ``histograms``, ``compressed_histograms``, ``images``, ``audios``, ``tensors``; the plugin
+    accumulator's ``tensors_by_tag[tag]``): ``Keys()``, ``Items(key)``, ``AddItem`` and
+    ``FilterItems``, with ``size`` and ``always_keep_last``.
+
+    Its keys and items are what TensorBoard's reservoir holds after the same records (same
+    seed, same replacements, same purges); items are built when asked for. A bucket a script
+    changes with ``AddItem``/``FilterItems`` continues from that state, as TensorBoard's would,
+    until the next ``Reload``, which rebuilds every bucket from the files.
+    """
+
+    def __init__(self, owner: Any, bucket: str, size: int, always_keep_last: bool = True) -> None:
+        _check_size(size)
+        self.size = size
+        self.always_keep_last = always_keep_last
+        self._owner = owner
+        self._bucket = bucket
+        self._own: dict[str, _OwnBucket] = {}
+
+    def __repr__(self) -> str:
+        return f"<tbscope.compat.Reservoir {self._bucket!r} size={self.size}>"
+
+    def _reset(self) -> None:
+        self._own.clear()
+
+    def _replayed_keys(self) -> list[str]:
+        keys: list[str] = self._owner._keys(self._bucket)
+        return keys
+
+    def Keys(self) -> list[str]:
+        keys = self._replayed_keys()
+        return keys + [k for k in self._own if k not in keys]
+
+    def Items(self, key: str) -> list[Any]:
+        own = self._own.get(key)
+        if own is not None:
+            return list(own.items)
+        if key not in self._replayed_keys():
+            raise KeyError("Key %s was not found in Reservoir" % key)
+        items: list[Any] = self._owner._items(self._bucket, key)
+        return items
+
+    def _materialise(self, key: str) -> _OwnBucket:
+        own = self._own.get(key)
+        if own is None:
+            if key in self._replayed_keys():
+                state = self._owner._sampled(self._bucket, key, exact_state=True)
+                items = self._owner._items(self._bucket, key)
+                own = _OwnBucket(items, state.seen, state.rng, self.size, self.always_keep_last)
+            else:
+                own = _OwnBucket([], 0, random.Random(0), self.size, self.always_keep_last)
+            self._own[key] = own
+        return own
+
+    def AddItem(self, key: str, item: Any, f: Any = lambda x: x) -> None:
+        self._materialise(key).add(item, f)
+
+    def FilterItems(self, filterFn: Any, key: str | None = None) -> int:
+        if key:
+            return self._materialise(key).filter(filterFn) if key in self.Keys() else 0
+        return sum(self._materialise(k).filter(filterFn) for k in self.Keys())
+
+
+class _TagReservoir(Reservoir):
+    """The plugin accumulator's per-tag reservoir: one key, ``"."``."""
+
+    def __init__(self, owner: Any, tag: str, size: int) -> None:
+        super().__init__(owner, tag, size)
+
+    def _replayed_keys(self) -> list[str]:
+        return [_TENSOR_RESERVOIR_KEY]
+
+    def Items(self, key: str) -> list[Any]:
+        own = self._own.get(key)
+        if own is not None:
+            return list(own.items)
+        if key != _TENSOR_RESERVOIR_KEY:
+            raise KeyError("Key %s was not found in Reservoir" % key)
+        items: list[Any] = self._owner._items(self._bucket, key)
+        return items
+
+
+_TENSOR_RESERVOIR_KEY = "."
+
+
 # --------------------------------------------------------------------------------------------
 # Accumulators
 # --------------------------------------------------------------------------------------------
 
 
 class _Accumulator:
-    """What both accumulators share: loading, first event, plugin assets, graphs."""
+    """What both accumulators share: loading, the replay, first event, plugin assets, graphs."""
 
-    def __init__(self, path: str | os.PathLike[str], purge_orphaned_data: bool) -> None:
+    _plugin = False
+
+    def __init__(self, path: str | os.PathLike[str], purge_orphaned_data: bool, active_filter: Any = None) -> None:
         if not path:
             raise ValueError("path must be a valid string")
-        self.path = os.fspath(path)
+        self.path = path
         self.purge_orphaned_data = purge_orphaned_data
         self.most_recent_step = -1
         self.most_recent_wall_time: float = -1
         self.file_version: float | None = None
+        self._loader = _Loader(os.fspath(path), active_filter)
         self._logdir: Logdir | None = None
         self._run: _Run | None = None
-        self._first: tuple[float, int, str | None, str | None] | None = None
-        self._mode: Restarts = "all"
+        self._sampled_cache: dict[tuple[str, str], _Sampled] = {}
+        self._keys_cache: dict[str, list[str]] = {}
 
     def Reload(self) -> Any:
         """Read what was written since the last call (everything, the first time).
 
-        As in TensorBoard, nothing is read before the first ``Reload``. Later calls read only the
-        bytes appended since (tbscope's incremental reload) and drop the per-tag caches.
+        As in TensorBoard, nothing is read before the first ``Reload``; then the files are read
+        as its loader reads them (see ``_Loader``), and every bucket is what TensorBoard's
+        would hold after the same records: same purges, same reservoir sampling.
         """
-        info = self._first_event()
-        if info is not None and info[2] is not None:
-            self.file_version = _parse_file_version(info[2])
+        self._loader.advance()
+        replay = _replay(self._loader, self.purge_orphaned_data, self._plugin)
+        fspath = os.fspath(self.path)
         if self._logdir is None:
-            self._logdir = scan(self.path, runs=".", restarts=self._restarts_mode(info is not None), provenance=True)
+            self._logdir = scan(fspath, runs=".", provenance=True)
         self._logdir.reload()
-        runs = self._logdir.run_info().to_pandas()
-        row = runs.iloc[0] if len(runs) else None
-        if self._mode == "all" and self.purge_orphaned_data and row is not None and int(row.get("restarts", 0) or 0) > 0:
-            # the run restarted (a second SessionLog.START): read it again with the purge rule
-            self._mode = "preempt"
-            self._logdir = scan(self.path, runs=".", restarts="preempt", provenance=True)
-            self._logdir.reload()
-        self._run = _Run(self._logdir, self.path, self._mode)
-        if row is not None:
-            if row.get("max_step") == row.get("max_step") and row.get("max_step") is not None:
-                self.most_recent_step = int(row["max_step"])
-            if row.get("last_wall_time") == row.get("last_wall_time") and row.get("last_wall_time") is not None:
-                self.most_recent_wall_time = float(row["last_wall_time"])
+        self._run = _Run(self._logdir, fspath, replay)
+        self.file_version = replay.file_version
+        if self.purge_orphaned_data and replay.most_recent_step != -1 or replay.most_recent_wall_time != -1:
+            self.most_recent_step = replay.most_recent_step
+            self.most_recent_wall_time = replay.most_recent_wall_time
+        self._sampled_cache.clear()
+        self._keys_cache.clear()
+        self._after_reload()
         return self
 
-    def _restarts_mode(self, have_files: bool) -> Restarts:
-        """Which tbscope restart rule stands in for TensorBoard's purge.
+    def _after_reload(self) -> None:
+        raise NotImplementedError
 
-        TensorBoard purges on a restart ``SessionLog.START`` when the files have file_version
-        >= 2 (every writer of the last decade), and on out-of-order steps otherwise. Runs with
-        no such restart are read whole (exactly what TensorBoard keeps); files without a modern
-        file_version, and runs that restarted, get tbscope's ``preempt`` rule.
-        """
-        self._mode = "all"
-        if self.purge_orphaned_data and have_files and (self.file_version is None or self.file_version < 2):
-            self._mode = "preempt"
-        return self._mode
-
-    def _first_event(self) -> tuple[float, int, str | None, str | None] | None:
-        if self._first is None:
-            for p in _event_files(self.path):
-                try:
-                    with _Files() as files:
-                        self._first = _event_header(files.record(p, 0))
-                    break
-                except (OSError, ValueError, struct.error):
-                    continue
-        return self._first
+    def _require(self) -> _Run:
+        if self._run is None:
+            raise KeyError("nothing loaded yet: call Reload() first")
+        return self._run
 
     def FirstEventTimestamp(self) -> float:
-        """Wall time of the first event of the first file (usually the file_version event)."""
-        info = self._first_event()
-        if info is None:
+        """Wall time of the first event (of the first file); read from the files before the
+        first ``Reload``, as TensorBoard does."""
+        if self._run is not None and self._run.replay.first_wall is not None:
+            return self._run.replay.first_wall
+        first = self._loader.first_head()
+        if first is None:
             raise ValueError("No event timestamp could be found")
-        return info[0]
+        return first[0]
 
     def GetSourceWriter(self) -> str | None:
-        """The writer named in the first event's ``source_metadata`` (None when absent)."""
-        info = self._first_event()
-        return None if info is None else info[3]
+        """The writer named in the last ``source_metadata`` seen, as TensorBoard keeps it (None
+        when absent, empty, or longer than 128 characters)."""
+        if self._run is not None:
+            return self._run.replay.writer
+        first = self._loader.first_head()
+        w = first[1] if first is not None else None
+        return w if w and len(w) <= _MAX_WRITER_NAME_LEN else None
 
     def PluginAssets(self, plugin_name: str) -> list[str]:
-        d = os.path.join(self.path, "plugins", plugin_name)
+        d = os.path.join(os.fspath(self.path), "plugins", plugin_name)
         try:
             return [x.rstrip("/") for x in os.listdir(d)]
         except OSError:
             return []
 
     def RetrievePluginAsset(self, plugin_name: str, asset_name: str) -> str:
-        p = os.path.join(self.path, "plugins", plugin_name, asset_name)
+        p = os.path.join(os.fspath(self.path), "plugins", plugin_name, asset_name)
         try:
             with open(p) as f:
                 return f.read()
@@ -854,15 +1392,16 @@ class _Accumulator:
     def _has_meta_graph(self) -> bool:
         return self._run is not None and bool(self._run.blob_rows(_META_GRAPH_TAG, _EV_META_GRAPH))
 
+    def _has_graph(self) -> bool:
+        run = self._run
+        return self._has_meta_graph() or (run is not None and bool(run.blob_rows(_RUN_GRAPH_TAG, _EV_GRAPH)))
+
     def Graph(self) -> Any:
         """The run's ``GraphDef`` (TensorBoard's protos)."""
         data = self._graph_bytes()
         if data is None:
             raise ValueError("There is no graph in this EventAccumulator")
         return _tb("Graph()").graph_pb2.GraphDef.FromString(data)
-
-    def SerializedGraph(self) -> bytes | None:
-        return self._graph_bytes()
 
     def MetaGraph(self) -> Any:
         run = self._run
@@ -871,24 +1410,44 @@ class _Accumulator:
             raise ValueError("There is no metagraph in this EventAccumulator")
         return _tb("MetaGraph()").meta_graph_pb2.MetaGraphDef.FromString(run.read_blob(meta[-1]))
 
+    # ---- the replay, per bucket ---------------------------------------------------------------
 
-def _parse_file_version(v: str) -> float:
-    try:
-        return float(v.split("brain.Event:")[-1])
-    except ValueError:
-        return -1.0
+    def _ops(self, tag_pos: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The purges that reach a tag whose records sit at ``tag_pos``: every restart purge,
+        and the out-of-order purges of events that hold the tag."""
+        r = self._require().replay
+        if not len(r.tag_purge_pos):
+            return r.purge_pos, r.purge_step
+        mine = np.isin(r.tag_purge_pos, tag_pos)
+        return (
+            np.concatenate([r.purge_pos, r.tag_purge_pos[mine]]),
+            np.concatenate([r.purge_step, r.tag_purge_step[mine]]),
+        )
+
+    def _tag_positions(self, tag: str) -> np.ndarray[Any, Any]:
+        """Positions of every record holding ``tag``, whatever its field."""
+        run = self._require()
+        return run.record_positions(run.records(tag))
+
+
+def _identity(x: Any) -> Any:
+    return x
 
 
 class EventAccumulator(_Accumulator):
     """TensorBoard's legacy ``event_accumulator.EventAccumulator``, answered by tbscope.
 
-    Same constructor, same methods, same event classes and the same bucketing: ``Scalars`` holds
-    ``simple_value`` series (tensorboardX, PyTorch, TF1 ``tf.summary.scalar``), ``Tensors`` every
-    value written as a tensor (TF2 ``tf.summary.*``, text, hparams, pr curves, ...), ``Histograms``
-    / ``Images`` / ``Audio`` the legacy ``HistogramProto`` / ``Summary.Image`` / ``Summary.Audio``.
-    The path is one run: a directory (its own event files, not subdirectories) or one file.
+    Same constructor, methods, public attributes (``scalars``, ``histograms``,
+    ``compressed_histograms``, ``images``, ``audios``, ``tensors`` reservoirs with ``Keys()`` and
+    ``Items(tag)``; ``summary_metadata``, ``most_recent_step``, ``file_version``, ...), event
+    classes and bucketing: ``Scalars`` holds ``simple_value`` series (tensorboardX, PyTorch, TF1
+    ``tf.summary.scalar``), ``Tensors`` every value written as a tensor (TF2 ``tf.summary.*``,
+    text, hparams, pr curves, ...), ``Histograms`` / ``Images`` / ``Audio`` the legacy
+    ``HistogramProto`` / ``Summary.Image`` / ``Summary.Audio``. The path is one run: a directory
+    (its own event files, not subdirectories) or one file.
 
-    See the module docstring for what differs (no sampling, restart rule, last histogram limit).
+    Purges and size guidance work as in TensorBoard (same points kept); see ``docs/compat.md``
+    for the few documented differences.
     """
 
     def __init__(
@@ -899,115 +1458,212 @@ class EventAccumulator(_Accumulator):
         purge_orphaned_data: bool = True,
     ) -> None:
         super().__init__(path, purge_orphaned_data)
-        self.size_guidance = _check_size_guidance(size_guidance)
-        self._compression_bps = tuple(compression_bps)
+        guidance = size_guidance or DEFAULT_SIZE_GUIDANCE
+        sizes = {k: guidance[k] if k in guidance else v for k, v in DEFAULT_SIZE_GUIDANCE.items()}
+        self.scalars = Reservoir(self, SCALARS, sizes[SCALARS])
+        self.summary_metadata: dict[str, Any] = {}
+        self.histograms = Reservoir(self, HISTOGRAMS, sizes[HISTOGRAMS])
+        self.compressed_histograms = Reservoir(self, COMPRESSED_HISTOGRAMS, sizes[COMPRESSED_HISTOGRAMS], always_keep_last=False)
+        self.images = Reservoir(self, IMAGES, sizes[IMAGES])
+        self.audios = Reservoir(self, AUDIO, sizes[AUDIO])
+        self.tensors = Reservoir(self, TENSORS, sizes[TENSORS])
+        self._plugin_to_tag_to_content: dict[str, dict[str, bytes]] = collections.defaultdict(dict)
+        self._compression_bps = compression_bps
+        self.accumulated_attrs = ("scalars", "histograms", "compressed_histograms", "images", "audios")
 
     def __repr__(self) -> str:
-        return f"<tbscope.compat.EventAccumulator {self.path!r}>"
+        return f"<tbscope.compat.EventAccumulator {os.fspath(self.path)!r}>"
 
-    def Tags(self) -> dict[str, Any]:
-        """``{tag type: [tags]}``, plus ``graph``/``meta_graph`` flags, like TensorBoard's."""
-        out: dict[str, Any] = {
-            IMAGES: [],
-            AUDIO: [],
-            HISTOGRAMS: [],
-            SCALARS: [],
-            COMPRESSED_HISTOGRAMS: [],
-            TENSORS: [],
-            GRAPH: False,
-            META_GRAPH: False,
-            RUN_METADATA: [],
-        }
-        run = self._run
-        if run is None:
-            return out
-        where = {_SIMPLE: SCALARS, _IMAGE: IMAGES, _AUDIO: AUDIO, _HISTO: HISTOGRAMS, _TENSOR: TENSORS}
-        for tag in run.tags_in_order():
-            fields = run.fields(tag)
-            for f, bucket in where.items():
-                if f in fields:
-                    out[bucket].append(tag)
-            if _EV_RUN_METADATA in fields:
-                out[RUN_METADATA].append(tag)
-        out[COMPRESSED_HISTOGRAMS] = list(out[HISTOGRAMS])
-        out[META_GRAPH] = self._has_meta_graph()
-        out[GRAPH] = out[META_GRAPH] or bool(run.blob_rows(_RUN_GRAPH_TAG, _EV_GRAPH))
-        return out
+    # bucket -> (table kind, Summary.Value field); tensors come from records
+    _TABLE_BUCKETS = {
+        SCALARS: ("scalars", _SIMPLE),
+        HISTOGRAMS: ("histograms", _HISTO),
+        COMPRESSED_HISTOGRAMS: ("histograms", _HISTO),
+        IMAGES: ("images", _IMAGE),
+        AUDIO: ("audio", _AUDIO),
+    }
 
-    def _require(self) -> _Run:
-        if self._run is None:
-            raise KeyError("nothing loaded yet: call Reload() first")
-        return self._run
+    def _reservoir(self, bucket: str) -> Reservoir:
+        res: Reservoir = getattr(self, "audios" if bucket == AUDIO else bucket)
+        return res
 
-    def Scalars(self, tag: str) -> list[ScalarEvent]:
-        """Every ``simple_value`` of ``tag`` as ``ScalarEvent(wall_time, step, value)``."""
+    def _after_reload(self) -> None:
         run = self._require()
-        t = run.table("scalars")
-        idx = run.bucket_rows(tag, "scalars", _SIMPLE)
+        for name in ("scalars", "histograms", "compressed_histograms", "images", "audios", "tensors"):
+            getattr(self, name)._reset()
+        # summary_metadata and plugin contents: the first metadata of each tag, in the order
+        # the tags first come
+        firsts = {}
+        for tag in run.kinds:
+            pos = self._tag_positions(tag)
+            pos = pos[pos >= 0]
+            if len(pos):
+                firsts[tag] = int(pos.min())
+        self.summary_metadata = {}
+        self._plugin_to_tag_to_content = collections.defaultdict(dict)
+        for tag in run.ordered(firsts):
+            md = run.first_metadata(tag)
+            if md is None or tag in (_RUN_GRAPH_TAG, _META_GRAPH_TAG) or _EV_RUN_METADATA in run.fields(tag):
+                continue
+            self.summary_metadata[tag] = _tb("summary_metadata").summary_pb2.SummaryMetadata.FromString(md) if _tb_available() else md
+            name, content = _plugin_of(md)
+            if name:
+                self._plugin_to_tag_to_content[name][tag] = content
+
+    def _items_of(self, bucket: str, tag: str) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(rows or records, positions, steps) of every item TensorBoard adds to ``bucket``."""
+        run = self._require()
+        if bucket == TENSORS:
+            rec, pos = run.tag_records(tag, frozenset((_TENSOR,)))
+            return rec, pos, run.replay.steps[pos]
+        kind, field = self._TABLE_BUCKETS[bucket]
+        idx, pos = run.tag_rows(tag, kind, field)
+        return idx, pos, run.table(kind).steps[idx]
+
+    def _sampled(self, bucket: str, tag: str, exact_state: bool = False) -> _Sampled:
+        key = (bucket, tag)
+        got = None if exact_state else self._sampled_cache.get(key)
+        if got is None:
+            _, pos, steps = self._items_of(bucket, tag)
+            purges = self._ops(self._tag_positions(tag)) if bucket != TENSORS else (_EMPTY_IDX, _EMPTY_IDX)
+            res = self._reservoir(bucket)
+            got = _sample(res.size, res.always_keep_last, pos, steps, *purges, exact_state=exact_state)
+            if not exact_state:
+                self._sampled_cache[key] = got
+        return got
+
+    def _keys(self, bucket: str) -> list[str]:
+        keys = self._keys_cache.get(bucket)
+        if keys is None:
+            run = self._run
+            firsts: dict[str, int] = {}
+            for tag in run.kinds if run is not None else []:
+                _, pos, _ = self._items_of(bucket, tag)
+                if len(pos):
+                    firsts[tag] = int(pos[0])
+            keys = self._keys_cache[bucket] = run.ordered(firsts) if run is not None else []
+        return list(keys)
+
+    def _items(self, bucket: str, tag: str) -> list[Any]:
+        got, _, _ = self._items_of(bucket, tag)
+        kept = np.asarray(self._sampled(bucket, tag).kept, dtype=np.int64)
+        if bucket == TENSORS:
+            return self._tensor_events(tag, _Records(got.names, got.file_codes[kept], got.offsets[kept]))
+        idx = got[kept]
+        build = {
+            SCALARS: self._scalar_events,
+            HISTOGRAMS: self._histogram_events,
+            COMPRESSED_HISTOGRAMS: self._compressed_events,
+            IMAGES: self._image_events,
+            AUDIO: self._audio_events,
+        }[bucket]
+        events: list[Any] = build(tag, idx)
+        return events
+
+    def _scalar_events(self, tag: str, idx: np.ndarray[Any, Any]) -> list[Any]:
+        t = self._require().table("scalars")
         vals = t.column("value", idx)
         return list(map(ScalarEvent, t.walls[idx].tolist(), t.steps[idx].tolist(), vals.tolist()))
 
-    def Histograms(self, tag: str) -> list[HistogramEvent]:
-        """Every legacy ``HistogramProto`` of ``tag``; ``bucket_limit[-1]`` is ``max`` (see module doc)."""
+    def _histogram_events(self, tag: str, idx: np.ndarray[Any, Any]) -> list[Any]:
         run = self._require()
         t = run.table("histograms")
-        idx = run.bucket_rows(tag, "histograms", _HISTO)
         cols = [t.column(c, idx).tolist() for c in ("min", "max", "num", "sum", "sum_squares")]
         rights = t.column("right", idx)
         counts = t.column("count", idx)
+        lasts = _last_limits(run.dir, [t.files[c] for c in t.file_codes[idx].tolist()], t.offsets[idx].tolist(), [tag] * len(idx))
         out = []
         for i, (w, s) in enumerate(zip(t.walls[idx].tolist(), t.steps[idx].tolist())):
             limits, bucket = np.asarray(rights[i]).tolist(), np.asarray(counts[i]).tolist()
+            if limits and lasts[i] is not None:
+                limits[-1] = lasts[i]
             hv = HistogramValue(cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], limits, bucket)
             out.append(HistogramEvent(w, s, hv))
         return out
 
-    def CompressedHistograms(self, tag: str) -> list[CompressedHistogramEvent]:
+    def _compressed_events(self, tag: str, idx: np.ndarray[Any, Any]) -> list[Any]:
         bps = self._compression_bps
         return [
             CompressedHistogramEvent(e.wall_time, e.step, _compress_histogram(e.histogram_value, bps))
-            for e in self.Histograms(tag)
+            for e in self._histogram_events(tag, idx)
         ]
 
-    def Images(self, tag: str) -> list[ImageEvent]:
-        """Every legacy ``Summary.Image`` of ``tag``, bytes read from the files now."""
+    def _image_events(self, tag: str, idx: np.ndarray[Any, Any]) -> list[Any]:
         run = self._require()
         t = run.table("images")
-        idx = run.bucket_rows(tag, "images", _IMAGE)
         data = _blobs(run, t, idx)
         w, h = t.column("width", idx).tolist(), t.column("height", idx).tolist()
         return list(map(ImageEvent, t.walls[idx].tolist(), t.steps[idx].tolist(), data, w, h))
 
-    def Audio(self, tag: str) -> list[AudioEvent]:
-        """Every legacy ``Summary.Audio`` of ``tag``, bytes read from the files now."""
+    def _audio_events(self, tag: str, idx: np.ndarray[Any, Any]) -> list[Any]:
         run = self._require()
         t = run.table("audio")
-        idx = run.bucket_rows(tag, "audio", _AUDIO)
         data = _blobs(run, t, idx)
         ct = [str(c) for c in t.column("content_type", idx).tolist()]
         sr = t.column("sample_rate", idx).tolist()
         lf = t.column("length_frames", idx).tolist()
         return list(map(AudioEvent, t.walls[idx].tolist(), t.steps[idx].tolist(), data, ct, sr, lf))
 
-    def Tensors(self, tag: str) -> list[TensorEvent]:
-        """Every tensor value of ``tag``, with the ``TensorProto`` exactly as written."""
+    def _tensor_events(self, tag: str, rec: _Records) -> list[Any]:
         run = self._require()
-        rec = run.records(tag)
-        probes = run.probes(tag)
-        keep = [(rel, which) for rel, which in rec.per_file() if probes.get(rel, _NO_PROBE).field == _TENSOR]
-        if not keep:
-            raise KeyError(f"Key {tag} was not found in Reservoir")
         tb = _tb("Tensors()")
         parse = tb.event_pb2.Event.FromString
         out = []
         with _Files() as files:
-            for rel, which in keep:
-                for data in files.records(run.path(rel), rec.offsets[which].tolist()):
-                    ev = parse(data)
-                    for v in ev.summary.value:
-                        if (v.tag or v.node_name) == tag and v.HasField("tensor"):
-                            out.append(TensorEvent(ev.wall_time, ev.step, v.tensor))
+            for i in range(len(rec)):
+                ev = parse(files.record(run.path(rec.file(i)), int(rec.offsets[i])))
+                for v in ev.summary.value:
+                    if (v.tag or v.node_name) == tag and v.HasField("tensor"):
+                        out.append(TensorEvent(ev.wall_time, ev.step, v.tensor))
         return out
+
+    def Tags(self) -> dict[str, Any]:
+        """``{tag type: [tags]}``, plus ``graph``/``meta_graph`` flags, like TensorBoard's."""
+        run = self._run
+        run_metadata: list[str] = []
+        if run is not None:
+            firsts = {}
+            for tag in run.kinds:
+                if _EV_RUN_METADATA in run.fields(tag):
+                    rows = run.blob_rows(tag, _EV_RUN_METADATA)
+                    if rows:
+                        _, pos = run.tag_rows(tag, "blobs", _EV_RUN_METADATA)
+                        firsts[tag] = int(pos[0])
+            run_metadata = run.ordered(firsts)
+        return {
+            IMAGES: self.images.Keys(),
+            AUDIO: self.audios.Keys(),
+            HISTOGRAMS: self.histograms.Keys(),
+            SCALARS: self.scalars.Keys(),
+            COMPRESSED_HISTOGRAMS: self.compressed_histograms.Keys(),
+            TENSORS: self.tensors.Keys(),
+            GRAPH: self._has_graph(),
+            META_GRAPH: self._has_meta_graph(),
+            RUN_METADATA: run_metadata,
+        }
+
+    def Scalars(self, tag: str) -> list[ScalarEvent]:
+        """The ``simple_value`` points of ``tag`` TensorBoard keeps, as ``ScalarEvent``s."""
+        return self.scalars.Items(tag)
+
+    def Histograms(self, tag: str) -> list[HistogramEvent]:
+        """The legacy ``HistogramProto``s of ``tag`` TensorBoard keeps."""
+        return self.histograms.Items(tag)
+
+    def CompressedHistograms(self, tag: str) -> list[CompressedHistogramEvent]:
+        return self.compressed_histograms.Items(tag)
+
+    def Images(self, tag: str) -> list[ImageEvent]:
+        """The legacy ``Summary.Image``s of ``tag`` TensorBoard keeps, bytes read now."""
+        return self.images.Items(tag)
+
+    def Audio(self, tag: str) -> list[AudioEvent]:
+        """The legacy ``Summary.Audio``s of ``tag`` TensorBoard keeps, bytes read now."""
+        return self.audios.Items(tag)
+
+    def Tensors(self, tag: str) -> list[TensorEvent]:
+        """The tensor values of ``tag`` TensorBoard keeps, ``TensorProto``s exactly as written."""
+        return self.tensors.Items(tag)
 
     def RunMetadata(self, tag: str) -> Any:
         run = self._run
@@ -1016,46 +1672,29 @@ class EventAccumulator(_Accumulator):
             raise ValueError("There is no run metadata with this tag name")
         return _tb("RunMetadata()").config_pb2.RunMetadata.FromString(run.read_blob(rows[-1]))
 
-    @property
-    def summary_metadata(self) -> dict[str, Any]:
-        """tag -> first ``SummaryMetadata`` (TensorBoard's public attribute of the same name)."""
-        run = self._run
-        out: dict[str, Any] = {}
-        for tag in run.tags_in_order() if run is not None else []:
-            md = run.first_metadata(tag) if run is not None else None
-            if md is not None:
-                out[tag] = _tb("summary_metadata").summary_pb2.SummaryMetadata.FromString(md)
-        return out
-
     def SummaryMetadata(self, tag: str) -> Any:
         """The first ``SummaryMetadata`` written for ``tag``, as on disk (no migration)."""
-        run = self._run
-        md = run.first_metadata(tag) if run is not None and tag in run.kinds else None
-        if md is None:
-            raise KeyError(tag)
-        return _tb("SummaryMetadata()").summary_pb2.SummaryMetadata.FromString(md)
+        return self.summary_metadata[tag]
 
     def _plugin_contents(self) -> dict[str, dict[str, bytes]]:
-        out: dict[str, dict[str, bytes]] = {}
-        run = self._run
-        if run is None:
-            return out
-        for tag in run.tags_in_order():
-            md = run.first_metadata(tag)
-            if md is not None:
-                name, content = _plugin_of(md)
-                if name:
-                    out.setdefault(name, {})[tag] = content
-        return out
+        return {k: dict(v) for k, v in self._plugin_to_tag_to_content.items()}
 
     def PluginTagToContent(self, plugin_name: str) -> dict[str, bytes]:
-        contents = self._plugin_contents()
-        if plugin_name not in contents:
-            raise KeyError(f"Plugin {plugin_name!r} could not be found.")
-        return contents[plugin_name]
+        if plugin_name not in self._plugin_to_tag_to_content:
+            raise KeyError("Plugin %r could not be found." % plugin_name)
+        return self._plugin_to_tag_to_content[plugin_name]
 
-    def ActivePlugins(self) -> frozenset[str]:
-        return frozenset(self._plugin_contents())
+
+def _tb_available() -> bool:
+    try:
+        _tb("summary_metadata")
+    except ImportError:
+        return False
+    return True
+
+
+#: Value fields the plugin accumulator turns into a tensor (after data_compat migration).
+_PLUGIN_FIELDS = frozenset((_SIMPLE, _IMAGE, _HISTO, _AUDIO, _TENSOR, _EV_GRAPH, _EV_RUN_METADATA))
 
 
 class PluginEventAccumulator(_Accumulator):
@@ -1066,10 +1705,13 @@ class PluginEventAccumulator(_Accumulator):
     and ``Tensors(tag)`` returns ``TensorEvent``s whose protos went through TensorBoard's
     ``data_compat`` and ``dataclass_compat`` migration, exactly as TensorBoard would build them
     (legacy scalars become float32 tensors, legacy histograms ``[k, 3]`` float32 buckets, images
-    ``[w, h, png]`` strings, graphs a ``__run_graph__`` series ...). ``SummaryMetadata`` is the
-    migrated metadata. As in TensorBoard, ``RunMetadata`` always raises: migration turns tagged
-    run metadata into tensor series. Requires ``tensorboard`` for the protos.
+    ``[w, h, png]`` strings, graphs a ``__run_graph__`` series ...). ``tensors_by_tag`` holds a
+    reservoir per tag, sampled and purged as TensorBoard's. ``SummaryMetadata`` is the migrated
+    metadata. As in TensorBoard, ``RunMetadata`` always raises: migration turns tagged run
+    metadata into tensor series. Requires ``tensorboard`` for the protos.
     """
+
+    _plugin = True
 
     def __init__(
         self,
@@ -1080,57 +1722,85 @@ class PluginEventAccumulator(_Accumulator):
         event_file_active_filter: Any = None,
         detect_file_replacement: bool | None = None,
     ) -> None:
-        super().__init__(path, purge_orphaned_data)
-        self.size_guidance = _check_size_guidance(size_guidance)
-        self.tensor_size_guidance = _check_size_guidance(tensor_size_guidance)
+        super().__init__(path, purge_orphaned_data, event_file_active_filter)
+        self._size_guidance = dict(size_guidance or PLUGIN_DEFAULT_SIZE_GUIDANCE)
+        self._tensor_size_guidance = dict(tensor_size_guidance or {})
+        self.summary_metadata: dict[str, Any] = {}
+        self.tensors_by_tag: dict[str, Reservoir] = {}
+        self._plugin_to_tag_to_content: dict[str, dict[str, bytes]] = collections.defaultdict(dict)
         self._metadata: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
-        return f"<tbscope.compat.PluginEventAccumulator {self.path!r}>"
+        return f"<tbscope.compat.PluginEventAccumulator {os.fspath(self.path)!r}>"
 
-    def Reload(self) -> Any:
+    def _after_reload(self) -> None:
         self._metadata = None
-        return super().Reload()
+        run = self._require()
+        firsts: dict[str, int] = {}
+        for tag in run.kinds:
+            _, pos = self._tensor_records(tag)
+            if len(pos):
+                firsts[tag] = int(pos[0])
+        metadata = self.AllSummaryMetadata() if self._tensor_size_guidance or TENSORS not in self._size_guidance else {}
+        self.tensors_by_tag = {}
+        for tag in run.ordered(firsts):
+            default = self._size_guidance[TENSORS]
+            md = metadata.get(tag)
+            size = default if md is None else self._tensor_size_guidance.get(md.plugin_data.plugin_name, default)
+            self.tensors_by_tag[tag] = _TagReservoir(self, tag, size)
+        self.summary_metadata = self.AllSummaryMetadata()
+        self._plugin_to_tag_to_content = collections.defaultdict(dict)
+        for tag, m in self.summary_metadata.items():
+            if m.plugin_data.plugin_name:
+                self._plugin_to_tag_to_content[m.plugin_data.plugin_name][tag] = m.plugin_data.content
 
-    def _tensor_tags(self) -> list[str]:
-        run = self._run
-        if run is None:
-            return []
-        out = []
-        for tag in run.tags_in_order():
-            fields = run.fields(tag)
-            if (
-                fields & {_SIMPLE, _IMAGE, _HISTO, _AUDIO, _TENSOR, _EV_GRAPH, _EV_RUN_METADATA}
-                or (0 in fields and run.kinds.get(tag) == "hparams")  # migration adds a null tensor
-            ):
-                out.append(tag)
-        return out
+    def _tensor_records(self, tag: str) -> tuple[_Records, np.ndarray[Any, Any]]:
+        run = self._require()
+        fields = _PLUGIN_FIELDS | {0} if run.kinds.get(tag) == "hparams" else _PLUGIN_FIELDS
+        return run.tag_records(tag, frozenset(fields))
+
+    def _keys(self, bucket: str) -> list[str]:
+        return [_TENSOR_RESERVOIR_KEY]
+
+    def _sampled(self, bucket: str, key: str, exact_state: bool = False) -> _Sampled:
+        tag = bucket
+        got = None if exact_state else self._sampled_cache.get((tag, key))
+        if got is None:
+            _, pos = self._tensor_records(tag)
+            steps = self._require().replay.steps[pos]
+            res = self.tensors_by_tag[tag]
+            got = _sample(res.size, True, pos, steps, *self._ops(self._tag_positions(tag)), exact_state=exact_state)
+            if not exact_state:
+                self._sampled_cache[(tag, key)] = got
+        return got
+
+    def _items(self, bucket: str, key: str) -> list[Any]:
+        tag = bucket
+        rec, _ = self._tensor_records(tag)
+        kept = np.asarray(self._sampled(tag, key).kept, dtype=np.int64)
+        return self._tensor_events(tag, _Records(rec.names, rec.file_codes[kept], rec.offsets[kept]))
 
     def Tags(self) -> dict[str, Any]:
-        run = self._run
-        has_meta = self._has_meta_graph()
         return {
-            TENSORS: self._tensor_tags(),
-            GRAPH: has_meta or (run is not None and bool(run.blob_rows(_RUN_GRAPH_TAG, _EV_GRAPH))),
-            META_GRAPH: has_meta,
+            TENSORS: list(self.tensors_by_tag),
+            GRAPH: self._has_graph(),
+            META_GRAPH: self._has_meta_graph(),
             RUN_METADATA: [],
         }
 
-    def _migrated(self, tag: str, firsts_only: bool, files: Sequence[str] | None = None) -> Iterator[tuple[float, int, Any]]:
-        """(wall_time, step, migrated Summary.Value) of ``tag``'s records, file by file (migration
-        remembers each tag's first metadata per file, as TensorBoard's loaders do)."""
-        run = self._run
-        if run is None:
-            return
+    def SerializedGraph(self) -> bytes | None:
+        return self._graph_bytes()
+
+    def _migrated(self, tag: str, rec: _Records) -> Iterator[tuple[float, int, Any]]:
+        """(wall_time, step, migrated Summary.Value) of ``tag`` in records ``rec``, file by file
+        (migration remembers each tag's first metadata per file, as TensorBoard's loaders do)."""
+        run = self._require()
         tb = _tb("PluginEventAccumulator")
         parse = tb.event_pb2.Event.FromString
-        rec = run.records(tag)
         with _Files() as fs:
             for rel, which in rec.per_file():
-                if files is not None and rel not in files:
-                    continue
                 initial: dict[str, Any] = {}
-                for data in fs.records(run.path(rel), rec.offsets[which[:1] if firsts_only else which].tolist()):
+                for data in fs.records(run.path(rel), rec.offsets[which].tolist()):
                     ev = tb.data_compat.migrate_event(parse(data))
                     for e in tb.dataclass_compat.migrate_event(ev, initial):
                         if e.HasField("summary"):
@@ -1138,17 +1808,19 @@ class PluginEventAccumulator(_Accumulator):
                                 if (v.tag or v.node_name) == tag:
                                     yield e.wall_time, e.step, v
 
-    def _simple_value_tensors(self, tag: str, rel: str) -> list[TensorEvent] | None:
-        """The migrated tensors of a ``simple_value`` series in one file, built from tbscope's
-        columns: migration makes each value ``make_tensor_proto(value)``, a rank-0 DT_FLOAT in
-        ``float_val``, which is rebuilt here without reading the records (20x faster than
-        migrating them). None when a wall time is not finite (only the record has it exactly)."""
-        run = self._run
-        if run is None:
-            return None
+    def _simple_value_tensors(self, tag: str, rel: str, offsets: np.ndarray[Any, Any]) -> list[TensorEvent] | None:
+        """The migrated tensors of a ``simple_value`` series' records at ``offsets`` of one file,
+        built from tbscope's columns: migration makes each value ``make_tensor_proto(value)``, a
+        rank-0 DT_FLOAT in ``float_val``, rebuilt here without reading the records (20x faster
+        than migrating them). None when a wall time is not finite (only the record has it)."""
+        run = self._require()
         t = run.table("scalars")
         idx = run.rows(tag)
         idx = idx[t.file_codes[idx] == t.files.index(rel)] if rel in t.files else idx[:0]
+        idx = idx[np.isin(t.offsets[idx], offsets)]
+        if len(idx) != len(offsets):
+            return None
+        idx = idx[np.argsort(np.searchsorted(offsets, t.offsets[idx]) if np.all(offsets[:-1] <= offsets[1:]) else np.arange(len(idx)), kind="stable")]
         walls = t.walls[idx]
         if np.isnan(walls).any():
             return None
@@ -1160,54 +1832,79 @@ class PluginEventAccumulator(_Accumulator):
             for w, s, v in zip(walls.tolist(), t.steps[idx].tolist(), values)
         ]
 
-    def Tensors(self, tag: str) -> list[TensorEvent]:
-        """Every tensor of ``tag`` after TensorBoard's migration, in file order."""
-        run = self._run
+    def _tensor_events(self, tag: str, rec: _Records) -> list[Any]:
+        """The migrated tensors of ``tag`` in records ``rec`` (in processing order)."""
+        run = self._require()
+        probes = run.probes(tag) if run.kinds.get(tag) == "scalars" else {}
         out: list[TensorEvent] = []
-        if run is not None:
-            probes = run.probes(tag) if run.kinds.get(tag) == "scalars" else {}
-            for rel, _ in run.records(tag).per_file():
-                fast = self._simple_value_tensors(tag, rel) if probes.get(rel, _NO_PROBE).field == _SIMPLE else None
-                if fast is not None:
-                    out.extend(fast)
-                else:
-                    out.extend(TensorEvent(w, s, v.tensor) for w, s, v in self._migrated(tag, False, [rel]) if v.HasField("tensor"))
-        if not out:
-            raise KeyError(tag)
+        # consecutive records of one file form a run; each run is built in one go
+        i = 0
+        n = len(rec)
+        while i < n:
+            j = i + 1
+            while j < n and rec.file_codes[j] == rec.file_codes[i] and rec.offsets[j] > rec.offsets[j - 1]:
+                j += 1
+            rel = rec.file(i)
+            part = _Records(rec.names, rec.file_codes[i:j], rec.offsets[i:j])
+            fast = None
+            if probes.get(rel, _NO_PROBE).field == _SIMPLE:
+                fast = self._simple_value_tensors(tag, rel, rec.offsets[i:j])
+            if fast is not None:
+                out.extend(fast)
+            else:
+                out.extend(TensorEvent(w, s, v.tensor) for w, s, v in self._migrated(tag, part) if v.HasField("tensor"))
+            i = j
         return out
+
+    def Tensors(self, tag: str) -> list[TensorEvent]:
+        """The tensors of ``tag`` TensorBoard keeps, after its migration, in processing order."""
+        return self.tensors_by_tag[tag].Items(_TENSOR_RESERVOIR_KEY)
 
     def AllSummaryMetadata(self) -> dict[str, Any]:
         """tag -> first (migrated) ``SummaryMetadata``."""
         if self._metadata is None:
             md: dict[str, Any] = {}
             run = self._run
-            for tag in run.tags_in_order() if run is not None else []:
-                for _, _, v in self._migrated(tag, True):
-                    if v.HasField("metadata"):
-                        md[tag] = v.metadata
-                        break
+            if run is not None:
+                firsts: dict[str, int] = {}
+                for tag in run.kinds:
+                    pos = self._tag_positions(tag)
+                    pos = pos[pos >= 0]
+                    if len(pos):
+                        firsts[tag] = int(pos.min())
+                for tag in run.ordered(firsts):
+                    rec = run.records(tag)
+                    pos = run.record_positions(rec)
+                    # the first record of each file (migration's memory is per file)
+                    for rel, which in rec.per_file():
+                        which = which[pos[which] >= 0]
+                        if not len(which):
+                            continue
+                        got = None
+                        for _, _, v in self._migrated(tag, _Records(rec.names, rec.file_codes[which[:1]], rec.offsets[which[:1]])):
+                            if v.HasField("metadata"):
+                                got = v.metadata
+                                break
+                        if got is not None:
+                            md[tag] = got
+                            break
             self._metadata = md
         return dict(self._metadata)
 
-    @property
-    def summary_metadata(self) -> dict[str, Any]:
-        return self.AllSummaryMetadata()
-
     def SummaryMetadata(self, tag: str) -> Any:
-        return self.AllSummaryMetadata()[tag]
+        return self.summary_metadata[tag]
 
     def PluginTagToContent(self, plugin_name: str) -> dict[str, bytes]:
-        metadata = self.AllSummaryMetadata().items()
-        out = {t: m.plugin_data.content for t, m in metadata if m.plugin_data.plugin_name == plugin_name}
-        if not out:
-            raise KeyError(f"Plugin {plugin_name!r} could not be found.")
-        return out
+        if plugin_name not in self._plugin_to_tag_to_content:
+            raise KeyError("Plugin %r could not be found." % plugin_name)
+        return dict(self._plugin_to_tag_to_content[plugin_name])
 
     def ActivePlugins(self) -> frozenset[str]:
-        return frozenset(m.plugin_data.plugin_name for m in self.AllSummaryMetadata().values() if m.plugin_data.plugin_name)
+        return frozenset(self._plugin_to_tag_to_content)
 
     def RunMetadata(self, tag: str) -> Any:
         raise ValueError("There is no run metadata with this tag name")
+
 
 
 # --------------------------------------------------------------------------------------------

@@ -425,6 +425,86 @@ pub fn raw_records(
     Ok(out)
 }
 
+/// One whole record of an event file as TensorBoard's accumulators see it: where it starts, its
+/// step and wall time, which `Event.what` field it carries and the little they read from it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RecordHead {
+    pub offset: u64,
+    pub step: i64,
+    pub wall_time: f64,
+    /// The `Event` field number of `what` (3 file_version, 4 graph_def, 5 summary, 6
+    /// log_message, 7 session_log, 8 tagged_run_metadata, 9 meta_graph_def), 0 for none.
+    pub what: u8,
+    /// `SessionLog.status` of a session_log event (1 = START), else 0.
+    pub status: i32,
+    /// `file_version` of a file_version event.
+    pub file_version: Option<String>,
+    /// `source_metadata.writer`, when the event has source metadata.
+    pub writer: Option<String>,
+}
+
+/// The head of every whole, decodable record of one file, in file order, read with the
+/// reader's framing (both CRCs checked; damage is skipped as the reader skips it). For the
+/// Python compat layer, which replays TensorBoard's accumulators (purges, most recent step,
+/// source writer) over these without decoding the records in Python.
+pub fn record_heads(path: &Path, max_len: u64) -> std::io::Result<Vec<RecordHead>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let end = if crate::load::file_may_grow(path) {
+        End::Live
+    } else {
+        End::Final
+    };
+    let opts = WalkOptions {
+        max_len,
+        ..WalkOptions::default()
+    };
+    let mut w = Walker::new(&file, 0, size, end, opts, Vec::new());
+    let mut out = Vec::new();
+    loop {
+        match w.next() {
+            Step::Record { offset, framed } => {
+                let Ok(ev) = Event::decode(payload(framed)) else {
+                    continue;
+                };
+                let mut head = RecordHead {
+                    offset,
+                    step: ev.step,
+                    wall_time: ev.wall_time,
+                    writer: ev.source_metadata.map(|m| {
+                        let writer = crate::proto::Fields::new(m).find_map(|f| match f {
+                            Ok((1, crate::proto::Wire::Bytes(b))) => Some(b),
+                            _ => None,
+                        });
+                        lossy(writer.unwrap_or_default())
+                    }),
+                    ..RecordHead::default()
+                };
+                match ev.what {
+                    What::Nothing => {}
+                    What::FileVersion(v) => {
+                        head.what = 3;
+                        head.file_version = Some(lossy(v));
+                    }
+                    What::GraphDef(_) => head.what = 4,
+                    What::Summary(_) => head.what = 5,
+                    What::LogMessage(_) => head.what = 6,
+                    What::SessionLog(b) => {
+                        head.what = 7;
+                        head.status = SessionLog::decode(b).map(|s| s.status).unwrap_or(0);
+                    }
+                    What::TaggedRunMetadata(_) => head.what = 8,
+                    What::MetaGraphDef(_) => head.what = 9,
+                }
+                out.push(head);
+            }
+            Step::ReadError { error, .. } => return Err(error),
+            Step::End => return Ok(out),
+            Step::Damage { .. } | Step::Tail { .. } => {}
+        }
+    }
+}
+
 /// Whether `needle` occurs in `hay`.
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     let first = needle[0];
