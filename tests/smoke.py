@@ -38,4 +38,18 @@ with tempfile.TemporaryDirectory() as d:
     df = tbscope.read_scalars(d)
     assert df["value"].tolist() == [0.0, 0.5, 1.0, 1.5, 2.0], df
     assert list(df["run"].astype(str).unique()) == ["run"]
-    print(f"tbscope {tbscope.__version__}: smoke test passed ({len(df)} rows)")
+    # The server from the wheel and its declared dependencies alone (pip install, then serve).
+    import json
+    import urllib.request
+
+    with tbscope.serve(d, port=0, cache=False, reload_interval=0) as server:
+        assert server.wait_loaded(60)
+        with urllib.request.urlopen(server.url + "api/v1/runs") as r:
+            assert json.load(r)["columns"]["run"] == ["run"]
+    print(f"tbscope {tbscope.__version__}: smoke test passed ({len(df)} rows, and the server answered)")
+
+# The wheel carries the built dashboard (users never need Node).
+static = Path(tbscope.__file__).parent / "server" / "static"
+assert (static / "index.html").is_file(), f"the dashboard is missing from the wheel ({static})"
+assert any(static.glob("assets/index-*.js")), "the dashboard's script is missing from the wheel"
+print("dashboard assets present")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from tbscope._core import __version__
 from tbscope.cache import CacheInfo
-from tbscope.errors import CorruptRecordError
+from tbscope.curves import downsample, ema
+from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
 from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
 from tbscope.reader import (
@@ -27,6 +28,7 @@ from tbscope.reader import (
 )
 from tbscope.query import Result, sql
 from tbscope.rewrite import RewriteStats, rewrite
+from tbscope.server import Server, serve
 from tbscope.writer import SummaryWriter
 
 __all__ = [
@@ -38,12 +40,18 @@ __all__ = [
     "LoadStats",
     "Logdir",
     "Problem",
+    "QueryError",
     "Report",
     "Result",
+    "RewriteError",
     "RewriteStats",
+    "Server",
     "SummaryWriter",
+    "TbscopeError",
     "TensorFrame",
     "__version__",
+    "downsample",
+    "ema",
     "export",
     "read_audio",
     "read_histograms",
@@ -53,5 +61,13 @@ __all__ = [
     "read_text",
     "rewrite",
     "scan",
+    "serve",
     "sql",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext tbscope``: the ``%tbscope --logdir DIR`` magic (see :mod:`tbscope.notebook`)."""
+    from tbscope.notebook import load_ipython_extension as load
+
+    load(ipython)

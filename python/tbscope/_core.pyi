@@ -7,11 +7,9 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "read_records", "record_heads", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "read_records", "record_heads", "rewrite", "to_csv"]
 
 __version__: str
-
-class CorruptRecordError(Exception): ...
 
 @final
 class Table:
@@ -21,8 +19,6 @@ class Table:
     def __arrow_c_schema__(self) -> object: ...
     @property
     def num_rows(self) -> int: ...
-    @property
-    def num_batches(self) -> int: ...
 
 @final
 class Stream:
@@ -57,13 +53,8 @@ class NativeReader:
     def series(self) -> Table: ...
     def hparams(self) -> Table: ...
     def runs_table(self) -> Table: ...
-    def run_mtimes(self) -> Table:
-        """run, last_modified: the newest mtime of each run's event files (seconds, null when
-        none could be stat'ed), as of the last load."""
     def run_facts(self) -> Table:
         """Per run: the runs table's columns, then last_modified, series, first_step, last_step."""
-    def scalar_stats(self) -> Table:
-        """Per scalar series: run, tag, points, first, last, min, max, mean, count, argmin, argmax."""
     def summary_table(self, stats: list[tuple[str, str]]) -> Table:
         """Per run of runs_table(): a column <tag>:<suffix> per tag with scalars (sorted) and per
         (statistic, suffix) of ``stats``."""
@@ -247,8 +238,28 @@ def to_csv(
 ) -> bytes | None:
     """An Arrow table as CSV in pandas' to_csv format, UTF-8: written to the file descriptor
     ``fd`` as it is formatted (then None), or returned. ValueError for a column type it does not
-    format; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
+    format or a negative ``fd``; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
     comma, quote, newline)."""
+
+def downsample(
+    x: Buffer,
+    y: Buffer,
+    n: int,
+    *,
+    starts: Buffer | None = None,
+    ends: Buffer | None = None,
+    x_lo: float | None = None,
+    x_hi: float | None = None,
+    smoothing: float | None = None,
+) -> tuple[bytes, bytes, bytes | None]:
+    """M4 downsampling of each series (rows ``starts[i]:ends[i]`` of int64/float64 ``x`` and
+    float64 ``y``, or all rows) to at most ``n`` rows, inside ``[x_lo, x_hi]``: (kept rows as
+    int64 bytes, rows kept per series as int64 bytes, TensorBoard-smoothed values of the whole
+    series at the kept rows as float64 bytes when ``smoothing`` is given)."""
+
+def ema(y: Buffer, weight: float, out: Buffer, *, starts: Buffer | None = None, ends: Buffer | None = None) -> None:
+    """TensorBoard's smoothing of each series of float64 ``y`` into the writable float64
+    ``out`` of the same length."""
 
 def read_records(
     path: str | PathLike[str],

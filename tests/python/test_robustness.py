@@ -415,6 +415,29 @@ def test_logdir_without_event_files_is_reported(tmp_path):
     assert "no event files" in str(lg.report).lower()
 
 
+def test_no_event_files_warning_goes_once_files_appear(base, tmp_path):
+    # Before: the warning stayed in the report of a reloaded scan that now holds runs.
+    lg = tbscope.scan(tmp_path)
+    assert lg.runs == [] and "no event files" in str(lg.report)
+    put(tmp_path, base)
+    lg.reload()
+    assert steps(lg) == STEPS
+    assert lg.report.problems == () and lg.report.ok
+
+
+def test_strict_reload_raises_for_new_problems_after_the_warning_goes(base, tmp_path):
+    lg = tbscope.scan(tmp_path, strict=True)
+    with pytest.raises(tbscope.CorruptRecordError, match="no event files"):
+        lg.reload()
+    damaged = bytearray(base)
+    damaged[len(base) // 2] ^= 0xFF
+    put(tmp_path, bytes(damaged))
+    # The warning leaves the report as the corrupt record enters it: the new problem must still
+    # be seen as new (it took the warning's place, so counting positions would miss it).
+    with pytest.raises(tbscope.CorruptRecordError, match="corrupt"):
+        lg.reload()
+
+
 def test_random_bytes_named_like_an_event_file(base, tmp_path):
     put(tmp_path, base, run="good")
     junk = np.random.default_rng(5).integers(0, 256, size=4000, dtype=np.uint8).tobytes()

@@ -4,12 +4,14 @@
 //! (zero-copy decoding) → [`data_compat`] (kinds) → [`event_file`] (one file into columns) →
 //! [`logdir`] (runs and files) → [`load`] (parallel reads, merging, reloads) → [`columns`]
 //! (Arrow). The other direction: [`writer`] encodes and frames events on a background thread,
-//! with [`histogram`] binning values like PyTorch. No Python here: `tbscope-py` is a thin
+//! with [`histogram`] binning values like PyTorch. For drawing: [`downsample`] (M4 and
+//! TensorBoard's smoothing). No Python here: `tbscope-py` is a thin
 //! binding over [`load::Reader`] and [`writer::EventWriter`].
 
 pub mod cache;
 pub mod columns;
 pub mod data_compat;
+pub mod downsample;
 pub mod error;
 pub mod event_file;
 pub mod histogram;

@@ -70,6 +70,20 @@ impl Default for ReaderOptions {
     }
 }
 
+impl ReaderOptions {
+    /// Sets the step range `[lo, hi)`. Without preemption both bounds go to the file parser,
+    /// which skips records outside them; with it, the lower bound is applied after
+    /// preemption, which must see the steps below it (a restart at step 50 drops earlier
+    /// records at steps >= 50 even when only steps >= 80 are asked for).
+    pub fn with_steps(mut self, lo: Option<i64>, hi: Option<i64>) -> Self {
+        let preempt = self.restarts == Restarts::Preempt;
+        self.file.step_lo = if preempt { None } else { lo };
+        self.file.step_hi = hi;
+        self.step_lo = if preempt { lo } else { None };
+        self
+    }
+}
+
 /// One line of the health report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportEntry {
@@ -256,17 +270,22 @@ pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
         .collect()
 }
 
-/// The number of worker threads for `requested` (0 = automatic).
+/// Most worker threads a read uses, whatever is asked: a pool is made per call, and asking for
+/// a million threads (a typo, or a value from elsewhere) made that call spend minutes
+/// starting them.
+pub const MAX_THREADS: usize = 1024;
+
+/// The number of worker threads for `requested` (0 = automatic), at most [`MAX_THREADS`].
 pub fn thread_count(requested: usize) -> usize {
     if requested > 0 {
-        return requested;
+        return requested.min(MAX_THREADS);
     }
     if let Some(n) = std::env::var("TBSCOPE_NUM_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
     {
         if n > 0 {
-            return n;
+            return n.min(MAX_THREADS);
         }
     }
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -334,6 +353,30 @@ impl Reader {
         self.plan_found(stat_found(found), errors, any)
     }
 
+    /// [`Reader::plan`] cut into pieces of about `max_bytes` of event file bytes still to read
+    /// (a piece holds at least one file), in plan order: [`Reader::read`] on each in turn
+    /// streams a logdir in bounded memory.
+    pub fn plan_pieces(&mut self, max_bytes: u64) -> Result<Vec<Vec<(String, PathBuf, Cursor)>>> {
+        let mut pieces = Vec::new();
+        let mut piece = Vec::new();
+        let mut bytes = 0u64;
+        for item in self.plan()? {
+            let left = std::fs::metadata(&item.1)
+                .map_or(0, |m| m.len())
+                .saturating_sub(item.2.offset);
+            if !piece.is_empty() && bytes.saturating_add(left) > max_bytes {
+                pieces.push(std::mem::take(&mut piece));
+                bytes = 0;
+            }
+            bytes = bytes.saturating_add(left);
+            piece.push(item);
+        }
+        if !piece.is_empty() {
+            pieces.push(piece);
+        }
+        Ok(pieces)
+    }
+
     /// [`Reader::plan`] on runs already discovered and stat'ed (`any_found`: whether discovery
     /// found any run, `found` possibly holding only those that may have changed).
     pub(crate) fn plan_found(
@@ -369,6 +412,10 @@ impl Reader {
         }
         if !any_found && self.runs.is_empty() && self.report.is_empty() {
             self.report.push(no_runs_entry(&self.root));
+        } else if any_found {
+            // Event files have appeared since: the warning no longer holds.
+            let stale = no_runs_entry(&self.root);
+            self.report.retain(|e| *e != stale);
         }
         // Which files changed: new ones, ones whose size or mtime moved, and ones left with a
         // pending tail that are final now.
