@@ -122,6 +122,19 @@ def test_scalars_downsampled_keeps_extremes_and_encodes_nan(server):
         assert sm == ("Infinity" if w == math.inf else w)
 
 
+def test_scalars_smoothing_per_point_weight_near_one(server):
+    # The dashboard smooths long runs with per-point weights such as 0.999 ** (1000 / 100_000):
+    # any weight below 1 is TensorBoard's EMA over the whole series.
+    w = 0.999 ** (1000 / 100_000)
+    r = get_json(server.url, f"api/v1/scalars?tag=loss&run=exp/seed0&points=0&smoothing={w!r}")
+    got = r["series"][0]["columns"]["smoothed"]
+    full = tbscope.read_scalars(server.store.sources[0].source.path, runs="exp/seed0", tags="loss")["value"].to_numpy()
+    want = tbscope.ema(full, w)
+    assert [g if isinstance(g, str) else round(g, 9) for g in got] == [
+        ("NaN" if math.isnan(x) else "Infinity" if x == math.inf else round(float(x), 9)) for x in want
+    ]
+
+
 def test_scalars_arrow_and_post(server):
     r = request(server.url, "api/v1/scalars?tag=loss&points=0", headers={"Accept": "application/vnd.apache.arrow.stream"})
     assert r.status == 200 and r.headers["content-type"] == "application/vnd.apache.arrow.stream"
@@ -145,7 +158,7 @@ def test_scalars_window_and_relative(server):
 
 
 def test_scalars_bad_parameters(server):
-    for q in ("points=3", "points=-1", "points=100001", "smoothing=1.5", "x=time", "step_min=5&step_max=1"):
+    for q in ("points=3", "points=-1", "points=100001", "smoothing=1.5", "smoothing=1", "x=time", "step_min=5&step_max=1"):
         r = request(server.url, f"api/v1/scalars?tag=loss&{q}")
         assert r.status == 400, q
         assert r.json()["error"]["code"] == "bad_request" and "Traceback" not in r.body.decode()
@@ -319,9 +332,16 @@ def test_token(logdir):
     with pytest.raises(ValueError, match="token"):
         tbscope.serve(logdir, host="0.0.0.0", port=0, token=None)
     with tbscope.serve(logdir, port=0, cache=False, reload_interval=0, token="s3cret-token") as s:
-        for path in ("api/v1/status", "", "api/openapi.json", "api/v1/blob/" + "0" * 32):
+        for path in ("api/v1/status", "api/openapi.json", "api/docs", "api/v1/blob/" + "0" * 32, "static/../api/v1/runs", "static/%2e%2e/api/v1/runs"):
             r = request(s.url, path)
             assert r.status == 401 and r.json()["error"]["code"] == "unauthorized", path
+        # The dashboard's page and assets are the public build: they load without the token, so the
+        # page can ask for it. Writes to them stay guarded; nothing from the logdir is in them.
+        page = request(s.url, "")
+        assert page.status == 200 and page.headers["content-type"].startswith("text/html")
+        assert str(logdir).encode() not in page.body and b"exp/seed0" not in page.body
+        assert request(s.url, "static/no-such-asset.js").status == 404
+        assert request(s.url, "", method="POST", body=b"").status == 401
         assert request(s.url, "api/v1/status", headers={"Authorization": "Bearer wrong"}).status == 401
         ok = request(s.url, "api/v1/status", headers={"Authorization": "Bearer s3cret-token"})
         assert ok.status == 200 and ok.json()["token_required"] is True

@@ -54,7 +54,7 @@ def get_scalars(
     runs_filter: Annotated[Optional[str], Query(max_length=1000, description="a glob or /regex/ on run names")] = None,
     points: Annotated[int, Query(ge=0, le=MAX_POINTS, description="points per series: 0 = all, else at least 5")] = 1000,
     x: Annotated[Literal["step", "relative", "wall_time"], Query(description="the axis to bucket along")] = "step",
-    smoothing: Annotated[Optional[float], Query(ge=0.0, le=0.999, description="TensorBoard's smoothing weight; adds 'smoothed'")] = None,
+    smoothing: Annotated[Optional[float], Query(ge=0.0, lt=1.0, description="TensorBoard's smoothing weight; adds 'smoothed'")] = None,
     step_min: Annotated[Optional[int], Query(ge=-(2**63), le=2**63 - 1)] = None,
     step_max: Annotated[Optional[int], Query(ge=-(2**63), le=2**63 - 1)] = None,
     x_min: Annotated[Optional[float], Query(description="window in units of x (relative: seconds)")] = None,
