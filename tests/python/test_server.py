@@ -521,3 +521,84 @@ def test_ctrl_c_stops_cleanly(logdir):
             p.kill()
             p.wait()
         p.stderr.close()
+
+
+def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path, monkeypatch):
+    """A whole-series request is served from the tag's overview (every run downsampled once
+    per data generation): any subset of runs, in any order, gets exactly what downsampling
+    that run alone gives; a repeat is the same bytes; new data shows in the next answer."""
+    rng = np.random.default_rng(5)
+    lengths = {f"r{i}": n for i, n in enumerate([3, 40, 400, 1000, 17, 999, 250])}
+    writers = {}
+    for name, n in lengths.items():
+        w = writers[name] = tbscope.SummaryWriter(tmp_path / name, flush_secs=3600)
+        for step, v in enumerate(rng.standard_normal(n).cumsum()):
+            w.add_scalar("loss", float(v), step * 3)
+            w.add_scalar("other", float(-v), step * 3)
+        w.flush()
+
+    def expected(run: str, points: int) -> tuple[list[int], list[float]]:
+        df = tbscope.read_scalars(tmp_path / run, tags="loss")
+        steps, values = df["step"].to_numpy(), df["value"].to_numpy()
+        keep = tbscope.downsample(steps, values, points)
+        return steps[keep].tolist(), values[keep].tolist()
+
+    from tbscope.server import scalars
+
+    # Two overviews kept per snapshot: the third point count is downsampled directly.
+    monkeypatch.setattr(scalars, "MAX_OVERVIEWS", 2)
+    arrow = {"Accept": "application/vnd.apache.arrow.stream"}
+    with tbscope.serve(tmp_path, port=0, cache=False, reload_interval=0.2) as s:
+        assert s.wait_loaded(60)
+        whole = get_json(s.url, "api/v1/scalars?tag=loss&points=20")
+        assert [x["run"] for x in whole["series"]] == sorted(lengths)
+        subset = ["r5", "r0", "r3"]
+        part = get_json(s.url, "api/v1/scalars?tag=loss&points=20" + "".join(f"&run={r}" for r in subset))
+        assert [x["run"] for x in part["series"]] == subset
+        for answer in (whole, part):
+            for series in answer["series"]:
+                steps, values = expected(series["run"], 20)
+                assert series["columns"]["step"] == steps and series["columns"]["value"] == values
+                assert series["total_points"] == lengths[series["run"]]
+        for points in (10, 30):
+            for series in get_json(s.url, f"api/v1/scalars?tag=loss&points={points}&run=r3&run=r6")["series"]:
+                assert series["columns"]["step"] == expected(series["run"], points)[0]
+        kept = [k for k in s.store.snapshot.extras if isinstance(k, tuple) and k[0] == "scalars-overview"]
+        assert sorted(k[3] for k in kept) == [10, 20]
+        first = request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow)
+        again = request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow)
+        assert first.status == again.status == 200 and first.body == again.body
+        t = pa.ipc.open_stream(first.body).read_all()
+        runs = t.column("run").to_pylist()
+        assert runs == sorted(runs, key=["r2", "r4"].index) and runs.count("r4") == 17
+        assert t.column("step").to_pylist()[: runs.count("r2")] == expected("r2", 20)[0]
+        # New points: the next answer has them (answers are kept per data generation).
+        writers["r4"].add_scalar("loss", 123.0, 999)
+        writers["r4"].flush()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            t = pa.ipc.open_stream(request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow).body).read_all()
+            if 999 in t.column("step").to_pylist():
+                break
+            time.sleep(0.1)
+        assert t.column("run").to_pylist().count("r4") == 18 and 123.0 in t.column("value").to_pylist()
+    for w in writers.values():
+        w.close()
+
+
+def test_sql_runs_in_tbscopes_own_locked_database(server, monkeypatch):
+    """One locked DuckDB setup for the library and the server: the server's queries take
+    their connection from tbscope.query, locked down (no external access)."""
+    import tbscope.query as query
+
+    asked: list[bool] = []
+    real = query._cursor
+
+    def counting(external_access: bool = False) -> object:
+        asked.append(external_access)
+        return real(external_access)
+
+    monkeypatch.setattr(query, "_cursor", counting)
+    r = get_json(server.url, "api/v1/sql?q=SELECT%20count(*)%20AS%20n%20FROM%20runs")
+    assert r["columns"]["n"] == [server.store.snapshot.runs.num_rows]
+    assert asked and not any(asked)

@@ -101,7 +101,7 @@ class Guard:
         from the guarded API), and a page that cannot load cannot ask for the token."""
         if scope["method"] not in ("GET", "HEAD"):
             return False
-        rest = scope["path"][len(self.prefix) :] if self.prefix else scope["path"]
+        rest: str = scope["path"][len(self.prefix) :] if self.prefix else scope["path"]
         if ".." in rest.split("/"):
             return False  # routing is literal, but a dot segment never needs to pass unguarded
         return rest == "/" or rest.startswith("/static/")
