@@ -1507,6 +1507,84 @@ mod tests {
         }
     }
 
+    /// `record_heads`: each whole record's offset, step, wall time, `Event.what` field,
+    /// SessionLog status, file version and source writer, in file order; bytes that are not a
+    /// record are skipped as the reader skips them.
+    #[test]
+    fn record_heads_reports_each_record() {
+        fn len_field(out: &mut Vec<u8>, number: u8, body: &[u8]) {
+            out.push((number << 3) | 2);
+            let mut n = body.len();
+            while n >= 0x80 {
+                out.push((n as u8 & 0x7f) | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+            out.extend_from_slice(body);
+        }
+        fn event(wall: f64, step: u8) -> Vec<u8> {
+            let mut e = vec![0x09];
+            e.extend_from_slice(&wall.to_le_bytes());
+            e.extend_from_slice(&[0x10, step]);
+            e
+        }
+        let mut version = event(1.5, 0);
+        len_field(&mut version, 3, b"brain.Event:1");
+        let mut start = event(2.5, 3);
+        len_field(&mut start, 7, &[0x08, 0x01]); // SessionLog { status: START }
+        let mut writer = Vec::new();
+        len_field(&mut writer, 1, b"w1");
+        len_field(&mut start, 10, &writer); // source_metadata
+        let mut summary = event(3.5, 4);
+        len_field(&mut summary, 5, b"");
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for (i, e) in [&version, &start, &summary].into_iter().enumerate() {
+            if i == 2 {
+                data.extend_from_slice(b"not a record at all");
+            }
+            offsets.push(data.len() as u64);
+            crate::tf_record::write_record(&mut data, e);
+        }
+        let path = std::env::temp_dir().join(format!(
+            "tbscope-record-heads-{}.tfevents",
+            std::process::id()
+        ));
+        std::fs::write(&path, &data).unwrap();
+        let heads = record_heads(&path, 1 << 20).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let got: Vec<_> = heads
+            .iter()
+            .map(|h| {
+                (
+                    h.offset,
+                    h.step,
+                    h.wall_time,
+                    h.what,
+                    h.status,
+                    h.file_version.clone(),
+                    h.writer.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    offsets[0],
+                    0,
+                    1.5,
+                    3,
+                    0,
+                    Some("brain.Event:1".to_string()),
+                    None
+                ),
+                (offsets[1], 3, 2.5, 7, 1, None, Some("w1".to_string())),
+                (offsets[2], 4, 3.5, 5, 0, None, None),
+            ]
+        );
+    }
+
     #[test]
     fn same_bytes_is_equality() {
         let a: Vec<u8> = (0..40u8).collect();
