@@ -63,7 +63,8 @@ use crate::runstats::{runs_table_of_facts, scalar_stats_of};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
 /// 2: the runs' state apart from the change-check index; facts and statistics tables.
-const FORMAT_VERSION: u32 = 2;
+/// 3: the text table's `shape`; session logs and log messages in the runs' state.
+const FORMAT_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"TBSCACHE";
 /// Past this many segments the small ones are merged (see `compact_if_needed`).
 const MAX_SEGMENTS: usize = 8;
@@ -868,6 +869,12 @@ impl Cached {
             out.push(crate::load::no_runs_entry(&r.root));
         }
         out
+    }
+
+    pub(crate) fn logs(&self, r: &Reader) -> RecordBatch {
+        self.expect_state();
+        let v = &self.view;
+        r.logs_with(&|run| v.run_ok(run), &|s| v.step_ok(s))
     }
 
     pub(crate) fn series(&self, r: &Reader) -> RecordBatch {
@@ -2499,6 +2506,9 @@ fn encode_manifest(
             e.f(s.wall);
             e.i(i64::from(s.status));
             e.u(s.offset);
+            e.u(u64::from(s.source));
+            e.s(&s.message);
+            e.s(&s.checkpoint_path);
         }
         for f in st.files.values() {
             e.u(f.cursor.offset);
@@ -3026,6 +3036,9 @@ fn decode_state(
                 wall: d.f()?,
                 status: d.i()? as i32,
                 offset: d.u()?,
+                source: d.u()? as u8,
+                message: d.s()?,
+                checkpoint_path: d.s()?,
             });
         }
         let mut files = crate::load::FileMap::with_capacity(index.len());

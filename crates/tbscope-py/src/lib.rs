@@ -189,6 +189,11 @@ impl NativeReader {
         })
     }
 
+    /// TF1's SessionLog and LogMessage events, one row each.
+    fn logs(&self) -> Outcome<Table> {
+        self.with(&[Need::State], |r| Ok(Table::one(r.logs())))
+    }
+
     fn series(&self) -> Outcome<Table> {
         self.with(&[Need::State], |r| Ok(Table::one(r.series())))
     }
@@ -700,6 +705,17 @@ fn record_heads<'py>(
     ))
 }
 
+/// A Chrome trace file (gzip or not) as a table of events (`tbscope_core::profile`).
+#[pyfunction]
+fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
+    py.detach(|| {
+        guarded(|| {
+            let b = tbscope_core::profile::read_trace(&path)?;
+            Ok(Table::one(b))
+        })
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -712,6 +728,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
     m.add_function(wrap_pyfunction!(read_records, m)?)?;
     m.add_function(wrap_pyfunction!(record_heads, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     m.add_function(wrap_pyfunction!(series::group_rows, m)?)?;
