@@ -15,8 +15,8 @@ use regex::Regex;
 use crate::columns::{sniff_image, Tables};
 use crate::data_compat::{decide, legacy_plugin, plugin_names, Kind, KindSet};
 use crate::proto::{
-    summary_values, Audio, DecodeError, Event, Histogram, Image, LogMessage, Metadata, SessionLog,
-    SummaryValue, TaggedRunMetadata, ValueKind, What,
+    summary_values, Audio, DecodeError, Event, HistogramProto, Image, LogMessage, Metadata,
+    SessionLog, SummaryValue, TaggedRunMetadata, ValueKind, What,
 };
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
 use crate::tf_record::{data_crc_ok, payload, Damage, End, Step, WalkOptions, Walker, HEADER_LEN};
@@ -1236,7 +1236,7 @@ pub fn append(
             tables.scalars.value.push(f64::from(*x));
         }
         (Kind::Histograms, ValueKind::Histo(h)) => {
-            let h = Histogram::decode(h).map_err(|e| e.0)?;
+            let h = HistogramProto::decode(h).map_err(|e| e.0)?;
             if h.bucket.len() != h.bucket_limit.len() {
                 return Err("histogram has different numbers of buckets and limits");
             }

@@ -25,6 +25,7 @@ pub mod proto;
 pub mod restarts;
 pub mod rewrite;
 pub mod runstats;
+pub mod sys;
 pub mod tensor;
 pub mod text;
 pub mod tf_record;

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from tbscope import _mirror
 from tbscope.reader import Logdir, scan
 from tbscope.compat._events import _tb, _tb_available, AUDIO, AudioEvent, COMPRESSED_HISTOGRAMS, CompressedHistogramEvent, DEFAULT_SIZE_GUIDANCE, GRAPH, HistogramEvent, HISTOGRAMS, HistogramValue, ImageEvent, IMAGES, META_GRAPH, NORMAL_HISTOGRAM_BPS, RUN_METADATA, ScalarEvent, SCALARS, TensorEvent, TENSORS
 from tbscope.compat._loader import _Loader, _MAX_WRITER_NAME_LEN, _replay
@@ -61,12 +62,14 @@ class _Accumulator:
     def __init__(self, path: str | os.PathLike[str], purge_orphaned_data: bool, active_filter: Any = None) -> None:
         if not path:
             raise ValueError("path must be a valid string")
-        self.path = path
+        # A URL (s3://...) is read from its local mirror, refreshed on each Reload.
+        local, self._mirror = _mirror.local(os.fspath(path))
+        self.path = local
         self.purge_orphaned_data = purge_orphaned_data
         self.most_recent_step = -1
         self.most_recent_wall_time: float = -1
         self.file_version: float | None = None
-        self._loader = _Loader(os.fspath(path), active_filter)
+        self._loader = _Loader(local, active_filter)
         self._logdir: Logdir | None = None
         self._run: _Run | None = None
         self._peeked = 0  # records read by FirstEventTimestamp/GetSourceWriter before Reload
@@ -80,6 +83,8 @@ class _Accumulator:
         as its loader reads them (see ``_Loader``), and every bucket is what TensorBoard's
         would hold after the same records: same purges, same reservoir sampling.
         """
+        if self._mirror is not None and self._logdir is not None:
+            self._mirror.sync()
         self._loader.advance()
         replay = _replay(self._loader, self.purge_orphaned_data, self._plugin)
         fspath = os.fspath(self.path)

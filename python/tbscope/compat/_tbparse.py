@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tbscope.frames import to_ndarray
+from tbscope import _mirror
 from tbscope.reader import scan
 from tbscope.compat._accumulator import EventAccumulator
 from tbscope.compat._events import _tb, AUDIO, GRAPH, HISTOGRAMS, IMAGES, META_GRAPH, RUN_METADATA, SCALARS, STORE_EVERYTHING_SIZE_GUIDANCE, TENSORS
@@ -345,7 +346,7 @@ class SummaryReader:
         extra_columns: set[str] | None = None,
         event_types: set[str] | None = None,
     ) -> None:
-        self._log_path = os.fspath(log_path)
+        self._log_path = _mirror.local(os.fspath(log_path))[0]  # a URL: its local mirror
         extra = (extra_columns or set()).copy()
         if not isinstance(extra, set):
             raise ValueError(f"`columns` should be a {set} instead of {type(extra)}")
