@@ -66,7 +66,13 @@ test: build test-rust fuzz-smoke lint smoke test-web test-e2e test-torch test-py
 test-rust:
 	cargo test --workspace --exclude tbscope-py --quiet
 
+# Rust formatting and clippy (warnings denied; each allow carries its reason), ruff's lint and
+# format check (pinned in constraints.txt; rules in pyproject.toml), mypy strict, the stub.
 lint: $(VENV_STAMP)
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	.venv/bin/ruff check --quiet .
+	.venv/bin/ruff format --check --quiet .
 	.venv/bin/mypy
 	$(PY) -m mypy.stubtest tbscope._core --allowlist .mypy-stubtest-allowlist
 

@@ -199,15 +199,11 @@ mod tests {
         for r in 0..37 {
             let len = (r * 53) % 300;
             for i in 0..len {
-                runs.push(r as i32);
+                runs.push(r);
                 s ^= s << 13;
                 s ^= s >> 7;
                 s ^= s << 17;
-                tags.push(if i % 5 == 0 {
-                    (s % 7) as i32
-                } else {
-                    (i % 3) as i32
-                });
+                tags.push(if i % 5 == 0 { (s % 7) as i32 } else { i % 3 });
             }
         }
         let vals: Vec<u64> = (0..runs.len() as u64).collect();

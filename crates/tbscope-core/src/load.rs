@@ -203,6 +203,10 @@ pub struct LoadStats {
 }
 
 /// A logdir being read, with everything read so far.
+/// Per run: its (max step, per-kind point counts) row in the runs table, or `None` to leave the
+/// run out, as `Reader::runs_table_with` takes it.
+pub(crate) type RunFacts<'a> = &'a dyn Fn(&str, &RunState) -> Option<(Option<i64>, [i64; 8])>;
+
 pub struct Reader {
     pub(crate) root: PathBuf,
     pub(crate) opts: ReaderOptions,
@@ -662,7 +666,7 @@ impl Reader {
                     all.append(t);
                 }
                 let appended = t0.elapsed();
-                (appended, self.to_batches(all))
+                (appended, self.take_batches(all))
             };
             let (a, b) = match &pool {
                 Some(p) => p.install(finish),
@@ -992,7 +996,7 @@ impl Reader {
         intern(&mut self.plugin_names, &mut self.plugin_index, &plugin)
     }
 
-    fn to_batches(&mut self, mut merged: Tables) -> Vec<(Kind, RecordBatch)> {
+    fn take_batches(&mut self, mut merged: Tables) -> Vec<(Kind, RecordBatch)> {
         let rows = merged.rows();
         // Plugin ids for every (run, tag) that the plugin-carrying tables use.
         let mut plugin_ids: HashMap<(i32, i32), i32> = HashMap::new();
@@ -1096,10 +1100,7 @@ impl Reader {
 
     /// The series table with `pick` deciding, per (run, tag, state, kind), whether the row is
     /// there and with which (points, first step, last step).
-    pub(crate) fn series_with(
-        &self,
-        pick: &dyn Fn(&str, &str, &TagState, Kind) -> Option<(u64, i64, i64)>,
-    ) -> RecordBatch {
+    pub(crate) fn series_with(&self, pick: crate::runstats::SeriesPick<'_>) -> RecordBatch {
         let mut run = Vec::new();
         let mut tag = Vec::new();
         let mut kind = Vec::new();
@@ -1169,10 +1170,7 @@ impl Reader {
 
     /// The runs table with `facts` deciding, per run, whether its row is there and with which
     /// max step and per-kind point counts.
-    pub(crate) fn runs_table_with(
-        &self,
-        facts: &dyn Fn(&str, &RunState) -> Option<(Option<i64>, [i64; 8])>,
-    ) -> RecordBatch {
+    pub(crate) fn runs_table_with(&self, facts: RunFacts<'_>) -> RecordBatch {
         let mut name = Vec::new();
         let mut files = Vec::new();
         let mut bytes = Vec::new();

@@ -8,6 +8,9 @@ use arrow_array::{Array, BooleanArray, RecordBatch};
 
 use crate::error::{Error, Result};
 
+/// Per (run, tag): the rows still kept, as (batch, row, step), in increasing step order.
+type Stack = Vec<(usize, usize, i64)>;
+
 /// Applies preemption (when `preempt`) and then `step >= step_lo` to batches in row order.
 ///
 /// Preemption: a record at step s removes the earlier records of its (run, tag) with step >= s,
@@ -38,7 +41,7 @@ pub fn apply(
                 .map(|&k| local[k as usize])
                 .collect()
         };
-        let mut stacks: HashMap<(usize, usize), Vec<(usize, usize, i64)>> = HashMap::new();
+        let mut stacks: HashMap<(usize, usize), Stack> = HashMap::new();
         for (bi, b) in batches.iter().enumerate() {
             let runs = ids(b.column(0).as_ref());
             let tags = ids(b.column(1).as_ref());

@@ -501,8 +501,8 @@ mod tests {
     fn torchs_float32_patterns_in_half_val() {
         // Values a float16 holds exactly, as torch widened them: subnormal, max, -0, inf.
         let halves = [
-            0.40332031f32,
-            -0.71923828,
+            413.0f32 / 1024.0,
+            -1473.0 / 2048.0,
             0.0,
             -0.0,
             2f32.powi(-24),
@@ -517,7 +517,7 @@ mod tests {
         assert!(got[3].is_sign_negative());
         // bfloat16 values: float32 patterns whose low 16 bits are zero.
         let bf = [
-            -0.404296875f32,
+            -207.0f32 / 512.0,
             f32::from_bits(0x7149_0000),
             f32::from_bits(0x80a0_0000),
             0.0,

@@ -388,8 +388,8 @@ pub fn rows_by_record(reader: &Reader) -> BTreeMap<(String, i64), usize> {
                 .column_by_name("offset")
                 .unwrap()
                 .as_primitive::<Int64Type>();
-            for i in 0..b.num_rows() {
-                *out.entry((files[i].clone(), off.value(i))).or_insert(0) += 1;
+            for (i, file) in files.iter().enumerate().take(b.num_rows()) {
+                *out.entry((file.clone(), off.value(i))).or_insert(0) += 1;
             }
         }
     }

@@ -30,17 +30,17 @@ pub struct Source {
     pub scalars: BTreeMap<i64, Vec<(String, i64, u64)>>,
 }
 
-/// Reads `bytes` as one event file with provenance: rows per record offset, scalars per
-/// record offset, the report, and how long the read took.
-fn read(
-    bytes: &[u8],
-    o: &ReaderOptions,
-) -> (
+/// Rows per record offset, scalars per record offset, the report, the read's duration.
+type Read = (
     BTreeMap<i64, usize>,
     BTreeMap<i64, Vec<(String, i64, u64)>>,
     Vec<ReportEntry>,
     Duration,
-) {
+);
+
+/// Reads `bytes` as one event file with provenance: rows per record offset, scalars per
+/// record offset, the report, and how long the read took.
+fn read(bytes: &[u8], o: &ReaderOptions) -> Read {
     let dir = TempDir::new("mutation");
     let path = dir.write(FILE, bytes);
     let t = Instant::now();
