@@ -32,11 +32,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import BENCH_DIR, warm_page_cache  # noqa: E402
+from benchutil import warm_page_cache  # noqa: E402
 
 HERE = Path(__file__).resolve()
 TARGET_OPEN = 5.0  # warm open of the main corpus at least this many times faster than a cold read
@@ -50,7 +51,6 @@ TARGET_CLI = 10.0  # warm ls/summary on 100,000 runs at least this many times fa
 def _task(task: dict[str, Any]) -> dict[str, Any]:
     import pandas  # noqa: F401 - every tool's imports come before the clock starts
     import pyarrow  # noqa: F401
-
     import tbscope
     from tbscope.cli import main as cli_main
 
@@ -131,7 +131,13 @@ def run_task(task: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
         out = Path(tmp) / "result.json"
         task = {**task, "out": str(Path(tmp) / "stdout.txt")} if task["task"] == "cli" else task
         env = dict(os.environ, TBSCOPE_TRACE="1") if task.get("cache") else None
-        proc = subprocess.run([sys.executable, str(HERE), "--task", json.dumps(task), str(out)], capture_output=True, text=True, timeout=timeout, env=env)
+        proc = subprocess.run(
+            [sys.executable, str(HERE), "--task", json.dumps(task), str(out)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
         if out.is_file():
             result: dict[str, Any] = json.loads(out.read_text())
             if env is not None:
@@ -149,7 +155,9 @@ def _median(runs: list[dict[str, Any]], key: str = "seconds") -> float:
     return float(statistics.median(r[key] for r in runs))
 
 
-def _series(task: dict[str, Any], repeat: int, log: Callable[[str], None], before: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def _series(
+    task: dict[str, Any], repeat: int, log: Callable[[str], None], before: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
     runs = []
     for i in range(repeat):
         if before is not None:
@@ -162,14 +170,26 @@ def _series(task: dict[str, Any], repeat: int, log: Callable[[str], None], befor
     return runs
 
 
-def bench_open(logdir: Path, cache_root: Path, threads: int, repeat: int, expected: dict[str, Any] | None, log: Callable[[str], None]) -> dict[str, Any]:
+def bench_open(
+    logdir: Path,
+    cache_root: Path,
+    threads: int,
+    repeat: int,
+    expected: dict[str, Any] | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
     """Scenario 1: cold read, cache miss (read + write) and warm open of one logdir."""
     cache = cache_root / f".cache-open-{logdir.parent.name}"
     warm_page_cache(logdir)
     base = {"task": "open", "logdir": str(logdir), "threads": threads}
     out: dict[str, Any] = {"logdir": str(logdir), "threads": threads}
     out["cold"] = _series({**base, "mode": "cold"}, repeat, log)
-    out["miss"] = _series({**base, "mode": "miss", "cache": str(cache)}, repeat, log, before=lambda: shutil.rmtree(cache, ignore_errors=True))
+    out["miss"] = _series(
+        {**base, "mode": "miss", "cache": str(cache)},
+        repeat,
+        log,
+        before=lambda: shutil.rmtree(cache, ignore_errors=True),
+    )
     out["warm"] = _series({**base, "mode": "warm", "cache": str(cache)}, repeat, log)
     out["cache_bytes"] = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
     statuses = {r["status"] for r in out["warm"]}
@@ -220,7 +240,9 @@ def _fmt(s: float) -> str:
     return f"{s:.3f}" if s < 10 else f"{s:.1f}"
 
 
-def render(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | None, mib: Callable[[float], str]) -> list[str]:
+def render(
+    open_result: dict[str, Any] | None, cli_result: dict[str, Any] | None, mib: Callable[[float], str]
+) -> list[str]:
     lines: list[str] = []
     if open_result is not None:
         o = open_result
@@ -276,12 +298,24 @@ def targets(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | Non
     rows = []
     if open_result is not None:
         ratio = _median(open_result["cold"]) / _median(open_result["warm"])
-        rows.append((f"warm open of the corpus ≥ {TARGET_OPEN:.0f}× faster than a cold read", f"{ratio:.0f}×", "met" if ratio >= TARGET_OPEN else "missed"))
+        rows.append(
+            (
+                f"warm open of the corpus ≥ {TARGET_OPEN:.0f}× faster than a cold read",
+                f"{ratio:.0f}×",
+                "met" if ratio >= TARGET_OPEN else "missed",
+            )
+        )
     if cli_result is not None:
         for cmd in ("ls", "summary"):
             r = cli_result[cmd]
             ratio = _median(r["cold"]) / _median(r["warm"])
-            rows.append((f"warm `tbscope {cmd}` on {cli_result['runs']:,} runs ≥ {TARGET_CLI:.0f}× faster than cold", f"{ratio:.1f}×", "met" if ratio >= TARGET_CLI else "missed"))
+            rows.append(
+                (
+                    f"warm `tbscope {cmd}` on {cli_result['runs']:,} runs ≥ {TARGET_CLI:.0f}× faster than cold",
+                    f"{ratio:.1f}×",
+                    "met" if ratio >= TARGET_CLI else "missed",
+                )
+            )
     return rows
 
 
@@ -300,12 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     corpus.add_corpus_args(parser)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)")
+    parser.add_argument(
+        "--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)"
+    )
     args = parser.parse_args(argv)
     spec, _ = corpus.specs_from_args(args)
     main_corpus = corpus.ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs)
     table = corpus.expected_table(spec)
-    expected = canonical_digest(table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"], table["steps"], table["values"]).to_json()
+    expected = canonical_digest(
+        table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"], table["steps"], table["values"]
+    ).to_json()
     open_result = bench_open(main_corpus.logdir, args.corpus_root, args.threads, args.repeat, expected, print)
     cli_result = None
     if args.many_runs:

@@ -444,21 +444,39 @@ def _env_number(name: str, default: float) -> float:
 def add_corpus_args(parser: argparse.ArgumentParser) -> None:
     """Corpus size flags; each also reads a TBSCOPE_BENCH_* environment variable."""
     quick_env = os.environ.get("TBSCOPE_BENCH_QUICK", "") not in ("", "0")
-    parser.add_argument("--quick", action="store_true", default=quick_env,
-                        help=f"tiny corpus ({QUICK_EVENTS:,} events, 4 runs x 5 tags) for a smoke test "
-                             "[TBSCOPE_BENCH_QUICK=1]")
-    parser.add_argument("--events", type=float, default=None,
-                        help=f"scalar events in the main corpus (default {FULL_EVENTS:,}) [TBSCOPE_BENCH_EVENTS]")
-    parser.add_argument("--subset-events", type=float, default=None,
-                        help=f"events in the subset corpus for slow baselines (default {SUBSET_EVENTS:,}; "
-                             "0 disables) [TBSCOPE_BENCH_SUBSET_EVENTS]")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=quick_env,
+        help=f"tiny corpus ({QUICK_EVENTS:,} events, 4 runs x 5 tags) for a smoke test [TBSCOPE_BENCH_QUICK=1]",
+    )
+    parser.add_argument(
+        "--events",
+        type=float,
+        default=None,
+        help=f"scalar events in the main corpus (default {FULL_EVENTS:,}) [TBSCOPE_BENCH_EVENTS]",
+    )
+    parser.add_argument(
+        "--subset-events",
+        type=float,
+        default=None,
+        help=f"events in the subset corpus for slow baselines (default {SUBSET_EVENTS:,}; "
+        "0 disables) [TBSCOPE_BENCH_SUBSET_EVENTS]",
+    )
     parser.add_argument("--runs", type=int, default=None, help="runs in the main corpus (default 40; quick 4)")
     parser.add_argument("--tags", type=int, default=None, help="bulk scalar tags per run (default 25; quick 5)")
-    parser.add_argument("--jobs", type=int, default=int(_env_number("TBSCOPE_BENCH_JOBS", 2)),
-                        help="generator processes (default 2) [TBSCOPE_BENCH_JOBS]")
-    parser.add_argument("--corpus-root", type=Path,
-                        default=Path(os.environ.get("TBSCOPE_BENCH_CORPUS_DIR", DEFAULT_ROOT)),
-                        help="cache folder for corpora (default bench/.corpus) [TBSCOPE_BENCH_CORPUS_DIR]")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=int(_env_number("TBSCOPE_BENCH_JOBS", 2)),
+        help="generator processes (default 2) [TBSCOPE_BENCH_JOBS]",
+    )
+    parser.add_argument(
+        "--corpus-root",
+        type=Path,
+        default=Path(os.environ.get("TBSCOPE_BENCH_CORPUS_DIR", DEFAULT_ROOT)),
+        help="cache folder for corpora (default bench/.corpus) [TBSCOPE_BENCH_CORPUS_DIR]",
+    )
 
 
 def specs_from_args(args: argparse.Namespace) -> tuple[CorpusSpec, CorpusSpec | None]:
@@ -469,10 +487,16 @@ def specs_from_args(args: argparse.Namespace) -> tuple[CorpusSpec, CorpusSpec | 
     keeps per-file costs and events/s comparable.
     """
     quick = bool(args.quick)
-    events = args.events if args.events is not None else _env_number(
-        "TBSCOPE_BENCH_EVENTS", QUICK_EVENTS if quick else FULL_EVENTS)
-    subset_events = args.subset_events if args.subset_events is not None else _env_number(
-        "TBSCOPE_BENCH_SUBSET_EVENTS", QUICK_SUBSET_EVENTS if quick else SUBSET_EVENTS)
+    events = (
+        args.events
+        if args.events is not None
+        else _env_number("TBSCOPE_BENCH_EVENTS", QUICK_EVENTS if quick else FULL_EVENTS)
+    )
+    subset_events = (
+        args.subset_events
+        if args.subset_events is not None
+        else _env_number("TBSCOPE_BENCH_SUBSET_EVENTS", QUICK_SUBSET_EVENTS if quick else SUBSET_EVENTS)
+    )
     runs = args.runs or (4 if quick else 40)
     tags = args.tags or (5 if quick else 25)
     steps = max(1, math.ceil(int(events) / (runs * tags)))

@@ -113,7 +113,10 @@ def main() -> None:
         (empty / "run" / "events.out.tfevents.1700000000.empty").touch()
         commands = {
             "tbscope check --final": ([tbscope_cli, "check", logdir, "--final", "--format", "json"], False),
-            "tbscope check --final, empty logdir": ([tbscope_cli, "check", str(empty), "--final", "--format", "json"], False),
+            "tbscope check --final, empty logdir": (
+                [tbscope_cli, "check", str(empty), "--final", "--format", "json"],
+                False,
+            ),
             "the read alone, in process": ([sys.executable, "-c", READ, logdir], True),
         }
         print(f"crafted file: {size / 1e6:.1f} MB of headers claiming {CLAIM} bytes each, every 12 bytes")
@@ -125,7 +128,9 @@ def main() -> None:
             times = [t for t, _ in runs]
             crc = runs[-1][1]
             ratio = f"{crc / size:.1f}" if crc and "empty" not in name else "n/a"
-            print(f"| {name} | {statistics.median(times):.2f} | {', '.join(f'{t:.2f}' for t in times)} | {crc if crc is not None else 'n/a'} | {ratio} |")
+            print(
+                f"| {name} | {statistics.median(times):.2f} | {', '.join(f'{t:.2f}' for t in times)} | {crc if crc is not None else 'n/a'} | {ratio} |"
+            )
 
 
 if __name__ == "__main__":

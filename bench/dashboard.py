@@ -47,7 +47,14 @@ RESULTS = BENCH / "results"
 STATIC = ROOT / "python" / "tbscope" / "server" / "static"
 GENERATOR_VERSION = 1
 CHROMIUM = os.environ.get("TBSCOPE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 if os.geteuid() == 0:
     ARGS.append("--no-sandbox")
 
@@ -66,7 +73,6 @@ def tag_names(n: int) -> list[str]:
 
 def _write_run(job: tuple[str, int, int, int]) -> None:
     import numpy as np
-
     import tbscope
 
     root, i, tags, steps = job
@@ -114,7 +120,12 @@ def get_json(url: str, timeout: float = 30) -> Any:
 
 def start_tbscope(logdir: Path) -> tuple[subprocess.Popen[str], str]:
     exe = Path(sys.executable).with_name("tbscope")
-    proc = subprocess.Popen([str(exe), "serve", str(logdir), "--port", "0", "--reload_interval", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [str(exe), "serve", str(logdir), "--port", "0", "--reload_interval", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     deadline = time.monotonic() + 120
     url = ""
@@ -149,7 +160,11 @@ def start_tensorboard(logdir: Path, runs: int, tags: int) -> tuple[subprocess.Po
         port = s.getsockname()[1]
     exe = Path(sys.executable).with_name("tensorboard")
     log = open(tempfile.mktemp(prefix="tensorboard-", suffix=".log"), "wb")
-    proc = subprocess.Popen([str(exe), "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1", "--reload_interval", "5"], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(exe), "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1", "--reload_interval", "5"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/"
     t0 = time.perf_counter()
     # Loaded = every run lists every tag with its last step (RustBoard fills reservoirs as it goes).
@@ -162,7 +177,9 @@ def start_tensorboard(logdir: Path, runs: int, tags: int) -> tuple[subprocess.Po
             if n >= runs * tags:
                 any_run = next(iter(tags_by_run))
                 any_tag = next(iter(tags_by_run[any_run]))
-                pts = get_json(url + "data/plugin/scalars/scalars?" + urllib.parse.urlencode({"run": any_run, "tag": any_tag}))
+                pts = get_json(
+                    url + "data/plugin/scalars/scalars?" + urllib.parse.urlencode({"run": any_run, "tag": any_tag})
+                )
                 stable = stable + 1 if pts and pts[-1][1] == last else 0
                 last = pts[-1][1] if pts else -1
                 if stable >= 2:
@@ -175,7 +192,6 @@ def start_tensorboard(logdir: Path, runs: int, tags: int) -> tuple[subprocess.Po
 
 
 # Measurements -------------------------------------------------------------------------------
-
 
 
 def colored_pixels(png: bytes) -> int:
@@ -226,8 +242,12 @@ def tbscope_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         page.goto(url + "#scalars")
         if i % 2 == 0:
-            page.wait_for_function("() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000)
-            marks.append(page.evaluate("() => performance.getEntriesByName('tbscope:first-chart-painted')[0].startTime"))
+            page.wait_for_function(
+                "() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000
+            )
+            marks.append(
+                page.evaluate("() => performance.getEntriesByName('tbscope:first-chart-painted')[0].startTime")
+            )
             # Where the time went: the page's own marks (ms after navigation).
             steps.append(
                 page.evaluate(
@@ -273,7 +293,10 @@ def tbscope_smoothing(browser: Any, url: str, repeat: int, runs: int) -> dict[st
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
     page.goto(url + "#scalars?points=1000")
-    page.wait_for_function("() => [...document.querySelectorAll('.scalar-card')].filter(c => c.dataset.state === 'ready').length >= 2", timeout=120_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.scalar-card')].filter(c => c.dataset.state === 'ready').length >= 2",
+        timeout=120_000,
+    )
     page.wait_for_timeout(1500)
     foot = page.eval_on_selector(".scalar-card .card-foot", "e => e.textContent")
     times = [page.evaluate(SMOOTH_JS, 0.5 + 0.02 * (i % 10)) for i in range(repeat)]
@@ -347,7 +370,9 @@ def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
         if empty:
             page.wait_for_function("() => document.querySelectorAll('.scalar-card').length >= 50", timeout=60_000)
         else:
-            page.wait_for_function("() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000)
+            page.wait_for_function(
+                "() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000
+            )
         # Steady state: the charts on screen loaded and drawn (the scroll, not the first load).
         page.wait_for_load_state("networkidle")
         page.wait_for_timeout(1500)
@@ -365,7 +390,11 @@ def bundle_size() -> dict[str, Any]:
     html = (STATIC / "index.html").read_text()
     files = re.findall(r'(?:src|href)="static/([^"]+\.(?:js|css))"', html)
     sizes = {f: len(gzip.compress((STATIC / f).read_bytes(), 9)) for f in files}
-    lazy = {f"assets/{p.name}": len(gzip.compress(p.read_bytes(), 9)) for p in (STATIC / "assets").glob("*.js") if f"assets/{p.name}" not in sizes}
+    lazy = {
+        f"assets/{p.name}": len(gzip.compress(p.read_bytes(), 9))
+        for p in (STATIC / "assets").glob("*.js")
+        if f"assets/{p.name}" not in sizes
+    }
     return {"initial_gzip_bytes": sum(sizes.values()), "initial": sizes, "lazy": lazy}
 
 
@@ -388,11 +417,16 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     logdir = ensure_logdir(a.runs, a.tags, a.steps, a.jobs)
-    results: dict[str, Any] = {"corpus": {"runs": a.runs, "tags": a.tags, "steps": a.steps}, "repeat": a.repeat, "load": os.getloadavg()}
+    results: dict[str, Any] = {
+        "corpus": {"runs": a.runs, "tags": a.tags, "steps": a.steps},
+        "repeat": a.repeat,
+        "load": os.getloadavg(),
+    }
     results["bundle"] = bundle_size()
     results["tb_repeat"] = a.tb_repeat or a.repeat
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+
         def phase(name: str, fn: Any, *args: Any) -> None:
             t0 = time.perf_counter()
             results[name] = fn(*args)
@@ -437,10 +471,30 @@ def render(r: dict[str, Any]) -> str:
     iv = sc.get("intervals_ms", [])
     rows = [
         ("first scalars chart painted (own mark)", "< 1000 ms", f"{med(tf.get('mark_ms', [])):.0f} ms", "-"),
-        ("first scalars chart painted (screenshot poll)", "< 1000 ms", f"{med(tf.get('poll_ms', [])):.0f} ms", f"{med(bf.get('poll_ms', [])):.0f} ms" if bf else "not run"),
-        ("smoothing input -> next painted frame", "< 50 ms", f"{med(ts.get('ms', [])):.1f} ms (p95 {pct(ts.get('ms', []), 0.95):.1f})", f"{med(bs.get('ms', [])):.0f} ms (pixels changed)" if bs else "not run"),
-        ("scrolling 50 cards: frame interval p95", "<= 20 ms", f"{pct(iv, 0.95):.1f} ms (p50 {pct(iv, 0.5):.1f}, max {max(iv) if iv else math.nan:.0f})", "-"),
-        ("same scroll, no run selected (the machine's floor)", "-", f"{pct(sc.get('empty_intervals_ms', []), 0.95):.1f} ms (p50 {pct(sc.get('empty_intervals_ms', []), 0.5):.1f})", "-"),
+        (
+            "first scalars chart painted (screenshot poll)",
+            "< 1000 ms",
+            f"{med(tf.get('poll_ms', [])):.0f} ms",
+            f"{med(bf.get('poll_ms', [])):.0f} ms" if bf else "not run",
+        ),
+        (
+            "smoothing input -> next painted frame",
+            "< 50 ms",
+            f"{med(ts.get('ms', [])):.1f} ms (p95 {pct(ts.get('ms', []), 0.95):.1f})",
+            f"{med(bs.get('ms', [])):.0f} ms (pixels changed)" if bs else "not run",
+        ),
+        (
+            "scrolling 50 cards: frame interval p95",
+            "<= 20 ms",
+            f"{pct(iv, 0.95):.1f} ms (p50 {pct(iv, 0.5):.1f}, max {max(iv) if iv else math.nan:.0f})",
+            "-",
+        ),
+        (
+            "same scroll, no run selected (the machine's floor)",
+            "-",
+            f"{pct(sc.get('empty_intervals_ms', []), 0.95):.1f} ms (p50 {pct(sc.get('empty_intervals_ms', []), 0.5):.1f})",
+            "-",
+        ),
         ("initial JS + CSS gzipped", "<= 100 KB", f"{r['bundle']['initial_gzip_bytes'] / 1024:.1f} KB", "-"),
     ]
     out = [
@@ -452,7 +506,10 @@ def render(r: dict[str, Any]) -> str:
         "",
         f"smoothing measured on: {ts.get('first_card', '')}",
         "first chart, where the time went (medians, ms after navigation): "
-        + ", ".join(f"{k} {med([s[k] for s in tf.get('steps', []) if s.get(k) is not None]):.0f}" for k in ("status", "runs", "tags", "first_fetch_start", "first_fetch_ms", "first_draw_ms", "painted")),
+        + ", ".join(
+            f"{k} {med([s[k] for s in tf.get('steps', []) if s.get(k) is not None]):.0f}"
+            for k in ("status", "runs", "tags", "first_fetch_start", "first_fetch_ms", "first_draw_ms", "painted")
+        ),
     ]
     return "\n".join(out) + "\n"
 

@@ -54,11 +54,10 @@ def run_name(i: int) -> str:
 
 def _write_runs(job: tuple[ManyRunsSpec, str, int, int]) -> int:
     """Pool task: runs [first, last) of the logdir."""
+    import corpus
     import numpy as np
     from tensorboardX.proto import event_pb2
     from tensorboardX.record_writer import RecordWriter
-
-    import corpus
 
     spec, logdir, first, last = job
     steps = np.arange(spec.steps, dtype=np.int64)
@@ -109,7 +108,9 @@ def ensure(spec: ManyRunsSpec, root: Path, jobs: int = 2, log=print) -> Path:  #
             done += n
     seconds = time.perf_counter() - started
     size = sum(f.stat().st_size for f in (partial / "logdir").rglob("*tfevents*"))
-    (partial / MARKER).write_text(json.dumps({"params": params, "events": done, "bytes": size, "generation_seconds": seconds}, indent=2) + "\n")
+    (partial / MARKER).write_text(
+        json.dumps({"params": params, "events": done, "bytes": size, "generation_seconds": seconds}, indent=2) + "\n"
+    )
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
     log(f"corpus {spec.name}: {done:,} events, {human_bytes(size)} in {seconds:.0f}s")
@@ -120,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--corpus-root", type=Path, default=Path(os.environ.get("TBSCOPE_BENCH_CORPUS_DIR", BENCH_DIR / ".corpus")))
+    parser.add_argument(
+        "--corpus-root", type=Path, default=Path(os.environ.get("TBSCOPE_BENCH_CORPUS_DIR", BENCH_DIR / ".corpus"))
+    )
     args = parser.parse_args(argv)
     print(ensure(ManyRunsSpec(runs=args.runs), args.corpus_root, args.jobs))
     return 0

@@ -32,8 +32,8 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import add_corpus_args, ensure_corpus, specs_from_args  # noqa: E402 - after the path
 from benchutil import human_bytes, warm_page_cache  # noqa: E402
+from corpus import add_corpus_args, ensure_corpus, specs_from_args  # noqa: E402 - after the path
 
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
 BUCKET = "tbscope-bench"
@@ -82,7 +82,11 @@ def free_port() -> int:
 
 def start_s3() -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     for _ in range(1200):
         try:
@@ -95,7 +99,13 @@ def start_s3() -> tuple[subprocess.Popen[bytes], str]:
 
 
 def child(mode: str, target: str, endpoint: str, mirror: str) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, target, endpoint, mirror], capture_output=True, text=True, check=True, env={**os.environ, **AWS_ENV})
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, target, endpoint, mirror],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **AWS_ENV},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -121,7 +131,10 @@ def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[
                 results["s3"].append(child("s3", url, endpoint, mirror))
             finally:
                 shutil.rmtree(mirror, ignore_errors=True)
-            print(f"  repeat {i + 1}: " + ", ".join(f"{k} {v[-1]['seconds']:.2f} s" for k, v in results.items()), file=sys.stderr)
+            print(
+                f"  repeat {i + 1}: " + ", ".join(f"{k} {v[-1]['seconds']:.2f} s" for k, v in results.items()),
+                file=sys.stderr,
+            )
     finally:
         proc.kill()
         proc.wait()
@@ -130,13 +143,17 @@ def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[
 
 def bench_dask(logdir: Path, repeats: int) -> dict[int, dict[str, float]]:
     import distributed
-
     import tbscope.dask as tdask
 
     out: dict[int, dict[str, float]] = {}
     for workers in (1, 2):
         env = {"TBSCOPE_NUM_THREADS": "1"}
-        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", env=env) as cluster, distributed.Client(cluster):
+        with (
+            distributed.LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", env=env
+            ) as cluster,
+            distributed.Client(cluster),
+        ):
             ddf = tdask.read_scalars(str(logdir), threads=1)
             ddf.map_partitions(len).sum().compute()  # warm: workers import tbscope, page cache
             lens, parquet = [], []
@@ -150,8 +167,16 @@ def bench_dask(logdir: Path, repeats: int) -> dict[int, dict[str, float]]:
                 tdask.to_parquet(str(logdir), target, threads=1)
                 parquet.append(time.perf_counter() - t)
                 shutil.rmtree(target, ignore_errors=True)
-            out[workers] = {"len": statistics.median(lens), "parquet": statistics.median(parquet), "rows": float(n), "partitions": float(ddf.npartitions)}
-        print(f"  dask {workers} worker(s): len {out[workers]['len']:.2f} s, to_parquet {out[workers]['parquet']:.2f} s", file=sys.stderr)
+            out[workers] = {
+                "len": statistics.median(lens),
+                "parquet": statistics.median(parquet),
+                "rows": float(n),
+                "partitions": float(ddf.npartitions),
+            }
+        print(
+            f"  dask {workers} worker(s): len {out[workers]['len']:.2f} s, to_parquet {out[workers]['parquet']:.2f} s",
+            file=sys.stderr,
+        )
     return out
 
 
@@ -178,9 +203,15 @@ def main() -> int:
         "|---|---:|---:|---:|---:|---:|",
     ]
     floor, local_rss = med("floor", "seconds"), med("local", "peak_rss")
-    for kind, name in (("floor", "raw-GET floor (same pieces and concurrency, bytes discarded)"), ("s3", "tbscope over s3:// (empty mirror)"), ("local", "tbscope local (warm page cache)")):
+    for kind, name in (
+        ("floor", "raw-GET floor (same pieces and concurrency, bytes discarded)"),
+        ("s3", "tbscope over s3:// (empty mirror)"),
+        ("local", "tbscope local (warm page cache)"),
+    ):
         t, rss = med(kind, "seconds"), med(kind, "peak_rss")
-        lines.append(f"| {name} | {t:.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |")
+        lines.append(
+            f"| {name} | {t:.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |"
+        )
     lines += ["", *log]
     if not args.skip_dask:
         d = bench_dask(corpus.logdir, 5)
@@ -192,7 +223,9 @@ def main() -> int:
             "|---:|---:|---:|---:|---:|",
         ]
         for w in (1, 2):
-            lines.append(f"| {w} | {d[w]['len']:.2f} | {d[1]['len'] / d[w]['len']:.2f} | {d[w]['parquet']:.2f} | {d[1]['parquet'] / d[w]['parquet']:.2f} |")
+            lines.append(
+                f"| {w} | {d[w]['len']:.2f} | {d[1]['len'] / d[w]['len']:.2f} | {d[w]['parquet']:.2f} | {d[1]['parquet'] / d[w]['parquet']:.2f} |"
+            )
     lines.append(f"\nLoad average at the end: {os.getloadavg()[0]:.1f}.")
     print("\n".join(lines))
     return 0

@@ -147,7 +147,9 @@ class Bench:
             out = Path(tmp) / "result.json"
             proc = subprocess.run(
                 [sys.executable, str(WORKER), json.dumps(task), str(out)],
-                capture_output=True, text=True, timeout=self.args.timeout,
+                capture_output=True,
+                text=True,
+                timeout=self.args.timeout,
             )
             if out.is_file():
                 result: dict[str, Any] = json.loads(out.read_text())
@@ -161,8 +163,12 @@ class Bench:
         if key not in self._expected:
             table = corpus_mod.expected_table(corpus.spec, extra_steps)
             self._expected[key] = canonical_digest(
-                table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"],
-                table["steps"], table["values"],
+                table["run_names"],
+                table["run_codes"],
+                table["tag_names"],
+                table["tag_codes"],
+                table["steps"],
+                table["values"],
             ).to_json()
         return self._expected[key]
 
@@ -172,8 +178,11 @@ class Bench:
             if got is None:
                 continue
             if got != expected:
-                return f"FAIL ({got['rows']:,} rows, expected {expected['rows']:,}; digest differs)" \
-                    if got["rows"] != expected["rows"] else "FAIL (same row count, different rows)"
+                return (
+                    f"FAIL ({got['rows']:,} rows, expected {expected['rows']:,}; digest differs)"
+                    if got["rows"] != expected["rows"]
+                    else "FAIL (same row count, different rows)"
+                )
         return "PASS" if any("digest" in r for r in results) else ""
 
     # -- load measurements ---------------------------------------------------------------
@@ -206,8 +215,11 @@ class Bench:
             return probe
         projected = probe.median() * self.main.events / probe_corpus.events
         if projected > threshold:
-            probe.note = f"1 run on the subset (projected {projected:.0f}s on the main corpus)" \
-                if self.subset else "1 run (slower than --slow-threshold)"
+            probe.note = (
+                f"1 run on the subset (projected {projected:.0f}s on the main corpus)"
+                if self.subset
+                else "1 run (slower than --slow-threshold)"
+            )
             return probe
         if probe_corpus is self.main:
             rest = self.measure(tool, self.main, 1, repeats - 1) if repeats > 1 else None
@@ -267,8 +279,12 @@ class Bench:
                 warm_page_cache(logdir)
                 for i in range(self.args.repeat):
                     task = {
-                        "tool": "reload", "logdir": str(logdir), "threads": threads, "scenario": scenario,
-                        "spec": spec.params(), "fraction": GROW_FRACTION,
+                        "tool": "reload",
+                        "logdir": str(logdir),
+                        "threads": threads,
+                        "scenario": scenario,
+                        "spec": spec.params(),
+                        "fraction": GROW_FRACTION,
                     }
                     try:
                         result = self.worker(task)
@@ -292,7 +308,6 @@ class Bench:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
 
-
     # -- query layer (issue #4) ------------------------------------------------------------
 
     def run_queries(self, threads: int) -> None:
@@ -306,8 +321,13 @@ class Bench:
             m = Measurement(tool="query", corpus=self.main, threads=threads)
             warm_page_cache(self.main.logdir)
             for i in range(self.args.repeat):
-                task = {"tool": "query", "query": query, "logdir": str(self.main.logdir), "threads": threads,
-                        "spec": self.main.spec.params()}
+                task = {
+                    "tool": "query",
+                    "query": query,
+                    "logdir": str(self.main.logdir),
+                    "threads": threads,
+                    "spec": self.main.spec.params(),
+                }
                 result = self.worker(task)
                 if result["status"] != "ok":
                     m.status, m.reason = result["status"], result.get("reason", "")
@@ -325,7 +345,11 @@ class Bench:
 
 def _reference_at(loads: list[Measurement], corpus: Corpus, threads: int) -> Measurement | None:
     """tbscope.read_scalars on `corpus` with exactly `threads` threads: the plain read."""
-    found = [m for m in loads if m.tool == "tbscope" and m.corpus is corpus and m.threads == threads and m.status == "ok" and m.runs]
+    found = [
+        m
+        for m in loads
+        if m.tool == "tbscope" and m.corpus is corpus and m.threads == threads and m.status == "ok" and m.runs
+    ]
     return found[0] if found else None
 
 
@@ -423,17 +447,24 @@ def query_table(bench: Bench) -> list[str]:
     for query, m in bench.queries:
         corpus_cell = f"{m.corpus.spec.name} ({m.corpus.events / 1e6:.2f}M)"
         if m.status != "ok":
-            lines.append(f"| {QUERY_NAMES[query]} | {corpus_cell} | {m.threads} | – | {m.status}: {m.reason} | | | | | |")
+            lines.append(
+                f"| {QUERY_NAMES[query]} | {corpus_cell} | {m.threads} | – | {m.status}: {m.reason} | | | | | |"
+            )
             continue
         seconds = m.median()
         ref = _reference_at(bench.loads, m.corpus, m.threads)
         decoded = m.runs[0].get("rows_decoded")
         cells = [
-            QUERY_NAMES[query], corpus_cell, str(m.threads), str(len(m.runs)), _fmt_seconds(seconds),
+            QUERY_NAMES[query],
+            corpus_cell,
+            str(m.threads),
+            str(len(m.runs)),
+            _fmt_seconds(seconds),
             _ratio(seconds / ref.median()) if ref is not None else "–",
             f"{decoded:,}" if decoded is not None else "–",
             f"{decoded / m.corpus.events:.1%}" if decoded is not None else "–",
-            human_bytes(m.max("peak_rss_delta")), m.check or "–",
+            human_bytes(m.max("peak_rss_delta")),
+            m.check or "–",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -449,6 +480,7 @@ def targets(bench: Bench) -> list[tuple[str, str, str]]:
     def verdict(ok: bool) -> str:
         # Fixed costs dominate a small corpus, so its ratios only hint at the real verdict.
         return _verdict(ok) + ("" if full_size else " (indicative: small corpus)")
+
     floor = _reference(bench.loads, "floor", main)
     for m in bench.loads:
         if m.tool != "tbscope" or m.corpus is not main or m.status != "ok":
@@ -456,16 +488,27 @@ def targets(bench: Bench) -> list[tuple[str, str, str]]:
         seconds = m.median()
         if m.threads in TARGET_SECONDS:
             limit = TARGET_SECONDS[m.threads]
-            rows.append((f"all scalars → pandas, threads={m.threads} ≤ {limit} s", f"{seconds:.3f} s",
-                         size_note or _verdict(seconds <= limit)))
+            rows.append(
+                (
+                    f"all scalars → pandas, threads={m.threads} ≤ {limit} s",
+                    f"{seconds:.3f} s",
+                    size_note or _verdict(seconds <= limit),
+                )
+            )
         if m.threads == 1 and floor is not None:
             ratio = seconds / floor.median()
-            rows.append((f"threads=1 ≤ {TARGET_FLOOR_RATIO:.0f}× floor", f"{ratio:.2f}×",
-                         verdict(ratio <= TARGET_FLOOR_RATIO)))
+            rows.append(
+                (f"threads=1 ≤ {TARGET_FLOOR_RATIO:.0f}× floor", f"{ratio:.2f}×", verdict(ratio <= TARGET_FLOOR_RATIO))
+            )
         rss, cols = m.max("peak_rss_delta"), m.runs[0]["column_bytes"]
         budget = TARGET_RSS_FACTOR * cols + TARGET_RSS_SLACK
-        rows.append((f"threads={m.threads}: peak RSS Δ ≤ 1.5 × columns + 50 MiB ({human_bytes(budget)})",
-                     human_bytes(rss), verdict(rss <= budget)))
+        rows.append(
+            (
+                f"threads={m.threads}: peak RSS Δ ≤ 1.5 × columns + 50 MiB ({human_bytes(budget)})",
+                human_bytes(rss),
+                verdict(rss <= budget),
+            )
+        )
     for scenario, m in bench.reloads:
         if m.status != "ok":
             continue
@@ -479,15 +522,25 @@ def targets(bench: Bench) -> list[tuple[str, str, str]]:
             decoded = m.runs[0].get("rows_decoded")
             if decoded is not None:
                 share = decoded / main.events
-                rows.append((f"one-tag SQL decodes ≤ {TARGET_ONE_TAG_DECODED:.0%} of a full read", f"{share:.1%}",
-                             verdict(share <= TARGET_ONE_TAG_DECODED)))
+                rows.append(
+                    (
+                        f"one-tag SQL decodes ≤ {TARGET_ONE_TAG_DECODED:.0%} of a full read",
+                        f"{share:.1%}",
+                        verdict(share <= TARGET_ONE_TAG_DECODED),
+                    )
+                )
             continue
         ref = _reference_at(bench.loads, m.corpus, m.threads)
         if ref is None:
             continue
         ratio = m.median() / ref.median()
-        rows.append((f"{QUERY_NAMES[query]} ≤ {TARGET_QUERY_RATIO}× plain read (threads={m.threads})", f"{ratio:.2f}×",
-                     verdict(ratio <= TARGET_QUERY_RATIO)))
+        rows.append(
+            (
+                f"{QUERY_NAMES[query]} ≤ {TARGET_QUERY_RATIO}× plain read (threads={m.threads})",
+                f"{ratio:.2f}×",
+                verdict(ratio <= TARGET_QUERY_RATIO),
+            )
+        )
     if bench.cache_open is not None or bench.cache_cli is not None:
         import cachebench
 
@@ -516,20 +569,32 @@ def environment() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        commit = subprocess.run(["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "none"
     return {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "commit": commit,
         "cpu": cpu,
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "packages": {name: version(name) for name in (
-            "tbscope", "tbparse", "tensorboard", "tensorboardX", "pandas", "numpy", "pyarrow",
-            "protobuf", "crc32c")},
+        "packages": {
+            name: version(name)
+            for name in (
+                "tbscope",
+                "tbparse",
+                "tensorboard",
+                "tensorboardX",
+                "pandas",
+                "numpy",
+                "pyarrow",
+                "protobuf",
+                "crc32c",
+            )
+        },
     }
 
 
@@ -542,7 +607,9 @@ def run_cache(bench: Bench, threads: int) -> None:
     args = bench.args
     try:
         bench.log(f"tbscope cache: open (threads={threads}), {bench.main.spec.name}")
-        bench.cache_open = cachebench.bench_open(bench.main.logdir, args.corpus_root, threads, args.repeat, bench.expected(bench.main), bench.log)
+        bench.cache_open = cachebench.bench_open(
+            bench.main.logdir, args.corpus_root, threads, args.repeat, bench.expected(bench.main), bench.log
+        )
         spec = manyruns.ManyRunsSpec(runs=2_000 if args.quick else 100_000)
         logdir = manyruns.ensure(spec, args.corpus_root, args.jobs, log=bench.log)
         bench.log(f"tbscope cache: ls and summary, {spec.name}")
@@ -568,26 +635,39 @@ def render(bench: Bench, env: dict[str, Any], elapsed: float) -> str:
     ]
     for c in corpora:
         s = c.spec
-        out.append(f"| {s.name} | {s.runs} × {s.tags} × {s.steps:,} | {c.events:,} | {c.files} | "
-                   f"{human_bytes(c.bytes)} | {c.bytes / c.events:.1f} |")
+        out.append(
+            f"| {s.name} | {s.runs} × {s.tags} × {s.steps:,} | {c.events:,} | {c.files} | "
+            f"{human_bytes(c.bytes)} | {c.bytes / c.events:.1f} |"
+        )
     if bench.loads:
         out += ["", "### Load all scalars into a pandas DataFrame", ""] + load_table(bench.loads)
     if bench.reloads:
         out += ["", "### Live reload: `tbscope.scan(logdir).reload()`", ""] + reload_table(bench.reloads)
     if bench.queries:
-        out += ["", "### Query layer: summary and SQL (`tbscope.scan(...).summary()`, `tbscope.sql`)", ""] + query_table(bench)
+        out += [
+            "",
+            "### Query layer: summary and SQL (`tbscope.scan(...).summary()`, `tbscope.sql`)",
+            "",
+        ] + query_table(bench)
     if bench.cache_open is not None or bench.cache_cli is not None or bench.cache_error:
         import cachebench
 
         out += ["", "### Incremental cache: cold read vs warm open (`scan(..., cache=...)`)", ""]
-        out += [f"error: {bench.cache_error}"] if bench.cache_error else cachebench.render(bench.cache_open, bench.cache_cli, human_bytes)
+        out += (
+            [f"error: {bench.cache_error}"]
+            if bench.cache_error
+            else cachebench.render(bench.cache_open, bench.cache_cli, human_bytes)
+        )
     rows = targets(bench)
     if rows:
         out += ["", "### Targets", "", "| target | measured | verdict |", "|---|---:|---|"]
         out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    out += ["", f"Benchmark wall time {elapsed:.0f}s. Peak RSS Δ = peak RSS during the call minus RSS after "
-            "`import tbscope, pandas` and the tool's imports; returned columns = "
-            "`DataFrame.memory_usage(index=False, deep=False).sum()`."]
+    out += [
+        "",
+        f"Benchmark wall time {elapsed:.0f}s. Peak RSS Δ = peak RSS during the call minus RSS after "
+        "`import tbscope, pandas` and the tool's imports; returned columns = "
+        "`DataFrame.memory_usage(index=False, deep=False).sum()`.",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -598,13 +678,17 @@ def render(bench: Bench, env: dict[str, Any], elapsed: float) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     corpus_mod.add_corpus_args(parser)
-    parser.add_argument("--only", default=",".join(TOOLS),
-                        help=f"comma-separated subset of {', '.join(TOOLS)} (eventaccumulator = ea)")
-    parser.add_argument("--threads", default="1,2",
-                        help="tbscope thread counts (default 1,2); reload uses the largest")
+    parser.add_argument(
+        "--only", default=",".join(TOOLS), help=f"comma-separated subset of {', '.join(TOOLS)} (eventaccumulator = ea)"
+    )
+    parser.add_argument("--threads", default="1,2", help="tbscope thread counts (default 1,2); reload uses the largest")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement, median reported (default 3)")
-    parser.add_argument("--slow-threshold", type=float, default=60.0,
-                        help="baselines projected slower than this (s) on the main corpus run once on the subset")
+    parser.add_argument(
+        "--slow-threshold",
+        type=float,
+        default=60.0,
+        help="baselines projected slower than this (s) on the main corpus run once on the subset",
+    )
     parser.add_argument("--timeout", type=float, default=3600.0, help="per-run subprocess timeout (s)")
     parser.add_argument("--results-dir", type=Path, default=BENCH_DIR / "results")
     args = parser.parse_args(argv)
@@ -634,8 +718,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"corpus {c.spec.name}: {c.events:,} scalar events, {c.files} files, {human_bytes(c.bytes)}")
 
     if importlib.util.find_spec("tbscope") is None and args.only_set & {"tbscope", "reload"}:
-        print("tbscope is not importable in this interpreter: its rows will be skipped "
-              "(build it with `make build` / `maturin develop`).")
+        print(
+            "tbscope is not importable in this interpreter: its rows will be skipped "
+            "(build it with `make build` / `maturin develop`)."
+        )
 
     bench = Bench(args, main_corpus, subset)
     bench.run_loads(args.only_set, args.thread_counts)

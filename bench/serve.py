@@ -86,7 +86,6 @@ def rss_peak(pid: int) -> int:
 
 def many_runs_corpus(root: Path, runs: int, tags: int, steps: int) -> Path:
     import numpy as np
-
     import tbscope
 
     path = root / f"serve-{runs}r-{tags}t-{steps}s"
@@ -118,7 +117,9 @@ def many_runs_corpus(root: Path, runs: int, tags: int, steps: int) -> Path:
 class Proc:
     def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.t0 = time.perf_counter()
-        self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
+        self.p = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
+        )
         self.err: list[bytes] = []
         threading.Thread(target=self._drain, daemon=True).start()
 
@@ -138,10 +139,15 @@ class Proc:
 
 
 def tbscope_serve(logdir: Path, port: int, *extra: str, env: dict[str, str] | None = None) -> Proc:
-    return Proc([str(VENV_BIN / "tbscope"), "serve", str(logdir), "--port", str(port), "--reload_interval", "0", *extra], env=env)
+    return Proc(
+        [str(VENV_BIN / "tbscope"), "serve", str(logdir), "--port", str(port), "--reload_interval", "0", *extra],
+        env=env,
+    )
 
 
-def http(url: str, headers: dict[str, str] | None = None, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes, dict[str, str]]:
+def http(
+    url: str, headers: dict[str, str] | None = None, data: bytes | None = None, timeout: float = 120
+) -> tuple[int, bytes, dict[str, str]]:
     req = urllib.request.Request(url, headers=headers or {}, data=data)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -200,7 +206,13 @@ def latency(logdir: Path, tag: str, repeats: int, clients: int, per_client: int,
             client_cpu.append((time.thread_time() - tc) * 1000)
             assert code == 200
         server_cpu = (cpu_seconds(proc.p.pid) - c0) * 1000 / repeats
-        out["one_client"] = {"requests": repeats, "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99), "server_cpu_ms_per_request": server_cpu, "client_cpu_ms_p50": percentile(client_cpu, 0.5)}
+        out["one_client"] = {
+            "requests": repeats,
+            "p50_ms": percentile(times, 0.5),
+            "p99_ms": percentile(times, 0.99),
+            "server_cpu_ms_per_request": server_cpu,
+            "client_cpu_ms_p50": percentile(client_cpu, 0.5),
+        }
         # 16 clients, the same request on 100 runs (POST: the run list is long).
         runs = json.loads(http(base + f"runs?limit={runs_subset}")[1])["columns"]["run"][:runs_subset]
         body_req = json.dumps({"tag": tag, "runs": runs, "points": 1000}).encode()
@@ -216,7 +228,12 @@ def latency(logdir: Path, tag: str, repeats: int, clients: int, per_client: int,
             for _ in range(per_client):
                 t0 = time.perf_counter()
                 try:
-                    conn.request("POST", "/api/v1/scalars", body=body_req, headers={"Accept": ARROW, "Content-Type": "application/json"})
+                    conn.request(
+                        "POST",
+                        "/api/v1/scalars",
+                        body=body_req,
+                        headers={"Accept": ARROW, "Content-Type": "application/json"},
+                    )
                     r = conn.getresponse()
                     r.read()
                     ok = r.status == 200
@@ -237,7 +254,16 @@ def latency(logdir: Path, tag: str, repeats: int, clients: int, per_client: int,
             th.start()
         for th in threads:
             th.join()
-        out["concurrent"] = {"clients": clients, "requests": len(lat), "errors": errors, "p50_ms": percentile(lat, 0.5), "p99_ms": percentile(lat, 0.99), "seconds": time.perf_counter() - t0, "runs": len(runs), "server_cpu_ms_per_request": (cpu_seconds(proc.p.pid) - c0) * 1000 / max(1, len(lat))}
+        out["concurrent"] = {
+            "clients": clients,
+            "requests": len(lat),
+            "errors": errors,
+            "p50_ms": percentile(lat, 0.5),
+            "p99_ms": percentile(lat, 0.99),
+            "seconds": time.perf_counter() - t0,
+            "runs": len(runs),
+            "server_cpu_ms_per_request": (cpu_seconds(proc.p.pid) - c0) * 1000 / max(1, len(lat)),
+        }
     finally:
         proc.stop()
         shutil.rmtree(cache, ignore_errors=True)
@@ -314,7 +340,19 @@ def column_bytes(logdir: Path, tag: str) -> int:
 
 def tensorboard_cold(logdir: Path, tag: str, runs: int) -> dict[str, Any]:
     port = free_port()
-    proc = Proc([str(VENV_BIN / "tensorboard"), "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1", "--load_fast=true", "--reload_interval=1"])
+    proc = Proc(
+        [
+            str(VENV_BIN / "tensorboard"),
+            "--logdir",
+            str(logdir),
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--load_fast=true",
+            "--reload_interval=1",
+        ]
+    )
     base = f"http://127.0.0.1:{port}/"
     deadline = time.perf_counter() + 300
     first = wait_first_answer(base + "data/runs", deadline)
@@ -324,7 +362,11 @@ def tensorboard_cold(logdir: Path, tag: str, runs: int) -> dict[str, Any]:
         names = json.loads(body) if code == 200 else []
         if len(names) >= runs:
             form = urllib.parse.urlencode([("tag", tag)] + [("runs", r) for r in names]).encode()
-            code, body, _ = http(base + "data/plugin/scalars/scalars_multirun", {"Content-Type": "application/x-www-form-urlencoded"}, data=form)
+            code, body, _ = http(
+                base + "data/plugin/scalars/scalars_multirun",
+                {"Content-Type": "application/x-www-form-urlencoded"},
+                data=form,
+            )
             if code == 200:
                 got = json.loads(body)
                 # Complete: every run has the tag up to its last step (TensorBoard keeps 1,000
@@ -337,7 +379,13 @@ def tensorboard_cold(logdir: Path, tag: str, runs: int) -> dict[str, Any]:
     cpu = cpu_seconds(proc.p.pid)  # its Rust loader is a child process: not counted here
     peak = rss_peak(proc.p.pid)
     proc.stop()
-    return {"label": "TensorBoard 2.21 (--load_fast=true)", "cpu_s": cpu, "first_answer_s": None if first is None else first - proc.t0, "complete_s": None if complete is None else complete - proc.t0, "peak_rss": peak}
+    return {
+        "label": "TensorBoard 2.21 (--load_fast=true)",
+        "cpu_s": cpu,
+        "first_answer_s": None if first is None else first - proc.t0,
+        "complete_s": None if complete is None else complete - proc.t0,
+        "peak_rss": peak,
+    }
 
 
 STEPS_10M = 10_000
@@ -390,7 +438,12 @@ def main() -> int:
     results["cold"] = cold
     idle = idle_rss()
     cols = column_bytes(corpus.logdir, tag)
-    results["memory"] = {"idle_rss": idle, "loaded_peak_rss": cold[0]["peak_rss"], "column_bytes": cols, "ratio": (cold[0]["peak_rss"] - idle) / cols}
+    results["memory"] = {
+        "idle_rss": idle,
+        "loaded_peak_rss": cold[0]["peak_rss"],
+        "column_bytes": cols,
+        "ratio": (cold[0]["peak_rss"] - idle) / cols,
+    }
     print(results["memory"], flush=True)
     (out_dir / "serve.json").write_text(json.dumps(results, indent=1))
     (out_dir / "serve.md").write_text(render(results))
@@ -425,9 +478,13 @@ def _cold_rows(r: dict[str, Any]) -> list[str]:
         first = "-" if c["first_answer_s"] is None else f"{c['first_answer_s']:.2f} s"
         done = "-" if c["complete_s"] is None else f"{c['complete_s']:.2f} s"
         cpu = f"; CPU {c['cpu_s']:.2f} s" if c.get("cpu_s") is not None else ""
-        lines.append(f"| cold start, {c['label']}: first answer, tag complete in all runs | {first}, {done}{cpu} | tbscope < 1.5 s (cache: < 0.8 s) |")
+        lines.append(
+            f"| cold start, {c['label']}: first answer, tag complete in all runs | {first}, {done}{cpu} | tbscope < 1.5 s (cache: < 0.8 s) |"
+        )
     m = r["memory"]
-    lines.append(f"| memory: peak RSS {m['loaded_peak_rss'] / 2**20:.0f} MiB - idle {m['idle_rss'] / 2**20:.0f} MiB, vs {m['column_bytes'] / 2**20:.0f} MiB of columns | {m['ratio']:.2f}x | < 2x |")
+    lines.append(
+        f"| memory: peak RSS {m['loaded_peak_rss'] / 2**20:.0f} MiB - idle {m['idle_rss'] / 2**20:.0f} MiB, vs {m['column_bytes'] / 2**20:.0f} MiB of columns | {m['ratio']:.2f}x | < 2x |"
+    )
     return lines
 
 

@@ -137,16 +137,19 @@ def prepare_ea(task: dict[str, Any]) -> Callable[[], pd.DataFrame]:
                 values.append(np.fromiter((e.value for e in events), np.float64, n))
                 run_codes.append(np.full(len(events), run_code, dtype=np.int32))
                 tag_codes.append(np.full(len(events), code, dtype=np.int32))
+
         def cat(parts: list[Any], dtype: Any) -> Any:
             return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
-        return pd.DataFrame({
-            "run": pd.Categorical.from_codes(cat(run_codes, np.int32), run_list),
-            "tag": pd.Categorical.from_codes(cat(tag_codes, np.int32), tag_list),
-            "step": cat(steps, np.int64),
-            "wall_time": cat(walls, np.float64),
-            "value": cat(values, np.float64),
-        })
+        return pd.DataFrame(
+            {
+                "run": pd.Categorical.from_codes(cat(run_codes, np.int32), run_list),
+                "tag": pd.Categorical.from_codes(cat(tag_codes, np.int32), tag_list),
+                "step": cat(steps, np.int64),
+                "wall_time": cat(walls, np.float64),
+                "value": cat(values, np.float64),
+            }
+        )
 
     return load
 
@@ -188,8 +191,12 @@ def frame_digest(df: pd.DataFrame, run_column: str) -> dict[str, Any]:
     # tbparse spells the root run "" (dir_name); TensorBoard and tbscope spell it ".".
     runs = [str(name) if str(name) not in ("", ".") else "." for name in run_uniques]
     digest = canonical_digest(
-        runs, run_codes, [str(t) for t in tag_uniques], tag_codes,
-        df["step"].to_numpy(dtype=np.int64), df["value"].to_numpy(dtype=np.float64),
+        runs,
+        run_codes,
+        [str(t) for t in tag_uniques],
+        tag_codes,
+        df["step"].to_numpy(dtype=np.int64),
+        df["value"].to_numpy(dtype=np.float64),
     )
     return digest.to_json()
 
@@ -285,11 +292,18 @@ def measure_query(task: dict[str, Any]) -> dict[str, Any]:
     spec = corpus.CorpusSpec(**{k: v for k, v in task["spec"].items() if k != "generator_version"})
     tag0 = corpus.tag_names(spec.tags)[0]
     if query == "summary":
-        call: Callable[[], Any] = lambda: tb.scan(logdir, threads=threads).summary()
+
+        def call() -> Any:
+            return tb.scan(logdir, threads=threads).summary()
     elif query == "sql_onetag":
-        call = lambda: tb.sql(logdir, QUERIES[query], params={"tag": tag0}, threads=threads)
+
+        def call():
+            return tb.sql(logdir, QUERIES[query], params={"tag": tag0}, threads=threads)
     else:
-        call = lambda: tb.sql(logdir, QUERIES[query], threads=threads)
+
+        def call():
+            return tb.sql(logdir, QUERIES[query], threads=threads)
+
     import duckdb  # noqa: F401 - imported before the baseline, like each tool's own imports
 
     gc.collect()
@@ -318,21 +332,35 @@ def check_query(query: str, result: Any, spec: Any, tag0: str) -> str:
 
     exp = corpus.expected_table(spec)
     runs, tags = exp["run_names"], exp["tag_names"]
-    df = pd.DataFrame({
-        "run": pd.Categorical.from_codes(exp["run_codes"], runs),
-        "tag": pd.Categorical.from_codes(exp["tag_codes"], tags),
-        "step": exp["steps"],
-        "value": exp["values"].astype(np.float64),
-    })
+    df = pd.DataFrame(
+        {
+            "run": pd.Categorical.from_codes(exp["run_codes"], runs),
+            "tag": pd.Categorical.from_codes(exp["tag_codes"], tags),
+            "step": exp["steps"],
+            "value": exp["values"].astype(np.float64),
+        }
+    )
     if query == "summary":
         got = result.set_index("run")
         g = df.groupby(["run", "tag"], observed=True, sort=False)
         # Rows are written in step order, so the last written is the last row of each series.
-        want = pd.DataFrame({"last": g["value"].last(), "min": g["value"].min(), "max": g["value"].max(),
-                             "argmin": df.loc[g["value"].idxmin(), "step"].to_numpy(),
-                             "argmax": df.loc[g["value"].idxmax(), "step"].to_numpy()})
+        want = pd.DataFrame(
+            {
+                "last": g["value"].last(),
+                "min": g["value"].min(),
+                "max": g["value"].max(),
+                "argmin": df.loc[g["value"].idxmin(), "step"].to_numpy(),
+                "argmax": df.loc[g["value"].idxmax(), "step"].to_numpy(),
+            }
+        )
         for (run, tag), row in want.iterrows():
-            for stat, suffix in (("last", "last"), ("min", "min"), ("max", "max"), ("argmin", "argmin_step"), ("argmax", "argmax_step")):
+            for stat, suffix in (
+                ("last", "last"),
+                ("min", "min"),
+                ("max", "max"),
+                ("argmin", "argmin_step"),
+                ("argmax", "argmax_step"),
+            ):
                 v = got.at[run, f"{tag}:{suffix}"]
                 if v != row[stat]:
                     return f"FAIL ({run} {tag}:{suffix} = {v}, expected {row[stat]})"

@@ -112,9 +112,14 @@ def latency(cls: Callable[..., Any], n: int, root: str) -> dict[str, Any]:
         t0 = pc()
         timer[i] = pc() - t0
     a = np.array(lat, dtype=np.float64) / 1000.0
-    return {"n": n, "median_us": float(np.median(a)), "p99_us": float(np.percentile(a, 99)),
-            "p999_us": float(np.percentile(a, 99.9)), "max_us": float(a.max()),
-            "timer_us": float(np.median(np.array(timer)) / 1000.0)}
+    return {
+        "n": n,
+        "median_us": float(np.median(a)),
+        "p99_us": float(np.percentile(a, 99)),
+        "p999_us": float(np.percentile(a, 99.9)),
+        "max_us": float(a.max()),
+        "timer_us": float(np.median(np.array(timer)) / 1000.0),
+    }
 
 
 def log_end_to_end(cls: Callable[..., Any], steps: int, tags: int, root: str, batched: bool) -> dict[str, Any]:
@@ -136,8 +141,13 @@ def log_end_to_end(cls: Callable[..., Any], steps: int, tags: int, root: str, ba
     w.close()
     elapsed = time.perf_counter() - t0
     assert count_scalars(d) == steps * tags, "the file does not hold every scalar"
-    return {"steps": steps, "tags": tags, "seconds": elapsed, "scalars_per_s": steps * tags / elapsed,
-            "call": "log(step, dict)" if batched else "add_scalar per tag"}
+    return {
+        "steps": steps,
+        "tags": tags,
+        "seconds": elapsed,
+        "scalars_per_s": steps * tags / elapsed,
+        "call": "log(step, dict)" if batched else "add_scalar per tag",
+    }
 
 
 def histograms(classes: dict[str, Callable[..., Any]], values: np.ndarray, repeat: int, root: str) -> dict[str, Any]:
@@ -160,10 +170,17 @@ def histograms(classes: dict[str, Callable[..., Any]], values: np.ndarray, repea
             times[name].append(time.perf_counter() - t0)
     for w in writers.values():
         w.close()
-    return {name: {"values": int(values.size), "dtype": str(values.dtype), "repeat": repeat,
-                   "median_ms": statistics.median(t) * 1000, "min_ms": min(t) * 1000,
-                   "calls_ms": [x * 1000 for x in t]}
-            for name, t in times.items()}
+    return {
+        name: {
+            "values": int(values.size),
+            "dtype": str(values.dtype),
+            "repeat": repeat,
+            "median_ms": statistics.median(t) * 1000,
+            "min_ms": min(t) * 1000,
+            "calls_ms": [x * 1000 for x in t],
+        }
+        for name, t in times.items()
+    }
 
 
 def environment() -> dict[str, Any]:
@@ -175,17 +192,21 @@ def environment() -> dict[str, Any]:
 
     cpu = "unknown"
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     try:
-        commit = subprocess.run(["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "none"
     return {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         # Other work on the machine shows in every number here: recorded with each run.
         "loadavg_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "commit": commit,
@@ -209,7 +230,9 @@ def render(results: dict[str, Any]) -> str:
     def row(label: str, fn: Callable[[dict[str, Any]], str]) -> None:
         lines.append(f"| {label} | " + " | ".join(fn(r[t]) if t in r else "–" for t in tools) + " |")
 
-    row("add_scalar end to end (close() included)", lambda x: f"{rate(x['scalars']['per_s'])} (N={x['scalars']['n']:,})")
+    row(
+        "add_scalar end to end (close() included)", lambda x: f"{rate(x['scalars']['per_s'])} (N={x['scalars']['n']:,})"
+    )
     row("add_scalar latency median", lambda x: f"{x['latency']['median_us']:.2f} µs")
     row("add_scalar latency p99", lambda x: f"{x['latency']['p99_us']:.2f} µs")
     row("add_scalar latency p99.9", lambda x: f"{x['latency']['p999_us']:.2f} µs")
@@ -221,12 +244,16 @@ def render(results: dict[str, Any]) -> str:
     for label, measured, ok in targets(results):
         lines.append(f"| {label} | {measured} | {'met' if ok else '**missed**'} |")
     lines.append("")
-    lines.append(f"Timer overhead (two perf_counter_ns calls, included in the latencies): "
-                 f"{ours['latency']['timer_us'] * 1000:.0f} ns.")
+    lines.append(
+        f"Timer overhead (two perf_counter_ns calls, included in the latencies): "
+        f"{ours['latency']['timer_us'] * 1000:.0f} ns."
+    )
     env = results["environment"]
     if env.get("loadavg_start"):
-        lines.append(f"Load average (1/5/15 min) at the start: {'/'.join(f'{x:.2f}' for x in env['loadavg_start'])}; "
-                     f"at the end: {'/'.join(f'{x:.2f}' for x in env['loadavg_end'])}.")
+        lines.append(
+            f"Load average (1/5/15 min) at the start: {'/'.join(f'{x:.2f}' for x in env['loadavg_start'])}; "
+            f"at the end: {'/'.join(f'{x:.2f}' for x in env['loadavg_end'])}."
+        )
     return "\n".join(lines)
 
 
@@ -234,14 +261,26 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     r = results["results"]
     ours = r["tbscope"]
     out = [
-        ("add_scalar ≥ 1,000,000/s end to end", rate(ours["scalars"]["per_s"]),
-         ours["scalars"]["per_s"] >= TARGETS["add_scalar_per_s"]),
-        ("add_scalar median ≤ 1 µs on the caller's thread", f"{ours['latency']['median_us']:.2f} µs",
-         ours["latency"]["median_us"] <= TARGETS["latency_median_us"]),
-        ("add_scalar p99.9 ≤ 20 µs", f"{ours['latency']['p999_us']:.2f} µs",
-         ours["latency"]["p999_us"] <= TARGETS["latency_p999_us"]),
-        ("log(step, 100 tags) ≥ 10 M scalars/s", rate(ours["log"]["scalars_per_s"]),
-         ours["log"]["scalars_per_s"] >= TARGETS["log_scalars_per_s"]),
+        (
+            "add_scalar ≥ 1,000,000/s end to end",
+            rate(ours["scalars"]["per_s"]),
+            ours["scalars"]["per_s"] >= TARGETS["add_scalar_per_s"],
+        ),
+        (
+            "add_scalar median ≤ 1 µs on the caller's thread",
+            f"{ours['latency']['median_us']:.2f} µs",
+            ours["latency"]["median_us"] <= TARGETS["latency_median_us"],
+        ),
+        (
+            "add_scalar p99.9 ≤ 20 µs",
+            f"{ours['latency']['p999_us']:.2f} µs",
+            ours["latency"]["p999_us"] <= TARGETS["latency_p999_us"],
+        ),
+        (
+            "log(step, 100 tags) ≥ 10 M scalars/s",
+            rate(ours["log"]["scalars_per_s"]),
+            ours["log"]["scalars_per_s"] >= TARGETS["log_scalars_per_s"],
+        ),
     ]
     if "tensorboardX" in r:
         speedup = r["tensorboardX"]["histogram"]["median_ms"] / ours["histogram"]["median_ms"]
@@ -253,10 +292,13 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             # the fresh-process runs, the in-process run above is one of many.
             speedup = statistics.median(ratios)
             results["histogram_speedup_median"] = speedup
-            measured = (f"{speedup:.1f}× (median of {len(ratios)} runs, "
-                        f"{min(ratios):.1f}–{max(ratios):.1f}×; the run above {measured})")
-        out.append(("add_histogram(1M) ≥ 20× faster than tensorboardX", measured,
-                    speedup >= TARGETS["histogram_speedup"]))
+            measured = (
+                f"{speedup:.1f}× (median of {len(ratios)} runs, "
+                f"{min(ratios):.1f}–{max(ratios):.1f}×; the run above {measured})"
+            )
+        out.append(
+            ("add_histogram(1M) ≥ 20× faster than tensorboardX", measured, speedup >= TARGETS["histogram_speedup"])
+        )
     return out
 
 
@@ -269,17 +311,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-steps", type=int, default=20_000, help="log() steps of 100 tags for tbscope")
     ap.add_argument("--hist-repeat", type=int, default=9, help="timed add_histogram calls per tool")
     ap.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "writer.json")
-    ap.add_argument("--histogram-runs", type=int, metavar="N",
-                    help="only the add_histogram comparison, N times in fresh processes")
-    ap.add_argument("--hist-processes", type=int, default=15, metavar="N",
-                    help="after the full run, the add_histogram comparison N more times in fresh "
-                         "processes; the target's verdict is their median ratio (0: skip)")
+    ap.add_argument(
+        "--histogram-runs", type=int, metavar="N", help="only the add_histogram comparison, N times in fresh processes"
+    )
+    ap.add_argument(
+        "--hist-processes",
+        type=int,
+        default=15,
+        metavar="N",
+        help="after the full run, the add_histogram comparison N more times in fresh "
+        "processes; the target's verdict is their median ratio (0: skip)",
+    )
     ap.add_argument("--histogram-once", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.histogram_runs is not None:
         return histogram_runs(args.histogram_runs, args.hist_repeat)
     if args.quick:
-        args.scalars, args.baseline_scalars, args.latency_calls, args.log_steps, args.hist_repeat = 50_000, 2_000, 20_000, 500, 3
+        args.scalars, args.baseline_scalars, args.latency_calls, args.log_steps, args.hist_repeat = (
+            50_000,
+            2_000,
+            20_000,
+            500,
+            3,
+        )
         args.hist_processes = 0
 
     try:
@@ -314,8 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.hist_processes > 0 and "tensorboardX" in classes:
         print(f"add_histogram, {args.hist_processes} more runs in fresh processes ...", flush=True)
         runs = histogram_samples(args.hist_processes, args.hist_repeat)
-        results["histogram_runs"] = {"medians_ms": runs,
-                                     "ratios": [x["tensorboardX"] / x["tbscope"] for x in runs]}
+        results["histogram_runs"] = {"medians_ms": runs, "ratios": [x["tensorboardX"] / x["tbscope"] for x in runs]}
     results["elapsed_s"] = time.perf_counter() - t_start
     results["environment"]["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     table = render(results)
@@ -331,13 +384,18 @@ def _loadavg() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
-def histogram_samples(n: int, repeat: int, show: Callable[[int, dict[str, float]], None] | None = None
-                      ) -> list[dict[str, float]]:
+def histogram_samples(
+    n: int, repeat: int, show: Callable[[int, dict[str, float]], None] | None = None
+) -> list[dict[str, float]]:
     """Part 4 alone in `n` fresh processes: each run's median ms per tool."""
     out = []
     for i in range(n):
-        text = subprocess.run([sys.executable, __file__, "--histogram-once", "--hist-repeat", str(repeat)],
-                              check=True, capture_output=True, text=True).stdout
+        text = subprocess.run(
+            [sys.executable, __file__, "--histogram-once", "--hist-repeat", str(repeat)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         medians = json.loads(text.strip().splitlines()[-1])
         out.append(medians)
         if show:
@@ -359,16 +417,20 @@ def histogram_runs(n: int, repeat: int) -> int:
     print("| run | tbscope (ms) | tensorboardX (ms) | ratio |\n|---:|---:|---:|---:|")
 
     def show(i: int, m: dict[str, float]) -> None:
-        print(f"| {i + 1} | {m['tbscope']:.3f} | {m['tensorboardX']:.2f} | "
-              f"{m['tensorboardX'] / m['tbscope']:.1f}× |", flush=True)
+        print(
+            f"| {i + 1} | {m['tbscope']:.3f} | {m['tensorboardX']:.2f} | {m['tensorboardX'] / m['tbscope']:.1f}× |",
+            flush=True,
+        )
 
     ratios = [m["tensorboardX"] / m["tbscope"] for m in histogram_samples(n, repeat, show)]
     med = statistics.median(ratios)
     target = TARGETS["histogram_speedup"]
-    print(f"\nmedian ratio {med:.1f}× (range {min(ratios):.1f}–{max(ratios):.1f}×); "
-          f"{sum(r >= target for r in ratios)} of {n} runs ≥ {target:.0f}×, "
-          f"{sum(r >= 0.9 * target for r in ratios)} within 10%; "
-          f"load average at the end {_loadavg()}")
+    print(
+        f"\nmedian ratio {med:.1f}× (range {min(ratios):.1f}–{max(ratios):.1f}×); "
+        f"{sum(r >= target for r in ratios)} of {n} runs ≥ {target:.0f}×, "
+        f"{sum(r >= 0.9 * target for r in ratios)} within 10%; "
+        f"load average at the end {_loadavg()}"
+    )
     return 0
 
 

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from tbscope import SummaryWriter
 
 
@@ -31,10 +30,13 @@ def write(root: Path) -> None:
                 for step in range(0, 2000, 10):
                     loss = loss * (1 - lr * 0.05) + rng.gauss(0, 0.02)
                     # One call per step for everything logged at that step.
-                    w.log(step, {
-                        "train/loss": loss,
-                        "train/lr": lr * 0.5 * (1 + math.cos(math.pi * step / 2000)),
-                    })
+                    w.log(
+                        step,
+                        {
+                            "train/loss": loss,
+                            "train/lr": lr * 0.5 * (1 + math.cos(math.pi * step / 2000)),
+                        },
+                    )
                     if step % 200 == 0:
                         accuracy = 1 - loss / 3 + rng.gauss(0, 0.01)
                         w.add_scalar("eval/accuracy", accuracy, step)
@@ -52,7 +54,13 @@ def write(root: Path) -> None:
                     label = weights_rng.integers(0, 3, 300)
                     features = np.eye(3, 16)[label] * 4 + weights_rng.normal(0, 1, (300, 16))
                     meta = [[classes[c], f"{weights_rng.random():.2f}"] for c in label]
-                    w.add_embedding(features, metadata=meta, metadata_header=["class", "confidence"], global_step=2000, tag="features")
+                    w.add_embedding(
+                        features,
+                        metadata=meta,
+                        metadata_header=["class", "confidence"],
+                        global_step=2000,
+                        tag="features",
+                    )
 
 
 if __name__ == "__main__":

@@ -96,8 +96,7 @@ def main() -> None:
             newest = max(versions)
             if newest > limit:
                 sys.exit(f"{name} needs GLIBC_{newest[0]}.{newest[1]}, above {args.max_glibc}")
-            print(f"{name}: newest glibc symbol version GLIBC_{newest[0]}.{newest[1]} "
-                  f"(of {len(versions)} versions)")
+            print(f"{name}: newest glibc symbol version GLIBC_{newest[0]}.{newest[1]} (of {len(versions)} versions)")
     print(f"{wheel.name}: installs on glibc {args.max_glibc} and later ({tag})")
 
 

@@ -28,7 +28,9 @@ def scalar_event(step: int, value: float) -> bytes:
     tag = b"loss"
     v = b"\x0a" + bytes([len(tag)]) + tag + b"\x15" + struct.pack("<f", value)
     summary = b"\x0a" + bytes([len(v)]) + v
-    return b"\x09" + struct.pack("<d", 1000.0 + step) + b"\x10" + bytes([step]) + b"\x2a" + bytes([len(summary)]) + summary
+    return (
+        b"\x09" + struct.pack("<d", 1000.0 + step) + b"\x10" + bytes([step]) + b"\x2a" + bytes([len(summary)]) + summary
+    )
 
 
 with tempfile.TemporaryDirectory() as d:

@@ -118,7 +118,11 @@ def _help_body(text: str) -> str:
                 head, rest = body[0].strip(), body[1:]
                 indent = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
                 code = "\n".join(line[indent:] for line in rest)
-                out.append(f"{head}\n\n```bash\n{code}\n```" if head.lower().startswith("example") else f"{head}\n\n```text\n{code}\n```")
+                out.append(
+                    f"{head}\n\n```bash\n{code}\n```"
+                    if head.lower().startswith("example")
+                    else f"{head}\n\n```text\n{code}\n```"
+                )
             else:
                 out.append("```text\n" + "\n".join(body) + "\n```")
         else:
@@ -140,7 +144,9 @@ def render() -> str:
     root = click.Context(main, info_name="tbscope", **main.context_settings)
     exit_rows = ["| status | meaning |", "|---|---|"] + [f"| {code} | {_cell(text)} |" for code, text in EXIT_CODES]
     parts = [
-        INTRO.format(regenerate=REGENERATE, exit_codes="\n".join(exit_rows), global_options=_options_table(main, root)).rstrip("\n"),
+        INTRO.format(
+            regenerate=REGENERATE, exit_codes="\n".join(exit_rows), global_options=_options_table(main, root)
+        ).rstrip("\n"),
         "## Commands",
     ]
     for name, cmd in _iter_commands():

@@ -7,7 +7,22 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "group_rows", "read_records", "read_trace", "record_heads", "rewrite", "to_csv"]
+__all__ = [
+    "EventWriter",
+    "NativeReader",
+    "Stream",
+    "Table",
+    "__version__",
+    "commit_rewrite",
+    "downsample",
+    "ema",
+    "group_rows",
+    "read_records",
+    "read_trace",
+    "record_heads",
+    "rewrite",
+    "to_csv",
+]
 
 __version__: str
 
@@ -190,9 +205,7 @@ class EventWriter:
         """A TensorProto with ``tensor_content`` = the raw little-endian C-order bytes of
         ``data``; ``dtype`` is the TensorFlow DataType number; ``metadata`` is an encoded
         SummaryMetadata."""
-    def summary(
-        self, summary: bytes, step: int | None = None, wall_time: float | None = None
-    ) -> None:
+    def summary(self, summary: bytes, step: int | None = None, wall_time: float | None = None) -> None:
         """An encoded Summary message, wrapped in an Event."""
     def event(self, event: bytes) -> None:
         """An encoded Event message, framed as is."""
@@ -225,7 +238,9 @@ def rewrite(
     FileExistsError for an occupied ``dst`` without ``force``, ValueError for an output that is,
     is inside or contains the input."""
 
-def commit_rewrite(src: str | PathLike[str], staging: str | PathLike[str], dst: str | PathLike[str], *, force: bool = False) -> None:
+def commit_rewrite(
+    src: str | PathLike[str], staging: str | PathLike[str], dst: str | PathLike[str], *, force: bool = False
+) -> None:
     """Publish a staging directory of ``rewrite(commit=False)`` as ``dst``."""
 
 def to_csv(

@@ -87,12 +87,16 @@ _FLAGS = {re.IGNORECASE: "i", re.DOTALL: "s", re.MULTILINE: "m", re.VERBOSE: "x"
 def _one(p: object, what: str) -> str:
     if isinstance(p, re.Pattern):
         if not isinstance(p.pattern, str):
-            raise TypeError(f"{what}= takes a glob string, a compiled re.Pattern of str, or a list of them; got bytes pattern {p.pattern!r}")
+            raise TypeError(
+                f"{what}= takes a glob string, a compiled re.Pattern of str, or a list of them; got bytes pattern {p.pattern!r}"
+            )
         flags = "".join(c for f, c in _FLAGS.items() if p.flags & f)
         # re.UNICODE is implied for str patterns; anything else would silently change meaning.
         other = p.flags & ~(re.UNICODE | sum(_FLAGS))
         if other:
-            raise ValueError(f"{what}= pattern uses regex flags tbscope cannot apply ({re.RegexFlag(other)!r}); use IGNORECASE, DOTALL, MULTILINE or VERBOSE")
+            raise ValueError(
+                f"{what}= pattern uses regex flags tbscope cannot apply ({re.RegexFlag(other)!r}); use IGNORECASE, DOTALL, MULTILINE or VERBOSE"
+            )
         # A scoped group keeps the flags to this pattern; the newline ends a trailing VERBOSE
         # comment, which would otherwise swallow the closing parenthesis.
         return f"(?{flags}:{p.pattern}\n)" if "x" in flags else f"(?{flags}:{p.pattern})"
@@ -111,7 +115,9 @@ def compile_filter(value: Filter, what: str) -> str | None:
     if isinstance(value, (str, re.Pattern)):
         return _one(value, what)
     if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
-        raise TypeError(f"{what}= takes a glob string, a compiled re.Pattern, or a list of them; got {type(value).__name__}")
+        raise TypeError(
+            f"{what}= takes a glob string, a compiled re.Pattern, or a list of them; got {type(value).__name__}"
+        )
     parts = [_one(p, what) for p in value]
     if not parts:
         # An empty list selects nothing, which is rarely meant: say so.

@@ -124,7 +124,9 @@ def _fs(url: str, options: Mapping[str, Any]) -> tuple[Any, str]:
     try:
         import fsspec
     except ImportError:
-        raise ImportError(f"reading {url!r} needs fsspec (and the store's package, e.g. s3fs): pip install 'tbscope[remote]'") from None
+        raise ImportError(
+            f"reading {url!r} needs fsspec (and the store's package, e.g. s3fs): pip install 'tbscope[remote]'"
+        ) from None
     return fsspec.core.url_to_fs(url, **options)  # type: ignore[no-any-return]
 
 
@@ -143,7 +145,9 @@ class Mirror:
             # Keyed by the URL and the endpoint: the same bucket name on two servers differs.
             key = json.dumps([url.rstrip("/"), str(options.get("endpoint_url") or options.get("client_kwargs") or "")])
             name = posixpath.basename(self.root) or "root"
-            root = os.path.join(default_root(), "remote", f"{name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}")
+            root = os.path.join(
+                default_root(), "remote", f"{name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+            )
         self.dir = os.path.abspath(os.fspath(root))
         self.files_dir = os.path.join(self.dir, "logdir")
         self._manifest_path = os.path.join(self.dir, "manifest.json")
@@ -233,7 +237,11 @@ class Mirror:
         except Exception as e:  # noqa: BLE001 - any store error: raised on the first read, reported later
             if first and not have:
                 raise OSError(f"could not list {self.url}: {type(e).__name__}: {e}") from e
-            stats.problems.append(FetchProblem(".", "", f"listing {self.url} failed, showing what was fetched before: {type(e).__name__}: {e}"))
+            stats.problems.append(
+                FetchProblem(
+                    ".", "", f"listing {self.url} failed, showing what was fetched before: {type(e).__name__}: {e}"
+                )
+            )
             return stats
         stats.files = len(remote)
         # Removed remote files go from the mirror too (the reader then drops their runs' rows).
@@ -259,7 +267,7 @@ class Mirror:
                 with contextlib.suppress(OSError):
                     os.utime(local, (info["mtime"], info["mtime"]))
         failed = self._fetch(jobs, stats)
-        for rel, start, end in jobs:
+        for rel, _start, _end in jobs:
             if rel in failed:
                 run = "." if self.single else posixpath.dirname(rel) or "."
                 stats.problems.append(FetchProblem(run, rel, f"{self._object_url(rel)}: {failed[rel]}"))
@@ -308,7 +316,9 @@ class Mirror:
                 try:
                     data = self.fs.cat_file(remote_path[rel], start=s, end=e)
                     if len(data) != e - s:
-                        raise OSError(f"asked for bytes {s}-{e}, got {len(data)} bytes (the object changed while being read?)")
+                        raise OSError(
+                            f"asked for bytes {s}-{e}, got {len(data)} bytes (the object changed while being read?)"
+                        )
                     os.pwrite(fds[rel], data, s)
                     with count_lock:
                         fetched[0] += len(data)
@@ -318,14 +328,18 @@ class Mirror:
                     return
                 except Exception as ex:  # noqa: BLE001 - retried, then reported for this file
                     if attempt == tries - 1 or rel in failed:
-                        failed.setdefault(rel, f"fetching bytes {s}-{e} failed after {attempt + 1} tries: {type(ex).__name__}: {ex}")
+                        failed.setdefault(
+                            rel, f"fetching bytes {s}-{e} failed after {attempt + 1} tries: {type(ex).__name__}: {ex}"
+                        )
                         gave_up.set()
                         return
                     time.sleep(delay)
                     delay *= 2
 
         try:
-            with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(pieces)), thread_name_prefix="tbscope-fetch") as pool:
+            with ThreadPoolExecutor(
+                max_workers=min(CONCURRENCY, len(pieces)), thread_name_prefix="tbscope-fetch"
+            ) as pool:
                 list(pool.map(one, pieces))
         finally:
             for rel, fd in fds.items():

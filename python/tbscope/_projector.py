@@ -53,7 +53,19 @@ _TOKEN = re.compile(
 #: Nesting a config may have (ProjectorConfig needs 2): deeper is an error, not a stack overflow.
 MAX_DEPTH = 32
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 
 
 def _unquote(tok: str) -> bytes:
@@ -281,7 +293,9 @@ def _asset_path(path: str, config_dir: str) -> str:
     except ValueError:
         inside = False
     if not inside:
-        raise ValueError(f"asset path {path!r} resolves outside the config's directory {config_dir}; TensorBoard refuses it too")
+        raise ValueError(
+            f"asset path {path!r} resolves outside the config's directory {config_dir}; TensorBoard refuses it too"
+        )
     return cand
 
 
@@ -351,7 +365,11 @@ def embedding_infos(root: str, runs: list[str]) -> list[EmbeddingInfo]:
 def _describe(run: str, name: str, cfg: str, cfg_dir: str, entry: EmbeddingEntry) -> EmbeddingInfo:
     paths: dict[str, str | None] = {"tensor": None, "metadata": None, "sprite": None}
     errors = []
-    for key, rel in (("tensor", entry.tensor_path), ("metadata", entry.metadata_path), ("sprite", entry.sprite.image_path if entry.sprite else "")):
+    for key, rel in (
+        ("tensor", entry.tensor_path),
+        ("metadata", entry.metadata_path),
+        ("sprite", entry.sprite.image_path if entry.sprite else ""),
+    ):
         if not rel:
             continue
         try:
@@ -372,7 +390,9 @@ def _describe(run: str, name: str, cfg: str, cfg_dir: str, entry: EmbeddingEntry
     if info.metadata_path:
         rows = count_lines(info.metadata_path)[0] - (len(columns) > 1)  # less the header
         if rows != points:
-            errors.append(f"{info.metadata_path} has {rows} rows for {points} points; the projector needs one per point")
+            errors.append(
+                f"{info.metadata_path} has {rows} rows for {points} points; the projector needs one per point"
+            )
     return _replace(info, points=points, dimensions=dims, metadata_columns=columns, error="; ".join(errors) or None)
 
 
@@ -403,10 +423,14 @@ def _is_text(path: str) -> bool:
 
 def _binary_shape(path: str, shape: tuple[int, ...]) -> tuple[int, int]:
     if len(shape) != 2:
-        raise ValueError(f"{path} is binary (float32), which needs tensor_shape [points, dimensions] in the config; it has {list(shape)}")
+        raise ValueError(
+            f"{path} is binary (float32), which needs tensor_shape [points, dimensions] in the config; it has {list(shape)}"
+        )
     size = os.path.getsize(path)
     if size != 4 * shape[0] * shape[1]:
-        raise ValueError(f"{path} has {size} bytes; tensor_shape {list(shape)} of float32 needs {4 * shape[0] * shape[1]}")
+        raise ValueError(
+            f"{path} has {size} bytes; tensor_shape {list(shape)} of float32 needs {4 * shape[0] * shape[1]}"
+        )
     return shape[0], shape[1]
 
 
@@ -463,10 +487,20 @@ def read_tensor(path: str, shape: tuple[int, ...] = ()) -> np.ndarray:
             path,
             read_options=csv.ReadOptions(autogenerate_column_names=True),
             parse_options=csv.ParseOptions(delimiter="\t", quote_char=False),
-            convert_options=csv.ConvertOptions(column_types={}, strings_can_be_null=False, quoted_strings_can_be_null=False),
+            convert_options=csv.ConvertOptions(
+                column_types={}, strings_can_be_null=False, quoted_strings_can_be_null=False
+            ),
         )
-        if table.num_columns and all(pa.types.is_floating(t) or pa.types.is_integer(t) for t in table.schema.types) and all(c.null_count == 0 for c in table.columns):
-            return np.column_stack([c.to_numpy().astype(np.float64) for c in table.columns]) if table.num_rows else np.zeros((0, table.num_columns))
+        if (
+            table.num_columns
+            and all(pa.types.is_floating(t) or pa.types.is_integer(t) for t in table.schema.types)
+            and all(c.null_count == 0 for c in table.columns)
+        ):
+            return (
+                np.column_stack([c.to_numpy().astype(np.float64) for c in table.columns])
+                if table.num_rows
+                else np.zeros((0, table.num_columns))
+            )
     except pa.ArrowInvalid:
         pass  # empty, ragged or not numbers: the loop below says which line
     width: int | None = None
@@ -565,7 +599,9 @@ def project(values: np.ndarray, dims: int = 2, method: str = "pca", seed: int = 
         try:
             from sklearn.manifold import TSNE
         except ImportError:
-            raise ImportError("method='tsne' needs scikit-learn: pip install scikit-learn (or use method='pca')") from None
+            raise ImportError(
+                "method='tsne' needs scikit-learn: pip install scikit-learn (or use method='pca')"
+            ) from None
         if n < 3:
             raise ValueError(f"t-SNE needs at least 3 points, this embedding has {n}")
         perplexity = float(min(30.0, (n - 1) / 3))
@@ -663,7 +699,9 @@ class Embedding:
         except ImportError:
             raise ImportError("reading the sprite needs Pillow: pip install 'tbscope[images]'") from None
         if len(self.sprite_single_image_dim) != 2:
-            raise ValueError(f"the sprite of {self.tag!r} needs single_image_dim [width, height], the config has {list(self.sprite_single_image_dim)}")
+            raise ValueError(
+                f"the sprite of {self.tag!r} needs single_image_dim [width, height], the config has {list(self.sprite_single_image_dim)}"
+            )
         w, h = self.sprite_single_image_dim
         with Image.open(self.sprite_path) as im:
             sheet = np.asarray(im)
@@ -672,7 +710,9 @@ class Embedding:
         per_row = sheet.shape[1] // w if w else 0
         n = self.shape[0]
         if per_row == 0 or math.ceil(n / per_row) * h > sheet.shape[0]:
-            raise ValueError(f"the sprite {self.sprite_path} ({sheet.shape[1]}x{sheet.shape[0]}) cannot hold {n} images of {w}x{h}")
+            raise ValueError(
+                f"the sprite {self.sprite_path} ({sheet.shape[1]}x{sheet.shape[0]}) cannot hold {n} images of {w}x{h}"
+            )
         out = np.empty((n, h, w, sheet.shape[2]), dtype=sheet.dtype)
         for i in range(n):
             r, c = divmod(i, per_row)
@@ -687,7 +727,9 @@ def load(info: EmbeddingInfo) -> Embedding:
     values = read_tensor(info.tensor_path, info.tensor_shape)
     metadata = read_metadata(info.metadata_path) if info.metadata_path else None
     if metadata is not None and len(metadata) != values.shape[0]:
-        raise ValueError(f"{info.metadata_path} has {len(metadata)} rows for {values.shape[0]} points; the projector needs one per point")
+        raise ValueError(
+            f"{info.metadata_path} has {len(metadata)} rows for {values.shape[0]} points; the projector needs one per point"
+        )
     return Embedding(info.run, info.tag, values, metadata, info.sprite_path, info.sprite_single_image_dim)
 
 
@@ -706,8 +748,14 @@ def listing(infos: list[EmbeddingInfo], root: str) -> pa.Table:
             "dimensions": pa.array([i.dimensions for i in infos], pa.int64()),
             "metadata_columns": pa.array([list(i.metadata_columns) for i in infos], pa.list_(pa.string())),
             "sprite": pa.array([i.sprite_path is not None for i in infos], pa.bool_()),
-            "sprite_width": pa.array([i.sprite_single_image_dim[0] if len(i.sprite_single_image_dim) == 2 else None for i in infos], pa.int64()),
-            "sprite_height": pa.array([i.sprite_single_image_dim[1] if len(i.sprite_single_image_dim) == 2 else None for i in infos], pa.int64()),
+            "sprite_width": pa.array(
+                [i.sprite_single_image_dim[0] if len(i.sprite_single_image_dim) == 2 else None for i in infos],
+                pa.int64(),
+            ),
+            "sprite_height": pa.array(
+                [i.sprite_single_image_dim[1] if len(i.sprite_single_image_dim) == 2 else None for i in infos],
+                pa.int64(),
+            ),
             "tensor_file": pa.array([rel(i.tensor_path) for i in infos], pa.string()),
             "metadata_file": pa.array([rel(i.metadata_path) for i in infos], pa.string()),
             "sprite_file": pa.array([rel(i.sprite_path) for i in infos], pa.string()),

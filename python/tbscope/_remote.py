@@ -31,7 +31,8 @@ class RemoteRun:
         except ImportError:
             raise ImportError(
                 f"writing to {url!r} needs fsspec (and the filesystem's package, e.g. s3fs): "
-                "pip install 'tbscope[remote]'") from None
+                "pip install 'tbscope[remote]'"
+            ) from None
         self.fs, self.root = fsspec.core.url_to_fs(url)
         self.fs.makedirs(self.root, exist_ok=True)
         self.stem = stem
@@ -59,7 +60,9 @@ class RemoteRun:
                     self._upload()
                 except Exception as e:  # noqa: BLE001 - kept, raised by the next flush()/close()
                     self._error = e
-                    _log.warning("tbscope: uploading to %s failed (kept, retried on the next flush): %s", self.stem_url, e)
+                    _log.warning(
+                        "tbscope: uploading to %s failed (kept, retried on the next flush): %s", self.stem_url, e
+                    )
 
     def _upload(self) -> None:
         with self._lock:

@@ -68,7 +68,9 @@ def cache_dir(path: str | os.PathLike[str]) -> str:
     real = os.path.realpath(os.fspath(path))
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
     # The name only helps a human find it; the hash is what keys it.
-    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in os.path.basename(real.rstrip(os.sep)))[:40] or "root"
+    name = (
+        "".join(c if c.isalnum() or c in "._-" else "_" for c in os.path.basename(real.rstrip(os.sep)))[:40] or "root"
+    )
     return os.path.join(default_root(), f"{name}-{digest}")
 
 
@@ -108,7 +110,9 @@ def clear(path: str | os.PathLike[str], cache: Cache = True) -> bool:
     d = resolve(path, cache)
     if d is None or not os.path.isdir(d):
         return False
-    if not os.path.isfile(os.path.join(d, "CURRENT")) and not any(n.startswith(("gen-", "tmp-")) for n in os.listdir(d)):
+    if not os.path.isfile(os.path.join(d, "CURRENT")) and not any(
+        n.startswith(("gen-", "tmp-")) for n in os.listdir(d)
+    ):
         raise ValueError(f"{d} does not look like a tbscope cache (no CURRENT, gen-* or tmp-*); not deleting it")
     shutil.rmtree(d)
     return True

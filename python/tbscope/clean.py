@@ -55,7 +55,9 @@ def parse_age(text: str) -> float:
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
     if not s or pos != len(s):
-        raise ValueError(f"age {text!r} not understood; write a number and a unit (s, m, h, d, w), e.g. 30d, 12h, 90m or 1d12h")
+        raise ValueError(
+            f"age {text!r} not understood; write a number and a unit (s, m, h, d, w), e.g. 30d, 12h, 90m or 1d12h"
+        )
     return total
 
 
@@ -65,7 +67,9 @@ def parse_date(text: str) -> float:
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ValueError(f"date {text!r} not understood; use ISO 8601, e.g. 2026-01-01 or 2026-01-01T12:00+00:00") from None
+        raise ValueError(
+            f"date {text!r} not understood; use ISO 8601, e.g. 2026-01-01 or 2026-01-01T12:00+00:00"
+        ) from None
     return when.timestamp()
 
 
@@ -161,7 +165,9 @@ def _finite(v: Any) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
-def survey(logdir: str | os.PathLike[str], info: pd.DataFrame, unreadable: Mapping[str, str] | None = None) -> list[RunFacts]:
+def survey(
+    logdir: str | os.PathLike[str], info: pd.DataFrame, unreadable: Mapping[str, str] | None = None
+) -> list[RunFacts]:
     """The facts of every run of ``info`` (a ``Logdir.run_info()`` of an unfiltered-kinds scan
     of ``logdir``, as pandas), with the safety checks applied. ``unreadable`` maps runs the scan
     could not read whole to why: they are refused (an unreadable file may hold the data that
@@ -245,7 +251,9 @@ def check_archive(archive: str | os.PathLike[str], logdir: str | os.PathLike[str
     real = os.path.realpath(archive)
     root_real = os.path.realpath(logdir)
     if inside(real, root_real):
-        raise ValueError(f"--archive {os.fspath(archive)} is inside the logdir; archived runs would still be read as runs there. Choose a directory outside it")
+        raise ValueError(
+            f"--archive {os.fspath(archive)} is inside the logdir; archived runs would still be read as runs there. Choose a directory outside it"
+        )
     if os.path.exists(real) and not os.path.isdir(real):
         raise ValueError(f"--archive {os.fspath(archive)} is a file; give a directory (it is created if missing)")
     return real
@@ -261,10 +269,16 @@ def remove(facts: RunFacts, logdir: str | os.PathLike[str], archive: str | None 
     for f in facts.files:
         st = os.lstat(f)
         if not stat.S_ISREG(st.st_mode) or not inside(os.path.realpath(f), root_real) or not inside(f, root_real):
-            raise PermissionError(f"{f} changed since it was surveyed (no longer a regular file inside the logdir); left alone")
+            raise PermissionError(
+                f"{f} changed since it was surveyed (no longer a regular file inside the logdir); left alone"
+            )
     if archive is not None:
         dest = run_dir(archive, facts.run)
-        clash = [os.path.join(dest, os.path.basename(f)) for f in facts.files if os.path.lexists(os.path.join(dest, os.path.basename(f)))]
+        clash = [
+            os.path.join(dest, os.path.basename(f))
+            for f in facts.files
+            if os.path.lexists(os.path.join(dest, os.path.basename(f)))
+        ]
         if clash:
             raise FileExistsError(f"{clash[0]} already exists; archive into another directory or move it away first")
         os.makedirs(dest, exist_ok=True)

@@ -36,8 +36,14 @@ log = logging.getLogger("tbscope")
 #: Exit statuses, shared by ``--help`` and the generated reference.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success (check: no data lost; clean: every selected run was handled)"),
-    (1, "check found lost data (with --strict, also a warning such as a stopped tail), clean could not remove a run, rewrite's output did not verify, or reading failed (a file or directory could not be read: printed on stderr, the output lacks its data; a missing optional package)"),
-    (2, "bad usage: unknown command or option, bad value or glob, SQL error, a path that does not exist, or an output that exists"),
+    (
+        1,
+        "check found lost data (with --strict, also a warning such as a stopped tail), clean could not remove a run, rewrite's output did not verify, or reading failed (a file or directory could not be read: printed on stderr, the output lacks its data; a missing optional package)",
+    ),
+    (
+        2,
+        "bad usage: unknown command or option, bad value or glob, SQL error, a path that does not exist, or an output that exists",
+    ),
 )
 
 # Optional packages and what to install for them.
@@ -70,7 +76,9 @@ def _one_line(e: click.UsageError) -> click.UsageError:
 class _Main(click.Group):
     """Turns exceptions into one-line errors (with a hint) unless --debug is given."""
 
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any) -> click.Context:
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as e:
@@ -221,18 +229,28 @@ def _parse_steps(ctx: click.Context, param: click.Parameter, value: str | None) 
             raise ValueError
         return (int(lo) if lo.strip() else None, int(hi) if hi.strip() else None)
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a step range; write A:B (A <= step < B), A: or :B, e.g. 0:1000") from None
+        raise click.BadParameter(
+            f"{value!r} is not a step range; write A:B (A <= step < B), A: or :B, e.g. 0:1000"
+        ) from None
 
 
 def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True, remote: bool = True) -> Callable[[F], F]:
     """The scan filters a command takes, as click options (and --storage-option for a URL)."""
 
     def deco(f: F) -> F:
-        opts = [click.option("--runs", multiple=True, metavar="GLOB", help="Only runs matching the glob; repeat for several.")]
+        opts = [
+            click.option(
+                "--runs", multiple=True, metavar="GLOB", help="Only runs matching the glob; repeat for several."
+            )
+        ]
         if remote:
             opts.append(storage_option)
         if tags:
-            opts.append(click.option("--tags", multiple=True, metavar="GLOB", help="Only tags matching the glob; repeat for several."))
+            opts.append(
+                click.option(
+                    "--tags", multiple=True, metavar="GLOB", help="Only tags matching the glob; repeat for several."
+                )
+            )
         if kinds:
             opts.append(
                 click.option(
@@ -244,7 +262,14 @@ def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True, remot
                 )
             )
         if steps:
-            opts.append(click.option("--steps", metavar="A:B", callback=_parse_steps, help="Only steps A <= step < B; A: and :B leave an end open."))
+            opts.append(
+                click.option(
+                    "--steps",
+                    metavar="A:B",
+                    callback=_parse_steps,
+                    help="Only steps A <= step < B; A: and :B leave an end open.",
+                )
+            )
         for o in reversed(opts):
             f = o(f)
         return f
@@ -253,7 +278,10 @@ def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True, remot
 
 
 def _scan_args(
-    runs: tuple[str, ...] = (), tags: tuple[str, ...] = (), kinds: tuple[str, ...] = (), steps: tuple[int | None, int | None] | None = None
+    runs: tuple[str, ...] = (),
+    tags: tuple[str, ...] = (),
+    kinds: tuple[str, ...] = (),
+    steps: tuple[int | None, int | None] | None = None,
 ) -> dict[str, Any]:
     """CLI filters as :func:`tbscope.scan` keyword arguments (left out when not given)."""
     out: dict[str, Any] = {}
@@ -318,7 +346,13 @@ def _activity(what: str) -> Iterator[None]:
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True), transient=True) as p:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as p:
         p.add_task(what, total=None)
         yield
 
@@ -328,7 +362,14 @@ def _read(lg: Logdir) -> None:
     t0 = time.perf_counter()
     with _activity(f"reading {lg.path}"):
         st = lg.reload()
-    log.info("read %d files, %d bytes, %d records, %d rows in %.3f s", st.files_read, st.bytes_read, st.records, st.rows, time.perf_counter() - t0)
+    log.info(
+        "read %d files, %d bytes, %d records, %d rows in %.3f s",
+        st.files_read,
+        st.bytes_read,
+        st.records,
+        st.rows,
+        time.perf_counter() - t0,
+    )
     info = lg.cache_info
     if info is not None:
         log.info("cache %s: %s%s", info.dir, info.status, ", new generation written" if info.written else "")
@@ -345,7 +386,10 @@ def _fail_if_unread(report: Report) -> None:
     sys.stdout.flush()
     for p in unread:
         click.echo(f"Error: cannot read {p.file or p.run or '.'}: {p.reason}", err=True)
-    click.echo(f"Error: {len(unread)} {'file or directory' if len(unread) == 1 else 'files or directories'} could not be read; the output above lacks their data", err=True)
+    click.echo(
+        f"Error: {len(unread)} {'file or directory' if len(unread) == 1 else 'files or directories'} could not be read; the output above lacks their data",
+        err=True,
+    )
     sys.exit(1)
 
 
@@ -427,7 +471,10 @@ def _emit_chunks(chunks: Iterator[pd.DataFrame], fmt: str, title: str | None = N
         sep = ""
         for df in chunks:
             for rec in df.to_dict("records"):
-                out.write(sep + json.dumps({str(k): _json_value(v) for k, v in rec.items()}, allow_nan=False, ensure_ascii=False))
+                out.write(
+                    sep
+                    + json.dumps({str(k): _json_value(v) for k, v in rec.items()}, allow_nan=False, ensure_ascii=False)
+                )
                 sep = ",\n"
         out.write("]\n")
         return
@@ -450,7 +497,7 @@ def _csv_quoting() -> tuple[str, bool]:
         csv.writer(buf, lineterminator="\n").writerow([field, "x"])
         return buf.getvalue()[: -len(",x\n")]
 
-    chars = "".join(c for c in ',"\n\r\t \'\\;|' if written(f"a{c}b") != f"a{c}b")
+    chars = "".join(c for c in ",\"\n\r\t '\\;|" if written(f"a{c}b") != f"a{c}b")
     return chars, written("") != ""
 
 
@@ -509,7 +556,9 @@ def _fast_csv(df: pd.DataFrame | Mapping[str, Any], header: bool) -> bytes | Non
 def _csv_args(table: pa.Table, header: bool) -> dict[str, Any]:
     chars, quote_empty = _csv_quoting()
     # pandas formats (and picks a timestamp resolution for) this many rows at a time.
-    return dict(header=header, chunk_rows=max(100_000 // table.num_columns, 1), quote_chars=chars, quote_empty=quote_empty)
+    return dict(
+        header=header, chunk_rows=max(100_000 // table.num_columns, 1), quote_chars=chars, quote_empty=quote_empty
+    )
 
 
 def _csv_table(df: pd.DataFrame | Mapping[str, Any]) -> pa.Table | None:
@@ -533,18 +582,26 @@ def _csv_table(df: pd.DataFrame | Mapping[str, Any]) -> pa.Table | None:
             if str(dtype.tz) != "UTC":
                 return None
             arrays.append(pa.array(col))
-        elif isinstance(dtype, (pd.StringDtype, pd.Int64Dtype)) or dtype.kind in "iufb" and not isinstance(dtype, pd.api.extensions.ExtensionDtype):
+        elif (
+            isinstance(dtype, (pd.StringDtype, pd.Int64Dtype))
+            or dtype.kind in "iufb"
+            and not isinstance(dtype, pd.api.extensions.ExtensionDtype)
+        ):
             if dtype.kind == "f" and dtype.itemsize != 8:
                 return None
             arrays.append(pa.array(col))
-        elif dtype == object:
+        elif dtype == object:  # noqa: E721 - numpy dtypes compare equal to object; identity would not
             # Strings as they are, other Python scalars as str() makes them (what the csv module
             # does), missing values empty.
             values = col.to_numpy()
             missing = pd.isna(values)
             if not all(type(v) in (str, bool, int, float) for v in values[~missing]):
                 return None
-            arrays.append(pa.array([None if m else v if type(v) is str else str(v) for v, m in zip(values, missing)], type=pa.string()))
+            arrays.append(
+                pa.array(
+                    [None if m else v if type(v) is str else str(v) for v, m in zip(values, missing)], type=pa.string()
+                )
+            )
         else:
             return None
     return pa.table(arrays, names=names)
@@ -553,17 +610,18 @@ def _csv_table(df: pd.DataFrame | Mapping[str, Any]) -> pa.Table | None:
 def _table(df: pd.DataFrame, title: str | None) -> None:
     """A rich table: colours and a box on a terminal; plain aligned columns when piped, at the
     width of the content so that grep and awk see one line per row."""
+    import pandas as pd
     from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    import pandas as pd
-
     tty = _is_tty(sys.stdout)
     rows = [[_cell(v) for v in row] for row in df.itertuples(index=False)]
     numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
-    table = Table(title=title if tty else None, box=box.ROUNDED if tty else None, header_style="bold cyan", pad_edge=False)
+    table = Table(
+        title=title if tty else None, box=box.ROUNDED if tty else None, header_style="bold cyan", pad_edge=False
+    )
     # Text(), not str: a run or tag named like "[red]" is data, not console markup.
     for col, num in zip(df.columns, numeric):
         table.add_column(Text(str(col)), justify="right" if num else "left", overflow="fold", no_wrap=not tty)
@@ -573,7 +631,9 @@ def _table(df: pd.DataFrame, title: str | None) -> None:
         console = Console(file=sys.stdout)
     else:
         widths = [max([len(str(c)), *(len(r[i]) for r in rows)]) for i, c in enumerate(df.columns)]
-        console = Console(width=max(80, sum(widths) + 2 * len(widths) + 2), force_terminal=False, no_color=True, highlight=False)
+        console = Console(
+            width=max(80, sum(widths) + 2 * len(widths) + 2), force_terminal=False, no_color=True, highlight=False
+        )
         with console.capture() as cap:
             console.print(table)
         # Without trailing padding, `awk '{print $NF}'` and diff see clean lines.
@@ -647,7 +707,11 @@ def ls_command(
 
     # The newest of wall time and mtime; fmax skips a missing (NaN) one.
     last = pd.Series(np.fmax(floats("last_wall_time"), floats("last_modified")))
-    counts = np.column_stack([facts.column(k).to_numpy() for k in KINDS]) if facts.num_rows else np.zeros((0, len(KINDS)), dtype=np.int64)
+    counts = (
+        np.column_stack([facts.column(k).to_numpy() for k in KINDS])
+        if facts.num_rows
+        else np.zeros((0, len(KINDS)), dtype=np.int64)
+    )
     # One string per distinct set of kinds present, not one join per run.
     masks = (counts != 0).astype(np.int64) @ (1 << np.arange(len(KINDS), dtype=np.int64))
     uniq, inverse = np.unique(masks, return_inverse=True)
@@ -716,12 +780,34 @@ def tags_command(
 @main.command()
 @click.argument("logdir", type=click.Path())
 @_filters(tags=False, kinds=False, steps=False)
-@click.option("--strict-crc/--no-verify", "verify", default=True, help="Check data CRCs (default) or skip them; length CRCs are always checked.")
-@click.option("--final", is_flag=True, help="Read every file as finished, even one written to within --tail-timeout: a record cut short is then a torn record or a stopped tail, not a pending tail.")
-@click.option("--strict", is_flag=True, help="Also exit with 1 on warnings, such as a stopped tail (a record lost where a writer stopped).")
-@click.option("--tail-timeout", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="How long after its last change the newest file of a run may still be written.")
+@click.option(
+    "--strict-crc/--no-verify",
+    "verify",
+    default=True,
+    help="Check data CRCs (default) or skip them; length CRCs are always checked.",
+)
+@click.option(
+    "--final",
+    is_flag=True,
+    help="Read every file as finished, even one written to within --tail-timeout: a record cut short is then a torn record or a stopped tail, not a pending tail.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Also exit with 1 on warnings, such as a stopped tail (a record lost where a writer stopped).",
+)
+@click.option(
+    "--tail-timeout",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long after its last change the newest file of a run may still be written.",
+)
 @_format
-def check(logdir: str, runs: tuple[str, ...], verify: bool, final: bool, strict: bool, tail_timeout: float, fmt: str) -> None:
+def check(
+    logdir: str, runs: tuple[str, ...], verify: bool, final: bool, strict: bool, tail_timeout: float, fmt: str
+) -> None:
     """Report corrupt records, unusable values and truncated files under LOGDIR.
 
     Exits with 1 when data was lost: a corrupt record (a torn record followed by whole records
@@ -747,18 +833,23 @@ def check(logdir: str, runs: tuple[str, ...], verify: bool, final: bool, strict:
     report = lg.report
     if fmt == "table":
         from rich.console import Console
-
         from rich.markup import escape
 
         con = Console(file=sys.stdout, highlight=False)
-        con.print(f"[bold]{len(info)}[/] runs, {int(info['files'].sum())} files, {int(info['records'].sum())} records, {int(info['bytes'].sum())} bytes")
+        con.print(
+            f"[bold]{len(info)}[/] runs, {int(info['files'].sum())} files, {int(info['records'].sum())} records, {int(info['bytes'].sum())} bytes"
+        )
         if not report.problems:
             con.print("[green]no problems found[/]")
         for p in report.problems:
             color = {"corrupt": "red", "error": "red", "warning": "yellow"}.get(p.severity, "cyan")
-            con.print(f"[{color}]{p.severity}[/] {escape(p.file or p.run)} @ {p.offset} ({p.length} bytes): {escape(p.reason)}")
+            con.print(
+                f"[{color}]{p.severity}[/] {escape(p.file or p.run)} @ {p.offset} ({p.length} bytes): {escape(p.reason)}"
+            )
     else:
-        df = pd.DataFrame([p.__dict__ for p in report.problems], columns=["run", "file", "severity", "offset", "length", "reason"])
+        df = pd.DataFrame(
+            [p.__dict__ for p in report.problems], columns=["run", "file", "severity", "offset", "length", "reason"]
+        )
         _emit(df, fmt)
     if not report.ok or (strict and report.by_severity("warning")):
         sys.exit(1)
@@ -787,7 +878,9 @@ def _split_list(value: str | None) -> tuple[str, ...] | None:
     metavar="REGEX|hparam:NAME",
     help="Aggregate runs that differ only by seed: one row per group, tag and step. A regex on run names whose match (or first group) names the group, or hparam:NAME to group runs whose hparams are equal except NAME.",
 )
-@click.option("--hparams/--no-hparams", default=True, help="Join each run's hyperparameters (default) or leave them out.")
+@click.option(
+    "--hparams/--no-hparams", default=True, help="Join each run's hyperparameters (default) or leave them out."
+)
 @_format
 @_cache_options
 def summary(
@@ -819,7 +912,9 @@ def summary(
     from tbscope.reader import scan
 
     stat_list = _split_list(stats)
-    lg = scan(logdir, kinds=["scalars", "hparams"], **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir))
+    lg = scan(
+        logdir, kinds=["scalars", "hparams"], **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir)
+    )
     if group_by is not None:
         aggregate = getattr(lg, "aggregate", None)
         if aggregate is None:
@@ -850,7 +945,9 @@ def summary(
         keep = [c for c in df.columns if c in ("run", "max_step") or c.startswith("hparam:") or c.endswith(":last")]
         df = df[keep].rename(columns=lambda c: c.removeprefix("hparam:").removesuffix(":last"))
     elif fmt == "table" and "last_wall_time" in df.columns:
-        df = df.assign(last_wall_time=pd.to_datetime(df["last_wall_time"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M"))
+        df = df.assign(
+            last_wall_time=pd.to_datetime(df["last_wall_time"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M")
+        )
     _emit(df, fmt, title=f"runs in {logdir}")
     _fail_if_unread(lg.report)
 
@@ -877,13 +974,22 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, Any] | list[Any] | None:
         return {k: _param_value(v) for k, _, v in (p.partition("=") for p in values)}
     if not any(named):
         return [_param_value(v) for v in values]
-    raise click.BadParameter("use NAME=VALUE for every --param (for $NAME in the query) or VALUE for every one (for ?), not a mix", param_hint="--param")
+    raise click.BadParameter(
+        "use NAME=VALUE for every --param (for $NAME in the query) or VALUE for every one (for ?), not a mix",
+        param_hint="--param",
+    )
 
 
 @main.command("sql")
 @click.argument("logdir", type=click.Path())
 @click.argument("query")
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter: NAME=VALUE for $NAME, or VALUE for each ? in order. Numbers are numbers; anything else is a string.")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A query parameter: NAME=VALUE for $NAME, or VALUE for each ? in order. Numbers are numbers; anything else is a string.",
+)
 @_filters(kinds=False)
 @click.option(
     "--external-access",
@@ -922,7 +1028,14 @@ def sql_command(
     t0 = time.perf_counter()
     with _activity(f"querying {logdir}"):
         extra = {"external_access": True} if external_access else {}
-        result = run_sql(logdir, query, params=_parse_params(params), **extra, **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir))
+        result = run_sql(
+            logdir,
+            query,
+            params=_parse_params(params),
+            **extra,
+            **_scan_args(runs, tags, steps=steps),
+            **_cache_arg(cache, cache_dir),
+        )
     log.info("query ran in %.3f s", time.perf_counter() - t0)
     if fmt == "table":
         _emit(result.to_pandas(), fmt)
@@ -952,11 +1065,36 @@ def _api(name: str, *modules: str) -> Callable[..., Any]:
 
 @main.command("export")
 @click.argument("logdir", type=click.Path())
-@click.option("-o", "--output", "out", required=True, type=click.Path(), help="Where to write: a .csv, .parquet or .jsonl file, or a directory with --partition-by run.")
-@click.option("--to", "file_format", type=click.Choice(["csv", "parquet", "jsonl"]), help="File format (default: from the suffix of --output; parquet for a directory).")
-@click.option("--partition-by", type=click.Choice(["run"]), help="Write a Parquet dataset into the --output directory, one partition per run.")
-@click.option("--force", is_flag=True, help="Replace an existing --output: a file, or a directory holding an earlier export (never an event file of LOGDIR, nor a directory holding LOGDIR).")
-@click.option("--dask", "dask_address", metavar="SCHEDULER_ADDRESS", help="Read on this Dask cluster (tcp://host:8786) and write a Parquet dataset into the --output directory, one file per event file (needs tbscope[dask]).")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(),
+    help="Where to write: a .csv, .parquet or .jsonl file, or a directory with --partition-by run.",
+)
+@click.option(
+    "--to",
+    "file_format",
+    type=click.Choice(["csv", "parquet", "jsonl"]),
+    help="File format (default: from the suffix of --output; parquet for a directory).",
+)
+@click.option(
+    "--partition-by",
+    type=click.Choice(["run"]),
+    help="Write a Parquet dataset into the --output directory, one partition per run.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing --output: a file, or a directory holding an earlier export (never an event file of LOGDIR, nor a directory holding LOGDIR).",
+)
+@click.option(
+    "--dask",
+    "dask_address",
+    metavar="SCHEDULER_ADDRESS",
+    help="Read on this Dask cluster (tcp://host:8786) and write a Parquet dataset into the --output directory, one file per event file (needs tbscope[dask]).",
+)
 @_filters()
 @_format
 @_cache_options
@@ -992,10 +1130,18 @@ def export_command(
     if dask_address is not None:
         # On a Dask cluster: a Parquet dataset, one file per event file (tbscope.dask.to_parquet).
         if file_format not in (None, "parquet") or partition_by:
-            raise click.UsageError("--dask writes a Parquet dataset (a directory, one file per event file); drop --to and --partition-by")
+            raise click.UsageError(
+                "--dask writes a Parquet dataset (a directory, one file per event file); drop --to and --partition-by"
+            )
         from tbscope.dask import to_parquet
 
-        written = to_parquet(logdir, out, kinds=tuple(kinds) or ("scalars",), scheduler=dask_address, **_scan_args(runs, tags, steps=steps))
+        written = to_parquet(
+            logdir,
+            out,
+            kinds=tuple(kinds) or ("scalars",),
+            scheduler=dask_address,
+            **_scan_args(runs, tags, steps=steps),
+        )
         import pandas as pd
 
         _emit(pd.DataFrame([{k: _flat(v) if fmt != "json" else v for k, v in written.items()}]), fmt)
@@ -1003,20 +1149,32 @@ def export_command(
     export = _api("export", "tbscope.export", "tbscope.query")
     # Checked here so the message names this command's options, not the API's keywords.
     if partition_by and file_format not in (None, "parquet"):
-        raise click.UsageError(f"--partition-by writes a Parquet dataset; --to {file_format} cannot be partitioned "
-                               "(drop --to, or use --to parquet)")
+        raise click.UsageError(
+            f"--partition-by writes a Parquet dataset; --to {file_format} cannot be partitioned "
+            "(drop --to, or use --to parquet)"
+        )
     from tbscope.export import FORMATS
 
     known = {suffix for suffixes in FORMATS.values() for suffix in suffixes}
     if not partition_by and file_format is None and os.path.splitext(out)[1].lower() not in known:
-        raise click.UsageError(f"cannot tell the file format from {out!r}: name it .csv, .parquet or .jsonl, "
-                               "or pass --to csv|parquet|jsonl")
+        raise click.UsageError(
+            f"cannot tell the file format from {out!r}: name it .csv, .parquet or .jsonl, "
+            "or pass --to csv|parquet|jsonl"
+        )
     progress = _stderr_is_tty()
     kwargs = {**_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir)}
     t0 = time.perf_counter()
     if force:
         kwargs["force"] = True
-    stats = export(logdir, out, format=file_format, kinds=tuple(kinds) or ("scalars",), partition_by=partition_by, progress=progress, **kwargs)
+    stats = export(
+        logdir,
+        out,
+        format=file_format,
+        kinds=tuple(kinds) or ("scalars",),
+        partition_by=partition_by,
+        progress=progress,
+        **kwargs,
+    )
     log.info("export took %.3f s", time.perf_counter() - t0)
     import pandas as pd
 
@@ -1026,7 +1184,14 @@ def export_command(
         row = dict(stats)
     else:
         row = {k: v for k, v in vars(stats).items() if not k.startswith("_")}
-    row = {"output": out, **{k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in row.items() if k not in ("output", "out", "path", "report")}}
+    row = {
+        "output": out,
+        **{
+            k: (str(v) if isinstance(v, os.PathLike) else v)
+            for k, v in row.items()
+            if k not in ("output", "out", "path", "report")
+        },
+    }
     if fmt != "json":
         # One flat row for a table or csv; json keeps lists and objects as they are.
         row = {k: _flat(v) for k, v in row.items()}
@@ -1052,12 +1217,30 @@ def _flat(v: Any) -> Any:
 @main.command("clean")
 @click.argument("logdir", type=click.Path(exists=True, file_okay=False))
 @click.option("--older-than", metavar="AGE", help="Runs idle for at least AGE: 30d, 12h, 90m (minutes), 2w, 1d12h.")
-@click.option("--before", metavar="DATE", help="Runs last active before DATE (ISO 8601; local time unless it has an offset): 2026-01-01.")
-@click.option("--empty", is_flag=True, help="Runs with no event data: zero-byte files, or only the header record each writer starts a file with.")
-@click.option("--no-data", "no_data", is_flag=True, help="Runs with no points of any kind (no scalars, tensors, histograms, images, audio, text, hparams, graphs).")
+@click.option(
+    "--before",
+    metavar="DATE",
+    help="Runs last active before DATE (ISO 8601; local time unless it has an offset): 2026-01-01.",
+)
+@click.option(
+    "--empty",
+    is_flag=True,
+    help="Runs with no event data: zero-byte files, or only the header record each writer starts a file with.",
+)
+@click.option(
+    "--no-data",
+    "no_data",
+    is_flag=True,
+    help="Runs with no points of any kind (no scalars, tensors, histograms, images, audio, text, hparams, graphs).",
+)
 @_filters(tags=False, kinds=False, steps=False, remote=False)
 @click.option("--delete", "delete", is_flag=True, help="Delete the selected runs' event files (the default action).")
-@click.option("--archive", metavar="DIR", type=click.Path(file_okay=False), help="Move the selected runs' event files to DIR/<run>/ instead (DIR must be outside LOGDIR).")
+@click.option(
+    "--archive",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Move the selected runs' event files to DIR/<run>/ instead (DIR must be outside LOGDIR).",
+)
 @click.option("--dry-run", "dry_run", is_flag=True, help="Only list what would go and the bytes freed (the default).")
 @click.option("--yes", "--apply", "apply", is_flag=True, help="Really delete or archive.")
 @_format
@@ -1140,7 +1323,16 @@ def clean_command(
                 action = f"failed: {e}"
                 log.error("%s: %s", f.run, e)
         last = f.last_activity
-        rows.append({"run": f.run, "reason": "; ".join(why), "last_activity": last, "files": len(f.files), "bytes": f.bytes, "action": action})
+        rows.append(
+            {
+                "run": f.run,
+                "reason": "; ".join(why),
+                "last_activity": last,
+                "files": len(f.files),
+                "bytes": f.bytes,
+                "action": action,
+            }
+        )
     df = pd.DataFrame(rows, columns=["run", "reason", "last_activity", "files", "bytes", "action"])
     df["last_activity"] = pd.to_datetime(df["last_activity"].astype("float64"), unit="s", utc=True)
     handled = sum(1 for f, _ in chosen if not f.refused) - failed
@@ -1171,10 +1363,27 @@ def clean_command(
 
 @main.command("rewrite")
 @click.argument("logdir", type=click.Path())
-@click.option("-o", "--output", "out", required=True, type=click.Path(), help="The new logdir: a path that does not exist, or an empty directory (see --force). Not inside LOGDIR.")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(),
+    help="The new logdir: a path that does not exist, or an empty directory (see --force). Not inside LOGDIR.",
+)
 @_filters(kinds=False, steps=False)
-@click.option("--drop-tags", multiple=True, metavar="GLOB", help="Drop tags matching the glob; repeat for several. Graph records are the tags __run_graph__ and __meta_graph__.")
-@click.option("--drop-steps", metavar="A:B", callback=_parse_steps, help="Drop every point with A <= step < B; A: and :B leave an end open.")
+@click.option(
+    "--drop-tags",
+    multiple=True,
+    metavar="GLOB",
+    help="Drop tags matching the glob; repeat for several. Graph records are the tags __run_graph__ and __meta_graph__.",
+)
+@click.option(
+    "--drop-steps",
+    metavar="A:B",
+    callback=_parse_steps,
+    help="Drop every point with A <= step < B; A: and :B leave an end open.",
+)
 @click.option(
     "--restarts",
     type=click.Choice(["all", "preempt"]),
@@ -1182,9 +1391,21 @@ def clean_command(
     show_default=True,
     help="preempt: drop what restarts superseded, TensorBoard's rule (a record at step s drops its tag's earlier records with step >= s).",
 )
-@click.option("--merge/--no-merge", default=True, help="One file per run, records in TensorBoard's read order (the default), or one file per input file, under its name.")
-@click.option("--verify/--no-verify", default=True, help="Read the output back and compare it with the filtered input before it takes its name (the default).")
-@click.option("--force", is_flag=True, help="Replace OUTPUT when it is a non-empty logdir, such as an earlier output (never one holding other files, LOGDIR or a directory holding LOGDIR).")
+@click.option(
+    "--merge/--no-merge",
+    default=True,
+    help="One file per run, records in TensorBoard's read order (the default), or one file per input file, under its name.",
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    help="Read the output back and compare it with the filtered input before it takes its name (the default).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace OUTPUT when it is a non-empty logdir, such as an earlier output (never one holding other files, LOGDIR or a directory holding LOGDIR).",
+)
 @_format
 def rewrite_command(
     logdir: str,
@@ -1223,13 +1444,24 @@ def rewrite_command(
     from tbscope.rewrite import RewriteError, rewrite
 
     if drop_steps == (None, None):
-        raise click.BadParameter("':' would drop every step; give at least one end, e.g. 0:100", param_hint="--drop-steps")
+        raise click.BadParameter(
+            "':' would drop every step; give at least one end, e.g. 0:100", param_hint="--drop-steps"
+        )
     kwargs = _scan_args(runs, tags)
     if drop_tags:
         kwargs["drop_tags"] = list(drop_tags)
     try:
         with _activity(f"rewriting {logdir}"):
-            stats = rewrite(logdir, out, drop_steps=drop_steps, restarts="preempt" if restarts == "preempt" else None, merge=merge, verify=verify, force=force, **kwargs)
+            stats = rewrite(
+                logdir,
+                out,
+                drop_steps=drop_steps,
+                restarts="preempt" if restarts == "preempt" else None,
+                merge=merge,
+                verify=verify,
+                force=force,
+                **kwargs,
+            )
     except FileExistsError as e:
         raise _OneLineUsageError(" ".join(str(e).split()).replace("force=True", "--force")) from e
     except RewriteError as e:
@@ -1237,7 +1469,14 @@ def rewrite_command(
     for p in stats.report.problems:
         if p.severity != "error":
             log.warning("%s (not copied)", p)
-    log.info("rewrote %d records into %d, %d files into %d, in %.3f s", stats.records_in, stats.records_out, stats.files_in, len(stats.files_out), stats.seconds)
+    log.info(
+        "rewrote %d records into %d, %d files into %d, in %.3f s",
+        stats.records_in,
+        stats.records_out,
+        stats.files_in,
+        len(stats.files_out),
+        stats.seconds,
+    )
     row: dict[str, Any] = {
         "output": stats.output,
         "runs": stats.runs,

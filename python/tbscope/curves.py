@@ -27,7 +27,9 @@ def _bounds(offsets: npt.ArrayLike | None, n: int) -> tuple[memoryview | None, m
         return None, None
     o = np.ascontiguousarray(offsets, dtype=np.int64)
     if o.ndim != 1 or len(o) < 1:
-        raise ValueError("offsets must be a one-dimensional list of series boundaries, e.g. [0, 100, 250] for two series")
+        raise ValueError(
+            "offsets must be a one-dimensional list of series boundaries, e.g. [0, 100, 250] for two series"
+        )
     if o[0] != 0 or o[-1] != n or (len(o) > 1 and (np.diff(o) < 0).any()):
         raise ValueError(f"offsets must start at 0, never decrease and end at the number of points ({n})")
     return np.ascontiguousarray(o[:-1]).data, np.ascontiguousarray(o[1:]).data
@@ -67,12 +69,16 @@ def downsample(
     import numpy as np
 
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0 or 0 < n < MIN_POINTS:
-        raise ValueError(f"n must be 0 (every point) or at least {MIN_POINTS} (a bucket's first, last, lowest, highest and NaN point); got {n!r}")
+        raise ValueError(
+            f"n must be 0 (every point) or at least {MIN_POINTS} (a bucket's first, last, lowest, highest and NaN point); got {n!r}"
+        )
     xa = np.asarray(x)
     xa = np.ascontiguousarray(xa, dtype=np.int64 if xa.dtype.kind in "iub" else np.float64)
     ya = np.ascontiguousarray(y, dtype=np.float64)
     if xa.shape != ya.shape or xa.ndim != 1:
-        raise ValueError(f"x and y must be one-dimensional and of the same length; got shapes {xa.shape} and {ya.shape}")
+        raise ValueError(
+            f"x and y must be one-dimensional and of the same length; got shapes {xa.shape} and {ya.shape}"
+        )
     starts, ends = _bounds(offsets, len(xa))
     lo, hi = x_range if x_range is not None else (None, None)
     rows, _counts, _, _totals = _core.downsample(xa.data, ya.data, int(n), starts=starts, ends=ends, x_lo=lo, x_hi=hi)

@@ -47,7 +47,12 @@ __all__ = [
 _PASSED = ("tags", "steps", "restarts", "verify", "max_record_bytes", "threads", "tail_timeout")
 
 
-def event_files(logdir_or_urls: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, runs: Any = None, storage_options: Mapping[str, Any] | None = None) -> list[tuple[str, str, str]]:
+def event_files(
+    logdir_or_urls: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    runs: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[tuple[str, str, str]]:
     """``(logdir, run, file)`` for every event file, in the order a scan reads them: each logdir
     in the order given, its runs by name, a run's files by name. ``file`` is a path or URL."""
     roots = [logdir_or_urls] if isinstance(logdir_or_urls, (str, os.PathLike)) else list(logdir_or_urls)
@@ -60,7 +65,9 @@ def event_files(logdir_or_urls: str | os.PathLike[str] | Iterable[str | os.PathL
         if remote:
             import fsspec
 
-            fs, base = fsspec.core.url_to_fs(path, **dict(_mirror._default_options if storage_options is None else storage_options))
+            fs, base = fsspec.core.url_to_fs(
+                path, **dict(_mirror._default_options if storage_options is None else storage_options)
+            )
             base = base.rstrip("/")
             prefix = path.rstrip("/")
             if fs.isfile(base):
@@ -86,14 +93,18 @@ def event_files(logdir_or_urls: str | os.PathLike[str] | Iterable[str | os.PathL
     return out
 
 
-def _frame(kind: str, path: str, run: str, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], blobs: bool) -> pd.DataFrame:
+def _frame(
+    kind: str, path: str, run: str, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], blobs: bool
+) -> pd.DataFrame:
     """One partition: the rows of ``kind`` in one event file (or run directory), as run ``run``."""
     import pandas as pd
 
     from tbscope.reader import scan
 
     # runs=".": a run directory (restarts="preempt") without the runs nested in it.
-    lg = scan(path, kinds=[kind], runs=".", storage_options=options if _mirror.split_url(path)[1] else None, **scan_args)
+    lg = scan(
+        path, kinds=[kind], runs=".", storage_options=options if _mirror.split_url(path)[1] else None, **scan_args
+    )
     frame = lg._frame(kind)
     df = frame.to_pandas(blobs=blobs) if kind in ("images", "audio", "blobs") else frame.to_pandas()  # type: ignore[call-arg]
     df["run"] = pd.Categorical([run] * len(df), categories=[run])
@@ -103,7 +114,9 @@ def _frame(kind: str, path: str, run: str, options: Mapping[str, Any] | None, sc
     return df
 
 
-def _read_part(part: tuple[str, list[tuple[str, str]], Mapping[str, Any] | None, Mapping[str, Any], bool, dict[str, Any]]) -> pd.DataFrame:
+def _read_part(
+    part: tuple[str, list[tuple[str, str]], Mapping[str, Any] | None, Mapping[str, Any], bool, dict[str, Any]],
+) -> pd.DataFrame:
     import pandas as pd
 
     kind, files, options, scan_args, blobs, dtypes = part
@@ -128,14 +141,15 @@ def _parts(files: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
         if len(paths) == 1:
             parts.append((run, paths[0]))
         else:
-            parts.append((run, paths[0].rsplit("/", 1)[0] if _mirror.split_url(paths[0])[1] else os.path.dirname(paths[0])))
+            parts.append(
+                (run, paths[0].rsplit("/", 1)[0] if _mirror.split_url(paths[0])[1] else os.path.dirname(paths[0]))
+            )
     return parts
 
 
 def _meta(kind: str, scan_args: Mapping[str, Any], blobs: bool) -> pd.DataFrame:
     """The partitions' schema, from a read of an empty logdir (no categories known)."""
     import dask.dataframe as dd
-
     import pyarrow as pa
 
     from tbscope.reader import scan
@@ -178,7 +192,9 @@ def read_kind(
         raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
     bad = sorted(set(filters) - set(_PASSED))
     if bad:
-        raise TypeError(f"tbscope.dask.read_{kind}() takes {', '.join(('runs', 'storage_options', *_PASSED))}; not {', '.join(bad)}")
+        raise TypeError(
+            f"tbscope.dask.read_{kind}() takes {', '.join(('runs', 'storage_options', *_PASSED))}; not {', '.join(bad)}"
+        )
     options = dict(storage_options) if storage_options is not None else (dict(_mirror._default_options) or None)
     files = event_files(logdir_or_urls, runs=runs, storage_options=options)
     parts = [[p] for p in _parts(files)]
@@ -191,7 +207,13 @@ def read_kind(
         if not parts:
             return dd.from_pandas(meta, npartitions=1)
         dtypes = {c: t for c, t in meta.dtypes.items() if not isinstance(t, pd.CategoricalDtype)}
-        return dd.from_map(_read_part, [(kind, p, options, filters, blobs, dtypes) for p in parts], meta=meta, enforce_metadata=False, label=f"tbscope-read-{kind}")
+        return dd.from_map(
+            _read_part,
+            [(kind, p, options, filters, blobs, dtypes) for p in parts],
+            meta=meta,
+            enforce_metadata=False,
+            label=f"tbscope-read-{kind}",
+        )
 
 
 def read_scalars(logdir_or_urls: Any, **kwargs: Any) -> dd.DataFrame:
@@ -233,7 +255,9 @@ def _arrow_part(kind: str, run: str, path: str, options: Mapping[str, Any] | Non
 
     from tbscope.reader import scan
 
-    lg = scan(path, kinds=[kind], runs=".", storage_options=options if _mirror.split_url(path)[1] else None, **scan_args)
+    lg = scan(
+        path, kinds=[kind], runs=".", storage_options=options if _mirror.split_url(path)[1] else None, **scan_args
+    )
     table = lg._frame(kind).to_arrow()
     i = table.schema.get_field_index("run")
     field = table.schema.field(i)
@@ -242,12 +266,16 @@ def _arrow_part(kind: str, run: str, path: str, options: Mapping[str, Any] | Non
     j = table.schema.get_field_index("blob_file")
     if run != "." and j >= 0:
         col = table.column(j).combine_chunks()
-        named = pa.DictionaryArray.from_arrays(col.indices, pa.array([f"{run}/{v}" for v in col.dictionary.to_pylist()], col.type.value_type))
+        named = pa.DictionaryArray.from_arrays(
+            col.indices, pa.array([f"{run}/{v}" for v in col.dictionary.to_pylist()], col.type.value_type)
+        )
         table = table.set_column(j, table.schema.field(j), named)
     return table
 
 
-def _write_part(kind: str, run: str, path: str, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], target: str) -> int:
+def _write_part(
+    kind: str, run: str, path: str, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], target: str
+) -> int:
     import pyarrow.parquet as pq
 
     table = _arrow_part(kind, run, path, options, scan_args)
@@ -279,7 +307,9 @@ def to_parquet(
         raise ValueError(f"unknown kind(s) {bad}; choose from {', '.join(KINDS)}")
     unknown = sorted(set(filters) - set(_PASSED))
     if unknown:
-        raise TypeError(f"tbscope.dask.to_parquet() takes {', '.join(('runs', 'storage_options', *_PASSED))}; not {', '.join(unknown)}")
+        raise TypeError(
+            f"tbscope.dask.to_parquet() takes {', '.join(('runs', 'storage_options', *_PASSED))}; not {', '.join(unknown)}"
+        )
     out = os.fspath(out)
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise FileExistsError(f"{out} exists; write the dataset to a new directory")
@@ -296,7 +326,11 @@ def to_parquet(
             target = out if len(kinds) == 1 else os.path.join(out, kind)
             os.makedirs(target, exist_ok=True)
             for i, (run, path) in enumerate(parts):
-                tasks.append(dask.delayed(_write_part)(kind, run, path, options, filters, os.path.join(target, f"part.{i:06d}.parquet")))
+                tasks.append(
+                    dask.delayed(_write_part)(
+                        kind, run, path, options, filters, os.path.join(target, f"part.{i:06d}.parquet")
+                    )
+                )
         rows = dask.compute(*tasks)
         return {"output": out, "kinds": kinds, "files": len(tasks), "rows": int(sum(rows))}
     finally:

@@ -69,7 +69,9 @@ def _format_of(out: Path, fmt: str | None) -> str:
     for name, suffixes in FORMATS.items():
         if suffix in suffixes:
             return name
-    raise ValueError(f"cannot tell the format from {str(out)!r}; name it .csv, .parquet or .jsonl, or pass format='csv'|'parquet'|'jsonl'")
+    raise ValueError(
+        f"cannot tell the format from {str(out)!r}; name it .csv, .parquet or .jsonl, or pass format='csv'|'parquet'|'jsonl'"
+    )
 
 
 #: File name suffixes an export writes (what ``force=True`` may replace in a directory).
@@ -82,31 +84,43 @@ def _check_output(out: Path, source: str, *, directory: bool, force: bool) -> No
     if "tfevents" in out.name:
         # TensorBoard and tbscope take any file named so for an event file: it would be read as
         # (corrupt) input, and if it exists it may well be one.
-        raise ValueError(f"{out} is named like an event file ('tfevents' in its name); export never writes over or among its input's event files, not even with force=True. Choose another name")
+        raise ValueError(
+            f"{out} is named like an event file ('tfevents' in its name); export never writes over or among its input's event files, not even with force=True. Choose another name"
+        )
     src = os.path.realpath(source)
     real = os.path.realpath(out)
     if os.path.isfile(src) and os.path.lexists(out) and os.path.exists(out) and os.path.samefile(src, out):
         raise ValueError(f"{out} is the input event file; export never writes over its input, not even with force=True")
     if directory and (real == src or src.startswith(real.rstrip(os.sep) + os.sep)):
         what = "is the input" if real == src else f"holds the input {source}"
-        raise ValueError(f"{out} {what}; export never replaces its input, not even with force=True. Choose a new directory")
+        raise ValueError(
+            f"{out} {what}; export never replaces its input, not even with force=True. Choose a new directory"
+        )
     if not os.path.lexists(out):
         return
     if not directory:
         if os.path.isdir(out) and not os.path.islink(out):
-            raise FileExistsError(f"{out} is a directory; give a file name (a directory is written only for several kinds or partition_by=)")
+            raise FileExistsError(
+                f"{out} is a directory; give a file name (a directory is written only for several kinds or partition_by=)"
+            )
         if not force:
-            raise FileExistsError(f"{out} already exists; choose a new name, or pass force=True (tbscope export --force) to replace it")
+            raise FileExistsError(
+                f"{out} already exists; choose a new name, or pass force=True (tbscope export --force) to replace it"
+            )
         return
     if not os.path.isdir(out) or os.path.islink(out):
         raise FileExistsError(f"{out} exists and is not a directory; choose a new directory")
     if not any(Path(out).iterdir()):
         return
     if not force:
-        raise FileExistsError(f"{out} already exists and is not empty; choose a new or empty directory, or pass force=True (tbscope export --force) to replace an earlier export there")
+        raise FileExistsError(
+            f"{out} already exists and is not empty; choose a new or empty directory, or pass force=True (tbscope export --force) to replace an earlier export there"
+        )
     stray = _not_an_export(Path(out))
     if stray is not None:
-        raise FileExistsError(f"{out} holds {stray}, which an export does not write; not replaced, even with force=True. Choose a new or empty directory")
+        raise FileExistsError(
+            f"{out} holds {stray}, which an export does not write; not replaced, even with force=True. Choose a new or empty directory"
+        )
 
 
 def _not_an_export(path: Path) -> str | None:
@@ -170,9 +184,13 @@ def _text_ready(batch: pa.RecordBatch) -> pa.RecordBatch:
     for name, col in zip(batch.schema.names, batch.columns):
         t = col.type
         if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t) or pa.types.is_fixed_size_list(t):
-            col = pa.array([None if v is None else json.dumps(_jsonable(v), allow_nan=False) for v in col.to_pylist()], pa.string())
+            col = pa.array(
+                [None if v is None else json.dumps(_jsonable(v), allow_nan=False) for v in col.to_pylist()], pa.string()
+            )
         elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            col = pa.array([None if v is None else base64.b64encode(v).decode("ascii") for v in col.to_pylist()], pa.string())
+            col = pa.array(
+                [None if v is None else base64.b64encode(v).decode("ascii") for v in col.to_pylist()], pa.string()
+            )
         cols.append(col)
         names.append(name)
     return pa.RecordBatch.from_arrays(cols, names=names)
@@ -219,7 +237,9 @@ def _json_fragments(col: pa.Array) -> pa.Array:
         # %S carries the fraction at the column's own precision (nanoseconds for tbscope).
         text = pc.strftime(col, format="%Y-%m-%dT%H:%M:%S" + ("Z" if t.tz else ""))
         return pc.fill_null(pc.binary_join_element_wise('"', text, '"', ""), "null")
-    return pa.array([json.dumps(_jsonable(v), ensure_ascii=False, allow_nan=False) for v in col.to_pylist()], pa.string())
+    return pa.array(
+        [json.dumps(_jsonable(v), ensure_ascii=False, allow_nan=False) for v in col.to_pylist()], pa.string()
+    )
 
 
 class _JsonlWriter:
@@ -289,7 +309,9 @@ def _batches(lg: Logdir, kind: str, max_rows: int, problems: dict[Problem, None]
         yield from lg.hparams().to_arrow().to_batches(max_chunksize=max_rows)
         problems.update(dict.fromkeys(lg.report.problems))
         return
-    yield from lg._iter_batches(kind, max_rows, 256 << 20, lambda report: problems.update(dict.fromkeys(report.problems)))
+    yield from lg._iter_batches(
+        kind, max_rows, 256 << 20, lambda report: problems.update(dict.fromkeys(report.problems))
+    )
 
 
 def _progress_callback(progress: Progress) -> tuple[Callable[[ExportStats], None] | None, Callable[[], None]]:
@@ -366,7 +388,9 @@ def export(
     if parts:
         fmt = format or "parquet"
         if fmt != "parquet":
-            raise ValueError(f"partition_by= writes a Parquet dataset; format={fmt!r} cannot be partitioned (drop partition_by or use parquet)")
+            raise ValueError(
+                f"partition_by= writes a Parquet dataset; format={fmt!r} cannot be partitioned (drop partition_by or use parquet)"
+            )
     else:
         fmt = _format_of(out_path, format) if (len(kl) == 1 or format is None) else format
         if fmt not in FORMATS:
@@ -374,7 +398,9 @@ def export(
 
     if isinstance(source, Logdir):
         if scan_kwargs:
-            raise TypeError(f"export() takes scan filters ({', '.join(scan_kwargs)}) only with a path; pass them to tbscope.scan() instead")
+            raise TypeError(
+                f"export() takes scan filters ({', '.join(scan_kwargs)}) only with a path; pass them to tbscope.scan() instead"
+            )
         lg = source
     else:
         lg = scan(source, kinds=kl, **scan_kwargs)
@@ -397,7 +423,14 @@ def export(
                         target = staging / kind if len(kl) > 1 else staging
                         _write_dataset(_batches(lg, kind, max_rows, problems), target, parts, stats, kind, tick)
                     else:
-                        _write_file(_batches(lg, kind, max_rows, problems), staging / f"{kind}{_EXT[fmt]}", fmt, stats, kind, tick)
+                        _write_file(
+                            _batches(lg, kind, max_rows, problems),
+                            staging / f"{kind}{_EXT[fmt]}",
+                            fmt,
+                            stats,
+                            kind,
+                            tick,
+                        )
                 _publish_dir(staging, out_path)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -421,17 +454,29 @@ def _put(tmp: Path, target: Path, replace: bool) -> None:
     try:
         os.link(tmp, target)  # fails with FileExistsError rather than replace
     except FileExistsError:
-        raise FileExistsError(f"{target} already exists (it appeared during the export); choose a new name, or pass force=True (tbscope export --force) to replace it") from None
+        raise FileExistsError(
+            f"{target} already exists (it appeared during the export); choose a new name, or pass force=True (tbscope export --force) to replace it"
+        ) from None
     except OSError:
         # No hard links on this file system: the check is no longer atomic, but still made.
         if os.path.lexists(target):
-            raise FileExistsError(f"{target} already exists (it appeared during the export); choose a new name, or pass force=True to replace it") from None
+            raise FileExistsError(
+                f"{target} already exists (it appeared during the export); choose a new name, or pass force=True to replace it"
+            ) from None
         os.replace(tmp, target)
         return
     tmp.unlink()
 
 
-def _write_file(batches: Iterator[pa.RecordBatch], target: Path, fmt: str, stats: ExportStats, kind: str, tick: Callable[[ExportStats], None] | None, replace: bool = True) -> None:
+def _write_file(
+    batches: Iterator[pa.RecordBatch],
+    target: Path,
+    fmt: str,
+    stats: ExportStats,
+    kind: str,
+    tick: Callable[[ExportStats], None] | None,
+    replace: bool = True,
+) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = _hidden(target, directory=False)
     sink: _Sink | None = None
@@ -473,7 +518,14 @@ def _empty_schema(kind: str) -> pa.Schema:
         return pa.table(table).schema
 
 
-def _write_dataset(batches: Iterator[pa.RecordBatch], target: Path, parts: list[str], stats: ExportStats, kind: str, tick: Callable[[ExportStats], None] | None) -> None:
+def _write_dataset(
+    batches: Iterator[pa.RecordBatch],
+    target: Path,
+    parts: list[str],
+    stats: ExportStats,
+    kind: str,
+    tick: Callable[[ExportStats], None] | None,
+) -> None:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -485,21 +537,31 @@ def _write_dataset(batches: Iterator[pa.RecordBatch], target: Path, parts: list[
         raise ValueError(f"cannot partition {kind} by {missing}: it has columns {', '.join(schema.names)}")
 
     def counted() -> Iterator[pa.RecordBatch]:
-        for b in ([first] if first is not None else []):
+        for b in [first] if first is not None else []:
             yield from _count(b)
         for b in batches:
             yield from _count(b)
 
     def _count(b: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         # Partition values must be plain strings: dictionaries can differ from batch to batch.
-        cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) and n in parts else c for n, c in zip(b.schema.names, b.columns)]
+        cols = [
+            c.dictionary_decode() if pa.types.is_dictionary(c.type) and n in parts else c
+            for n, c in zip(b.schema.names, b.columns)
+        ]
         yield pa.RecordBatch.from_arrays(cols, schema=plain)
         stats.rows += b.num_rows
         stats.kinds[kind] += b.num_rows
         if tick is not None:
             tick(stats)
 
-    plain = pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) and f.name in parts else f.type, f.nullable) for f in schema])
+    plain = pa.schema(
+        [
+            pa.field(
+                f.name, f.type.value_type if pa.types.is_dictionary(f.type) and f.name in parts else f.type, f.nullable
+            )
+            for f in schema
+        ]
+    )
     written: list[str] = []
     target.mkdir(parents=True, exist_ok=True)
     ds.write_dataset(

@@ -7,8 +7,8 @@ PyCapsule interface, so numeric columns reach pandas and polars without being co
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -143,7 +143,6 @@ class TensorFrame(Frame):
 
     def values(self) -> list[np.ndarray[Any, Any]]:
         """Each row's tensor as a numpy array (bfloat16 as float32; strings as object arrays of bytes)."""
-        import numpy as np
 
         t = self.to_arrow()
         dtypes = t.column("dtype").to_pylist()
@@ -183,7 +182,9 @@ _NUMPY_NAMES = {
 }
 
 
-def to_ndarray(dtype: str, shape: tuple[int, ...], content: bytes | None, strings: list[bytes] | None) -> np.ndarray[Any, Any]:
+def to_ndarray(
+    dtype: str, shape: tuple[int, ...], content: bytes | None, strings: list[bytes] | None
+) -> np.ndarray[Any, Any]:
     """Build the numpy array of one tensor from its native columns."""
     import numpy as np
 

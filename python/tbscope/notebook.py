@@ -70,7 +70,9 @@ def display(
         from IPython.display import IFrame
         from IPython.display import display as show
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("tbscope.notebook.display needs IPython (pip install ipython); outside a notebook open the URL of `tbscope serve` instead") from e
+        raise ImportError(
+            "tbscope.notebook.display needs IPython (pip install ipython); outside a notebook open the URL of `tbscope serve` instead"
+        ) from e
     if height < 100:
         raise ValueError(f"height={height}: give the iframe's height in pixels, at least 100")
     server = _serve(logdir, host, port, **serve_kwargs)
@@ -94,7 +96,9 @@ atexit.register(stop)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="%tbscope", description="Show the tbscope dashboard for a logdir inline.", add_help=False)
+    p = argparse.ArgumentParser(
+        prog="%tbscope", description="Show the tbscope dashboard for a logdir inline.", add_help=False
+    )
     p.add_argument("logdir_pos", nargs="?", metavar="LOGDIR")
     p.add_argument("--logdir")
     p.add_argument("--port", type=int, default=0)

@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["MESH_PARTS", "PR_COLUMNS", "custom_scalar_layouts", "layout_dict", "merge_layouts", "mesh_plugin_data", "meshes", "pr_curves"]
+__all__ = [
+    "MESH_PARTS",
+    "PR_COLUMNS",
+    "custom_scalar_layouts",
+    "layout_dict",
+    "merge_layouts",
+    "mesh_plugin_data",
+    "meshes",
+    "pr_curves",
+]
 
 #: The rows of a PR-curve tensor, in order.
 PR_COLUMNS = ("tp", "fp", "tn", "fn", "precision", "recall")
@@ -43,7 +52,11 @@ def pr_curves(tensors: pa.Table) -> pa.Table:
 
     from tbscope.frames import to_ndarray
 
-    rows = tensors.filter(pc.equal(tensors.column("plugin").cast(pa.string()), "pr_curves")) if tensors.num_rows else tensors
+    rows = (
+        tensors.filter(pc.equal(tensors.column("plugin").cast(pa.string()), "pr_curves"))
+        if tensors.num_rows
+        else tensors
+    )
     keep: list[int] = []
     lists: dict[str, list[list[float]]] = {name: [] for name in ("thresholds", *PR_COLUMNS)}
     dtypes, shapes, contents = (rows.column(c).to_pylist() for c in ("dtype", "shape", "content"))
@@ -215,7 +228,9 @@ def meshes(tensors: pa.Table, series: pa.Table) -> pa.Table:
             )
             row[info["part"]] = arr[i].reshape(-1)
             row["config"] = row["config"] or info["config"]
-            row["wall_time"] = min(row["wall_time"], wall) if row["wall_time"] is not None and wall is not None else wall
+            row["wall_time"] = (
+                min(row["wall_time"], wall) if row["wall_time"] is not None and wall is not None else wall
+            )
     keys = sorted(found)
     out: dict[str, Any] = {
         "run": pa.array([k[0] for k in keys], pa.string()).dictionary_encode(),

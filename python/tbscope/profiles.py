@@ -165,16 +165,33 @@ def top_operations(events: pa.Table, n: int | None = 20) -> pd.DataFrame:
     names = timed.column("name").cast(pa.string())
     cats = timed.column("category").cast(pa.string())
     grouped = (
-        pa.table({"name": names, "category": cats, "duration": timed.column("duration"), "self": timed.column("self_duration")})
+        pa.table(
+            {
+                "name": names,
+                "category": cats,
+                "duration": timed.column("duration"),
+                "self": timed.column("self_duration"),
+            }
+        )
         .group_by(["name", "category"])
-        .aggregate([("duration", "count"), ("self", "sum"), ("duration", "sum"), ("duration", "mean"), ("duration", "max")])
+        .aggregate(
+            [("duration", "count"), ("self", "sum"), ("duration", "sum"), ("duration", "mean"), ("duration", "max")]
+        )
     )
     df = grouped.to_pandas().rename(
-        columns={"duration_count": "calls", "self_sum": "self_total", "duration_sum": "total", "duration_mean": "mean", "duration_max": "max"}
+        columns={
+            "duration_count": "calls",
+            "self_sum": "self_total",
+            "duration_sum": "total",
+            "duration_mean": "mean",
+            "duration_max": "max",
+        }
     )
     whole = float(df["self_total"].sum()) if len(df) else 0.0
     df["self_share"] = df["self_total"] / whole if whole > 0 else 0.0
-    df = df.sort_values(["self_total", "total", "name"], ascending=[False, False, True], kind="stable").reset_index(drop=True)
+    df = df.sort_values(["self_total", "total", "name"], ascending=[False, False, True], kind="stable").reset_index(
+        drop=True
+    )
     df = df[["name", "category", "calls", "self_total", "total", "mean", "max", "self_share"]]
     return df if n is None else df.head(n)
 
@@ -204,7 +221,9 @@ def open_profile(logdir: str | os.PathLike[str], which: str | int) -> Profile:
         raise TypeError("profile() takes a path of Logdir.profiles() or a row number, not a bool")
     if isinstance(which, int):
         if not -len(listing) <= which < len(listing):
-            raise IndexError(f"profile {which} does not exist: this logdir has {len(listing)} profile files (see Logdir.profiles())")
+            raise IndexError(
+                f"profile {which} does not exist: this logdir has {len(listing)} profile files (see Logdir.profiles())"
+            )
         info = listing[which]
     else:
         want = Path(os.fspath(which)).as_posix()

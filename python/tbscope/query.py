@@ -18,11 +18,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Union
 
-from tbscope._filters import _escape, compile_filter, glob_to_regex
+from tbscope._filters import _escape, compile_filter
 from tbscope.errors import QueryError, QueryTimeoutError, QueryTooLargeError
 
 if TYPE_CHECKING:
@@ -49,20 +49,64 @@ class _Table:
 #: The tables a query can name, with what each holds.
 TABLES: dict[str, _Table] = {
     "scalars": _Table(("scalars",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, value"),
-    "tensors": _Table(("tensors",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, plugin, dtype, shape, content, strings"),
-    "histograms": _Table(("histograms",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, left, right, count, min, max, num, sum, sum_squares"),
+    "tensors": _Table(
+        ("tensors",),
+        ("run", "tag", "step"),
+        "run, tag, step, wall_time, timestamp, plugin, dtype, shape, content, strings",
+    ),
+    "histograms": _Table(
+        ("histograms",),
+        ("run", "tag", "step"),
+        "run, tag, step, wall_time, timestamp, left, right, count, min, max, num, sum, sum_squares",
+    ),
     "text": _Table(("text",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, text, shape"),
-    "images": _Table(("images",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, width, height, colorspace, content_type, blob_file, blob_offset, blob_length"),
-    "audio": _Table(("audio",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, sample_rate, num_channels, length_frames, content_type, label, blob_file, blob_offset, blob_length"),
-    "blobs": _Table(("blobs",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, plugin, index, blob_file, blob_offset, blob_length"),
-    "meshes": _Table(("tensors",), ("run", "step"), "one row per mesh, step and sample: run, tag (the mesh's name), step, wall_time, index, vertices, faces, colors (flat lists, 3 values per point), config"),
-    "logs": _Table(("hparams",), ("run", "step"), "TF1 session logs and log messages: run, step, wall_time, timestamp, source, status, level, message, checkpoint_path"),
+    "images": _Table(
+        ("images",),
+        ("run", "tag", "step"),
+        "run, tag, step, wall_time, timestamp, index, width, height, colorspace, content_type, blob_file, blob_offset, blob_length",
+    ),
+    "audio": _Table(
+        ("audio",),
+        ("run", "tag", "step"),
+        "run, tag, step, wall_time, timestamp, index, sample_rate, num_channels, length_frames, content_type, label, blob_file, blob_offset, blob_length",
+    ),
+    "blobs": _Table(
+        ("blobs",),
+        ("run", "tag", "step"),
+        "run, tag, step, wall_time, timestamp, plugin, index, blob_file, blob_offset, blob_length",
+    ),
+    "meshes": _Table(
+        ("tensors",),
+        ("run", "step"),
+        "one row per mesh, step and sample: run, tag (the mesh's name), step, wall_time, index, vertices, faces, colors (flat lists, 3 values per point), config",
+    ),
+    "logs": _Table(
+        ("hparams",),
+        ("run", "step"),
+        "TF1 session logs and log messages: run, step, wall_time, timestamp, source, status, level, message, checkpoint_path",
+    ),
     "profiles": _Table(("hparams",), (), "profile files: run, session, host, time, size, format, source, path"),
-    "series": _Table(None, ("run", "tag"), "one row per (run, tag): kind, plugin, display_name, description, points, first_step, last_step"),
-    "runs": _Table(None, ("run",), "one row per run: files, bytes, wall time range, max_step, records, points per kind, data loss"),
-    "hparams": _Table(("hparams",), ("run",), "one row per run with hparams: group_name, start/end time, status, hparam:<name> columns"),
-    "summary": _Table(("scalars", "hparams"), ("run",), "Logdir.summary(): one row per run, hparams and <tag>:<stat> columns"),
-    "embeddings": _Table(None, ("run",), "Logdir.embeddings(): one row per projector embedding: run, tag, points, dimensions, metadata_columns, sprite, files, error"),
+    "series": _Table(
+        None,
+        ("run", "tag"),
+        "one row per (run, tag): kind, plugin, display_name, description, points, first_step, last_step",
+    ),
+    "runs": _Table(
+        None, ("run",), "one row per run: files, bytes, wall time range, max_step, records, points per kind, data loss"
+    ),
+    "hparams": _Table(
+        ("hparams",),
+        ("run",),
+        "one row per run with hparams: group_name, start/end time, status, hparam:<name> columns",
+    ),
+    "summary": _Table(
+        ("scalars", "hparams"), ("run",), "Logdir.summary(): one row per run, hparams and <tag>:<stat> columns"
+    ),
+    "embeddings": _Table(
+        None,
+        ("run",),
+        "Logdir.embeddings(): one row per projector embedding: run, tag, points, dimensions, metadata_columns, sprite, files, error",
+    ),
 }
 
 
@@ -328,8 +372,10 @@ class _Analyzer:
         if t == "COMPARE_BETWEEN":
             if self.column(e.get("input"), ref, single, cols) != "step":
                 return _TOP
-            return _and(_step_bound("COMPARE_GREATERTHANOREQUALTO", self.literal(e.get("lower"))),
-                        _step_bound("COMPARE_LESSTHANOREQUALTO", self.literal(e.get("upper"))))
+            return _and(
+                _step_bound("COMPARE_GREATERTHANOREQUALTO", self.literal(e.get("lower"))),
+                _step_bound("COMPARE_LESSTHANOREQUALTO", self.literal(e.get("upper"))),
+            )
         if t == "COMPARE_IN":
             kids = e.get("children", [])
             col = self.column(kids[0], ref, single, cols) if kids else None
@@ -471,7 +517,9 @@ def pushdown(query: str, params: Sequence[Any] | Mapping[str, Any] | None = None
         con.close()
 
 
-def _pushdown(con: Any, query: str, params: Sequence[Any] | Mapping[str, Any] | None) -> tuple[dict[str, Pushdown], bool]:
+def _pushdown(
+    con: Any, query: str, params: Sequence[Any] | Mapping[str, Any] | None
+) -> tuple[dict[str, Pushdown], bool]:
     """The pushdown per table, and whether the query is one SELECT statement."""
     tree = _parse(con, query)
     if tree.get("error") or len(tree.get("statements", [])) != 1:
@@ -520,7 +568,13 @@ class Result:
     (:class:`tbscope.Report`): rows of a file that could not be opened are missing from the result.
     """
 
-    def __init__(self, table: pa.Table, stats: dict[str, LoadStats] | None = None, pushed: dict[str, Pushdown] | None = None, report: Report | None = None) -> None:
+    def __init__(
+        self,
+        table: pa.Table,
+        stats: dict[str, LoadStats] | None = None,
+        pushed: dict[str, Pushdown] | None = None,
+        report: Report | None = None,
+    ) -> None:
         from tbscope.reader import Report
 
         self._table = table
@@ -576,7 +630,9 @@ def _base(source: str | os.PathLike[str] | Logdir, scan_kwargs: dict[str, Any]) 
 
     if isinstance(source, Logdir):
         if scan_kwargs:
-            raise TypeError(f"sql() takes scan filters ({', '.join(scan_kwargs)}) only with a path; pass them to tbscope.scan() instead")
+            raise TypeError(
+                f"sql() takes scan filters ({', '.join(scan_kwargs)}) only with a path; pass them to tbscope.scan() instead"
+            )
         return source
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"sql() takes a logdir path or a tbscope.Logdir; got {type(source).__name__}")
@@ -671,9 +727,19 @@ def sql(
         raise TypeError(f"query must be a SQL string; got {type(query).__name__}")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0):
         raise ValueError(f"max_rows= takes a number of rows >= 0 (or None for no limit); got {max_rows!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 or not math.isfinite(timeout)):
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout > 0
+        or not math.isfinite(timeout)
+    ):
         raise ValueError(f"timeout= takes a positive number of seconds (or None for no limit); got {timeout!r}")
-    limits = _Limits(max_rows, None if timeout is None else float(timeout), None if timeout is None else started + timeout, bool(external_access))
+    limits = _Limits(
+        max_rows,
+        None if timeout is None else float(timeout),
+        None if timeout is None else started + timeout,
+        bool(external_access),
+    )
     lg = _base(source, scan_kwargs)
     con = _cursor(limits.external_access)
     try:
@@ -690,7 +756,14 @@ class _Limits:
     external_access: bool = False
 
 
-def _run(con: Any, duckdb: Any, lg: Logdir, query: str, params: Sequence[Any] | Mapping[str, Any] | None, limits: _Limits = _Limits()) -> Result:
+def _run(
+    con: Any,
+    duckdb: Any,
+    lg: Logdir,
+    query: str,
+    params: Sequence[Any] | Mapping[str, Any] | None,
+    limits: _Limits = _Limits(),
+) -> Result:
     from tbscope.reader import Logdir, Report
 
     pushed, select = _pushdown(con, query, params)
@@ -715,7 +788,11 @@ def _run(con: Any, duckdb: Any, lg: Logdir, query: str, params: Sequence[Any] | 
             if key in groups:
                 have, names = groups[key]
                 # One scan serves every table with the same filters; None (all kinds) absorbs.
-                have["kinds"] = None if have["kinds"] is None or args["kinds"] is None else sorted(set(have["kinds"]) | set(args["kinds"]))
+                have["kinds"] = (
+                    None
+                    if have["kinds"] is None or args["kinds"] is None
+                    else sorted(set(have["kinds"]) | set(args["kinds"]))
+                )
                 names.append(name)
             else:
                 groups[key] = (args, [name])
@@ -826,7 +903,9 @@ def check_stats(stats: Iterable[str], allowed: Sequence[str], what: str) -> tupl
     return out
 
 
-def series_stats(table: pa.Table, run_names: Sequence[str], stats: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray[Any, Any]]]:
+def series_stats(
+    table: pa.Table, run_names: Sequence[str], stats: Sequence[str]
+) -> tuple[list[str], dict[str, np.ndarray[Any, Any]]]:
     """Per (run, tag) statistics of a scalars table.
 
     Returns the sorted tag names and, per statistic, a ``[len(run_names), len(tags)]`` array:
@@ -855,14 +934,18 @@ def series_stats(table: pa.Table, run_names: Sequence[str], stats: Sequence[str]
     K = R * T
     dense = K <= _DENSE_LIMIT
 
-    def keys_of(run: pa.DictionaryArray, tag: pa.DictionaryArray) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    def keys_of(
+        run: pa.DictionaryArray, tag: pa.DictionaryArray
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         rmap = np.array([run_index[r] for r in run.dictionary.to_pylist()], dtype=np.int64)
         tmap = np.array([tag_index[t] for t in tag.dictionary.to_pylist()], dtype=np.int64)
         return rmap, tmap, run.indices.to_numpy(zero_copy_only=False), tag.indices.to_numpy(zero_copy_only=False)
 
     coded = [keys_of(run, tag) + (steps, values) for run, tag, steps, values in parts]
 
-    def blocks() -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    def blocks() -> Iterator[
+        tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
+    ]:
         """(key, position, step, value) for every block of rows; positions are global."""
         off = 0
         for rmap, tmap, ri, ti, steps, values in coded:

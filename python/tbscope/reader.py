@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from tbscope.profiles import Profile
     from tbscope._projector import Embedding
+    from tbscope.profiles import Profile
     from tbscope.query import Result
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
@@ -93,7 +93,13 @@ class Logdir:
     :meth:`reload` to pick up what writers appended since; only new bytes are read.
     """
 
-    def __init__(self, path: str | os.PathLike[str], native_args: dict[str, Any], strict: bool, remote: _mirror.Mirror | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        native_args: dict[str, Any],
+        strict: bool,
+        remote: _mirror.Mirror | None = None,
+    ) -> None:
         self.path = os.fspath(path)
         # A remote logdir is read from its local mirror (self.path); reloads refresh it first.
         self._remote = remote
@@ -194,7 +200,9 @@ class Logdir:
         self._ensure()
         return cls(self._call("table", kind), kind, self._blob_path)
 
-    def iter_batches(self, kind: str = "scalars", max_rows: int = 1 << 20, max_bytes: int = 256 << 20) -> Iterator[pa.RecordBatch]:
+    def iter_batches(
+        self, kind: str = "scalars", max_rows: int = 1 << 20, max_bytes: int = 256 << 20
+    ) -> Iterator[pa.RecordBatch]:
         """Stream one table in Arrow record batches, for logdirs bigger than memory.
 
         About ``max_bytes`` of event files are read at a time and nothing is kept, so memory
@@ -208,7 +216,9 @@ class Logdir:
         """
         return self._iter_batches(kind, max_rows, max_bytes, None)
 
-    def _iter_batches(self, kind: str, max_rows: int, max_bytes: int, on_report: Callable[[Report], None] | None) -> Iterator[pa.RecordBatch]:
+    def _iter_batches(
+        self, kind: str, max_rows: int, max_bytes: int, on_report: Callable[[Report], None] | None
+    ) -> Iterator[pa.RecordBatch]:
         """:meth:`iter_batches`, then ``on_report(report)`` with what the read reported."""
         import pyarrow as pa
 
@@ -311,7 +321,11 @@ class Logdir:
             if info.run == run and info.tag in (tag, tag[:-2] if tag.endswith(":0") else tag):
                 return _projector.load(info)
         have = sorted({(i.run, i.tag) for i in infos if i.tag})
-        hint = f"; the embeddings are: {', '.join(f'{r!r} {t!r}' for r, t in have[:20])}" if have else "; this logdir has none (see embeddings())"
+        hint = (
+            f"; the embeddings are: {', '.join(f'{r!r} {t!r}' for r, t in have[:20])}"
+            if have
+            else "; this logdir has none (see embeddings())"
+        )
         raise LookupError(f"no embedding {tag!r} in run {run!r}{hint}")
 
     def _local_root(self) -> str | None:
@@ -341,7 +355,9 @@ class Logdir:
         children = self._hparams_children(table.column("run").to_pylist()) if table.num_rows else {}
         return Frame(_name_experiments(table, children), "hparams")
 
-    def summary(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> pd.DataFrame:
+    def summary(
+        self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True
+    ) -> pd.DataFrame:
         """One row per run (per experiment): ``run``, ``max_step``, ``last_wall_time``, the run's
         hparams (``hparam:<name>``) and, for every scalar tag (sorted by name), one column per
         statistic.
@@ -363,7 +379,9 @@ class Logdir:
 
         return pd.DataFrame(self._summary_columns(stats, hparams))
 
-    def _summary_columns(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> dict[str, Any]:
+    def _summary_columns(
+        self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True
+    ) -> dict[str, Any]:
         """The columns of :meth:`summary`, before they make a DataFrame (the CLI writes CSV from
         them directly)."""
         import pandas as pd
@@ -456,24 +474,51 @@ class Logdir:
         if not candidates:
             return {}
         a = self._native_args
-        if a["runs"] is None and a["tags"] is None and a["kinds"] is None and a["step_lo"] is None and a["step_hi"] is None:
+        if (
+            a["runs"] is None
+            and a["tags"] is None
+            and a["kinds"] is None
+            and a["step_lo"] is None
+            and a["step_hi"] is None
+        ):
             whole = self
         else:
             exact = [re.compile("^" + re.escape(r) + "$") for r in candidates]
             # The names of every run (discovery lists runs whatever the kinds), and the series
             # of the candidates only.
-            names = scan(self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")).runs
-            whole = scan(self.path, runs=exact, verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir"))
+            names = scan(
+                self.path,
+                kinds=["hparams"],
+                verify=a["verify"],
+                threads=a["threads"] or None,
+                max_record_bytes=a["max_record_bytes"],
+                cache=a.get("cache_dir"),
+            ).runs
+            whole = scan(
+                self.path,
+                runs=exact,
+                verify=a["verify"],
+                threads=a["threads"] or None,
+                max_record_bytes=a["max_record_bytes"],
+                cache=a.get("cache_dir"),
+            )
         if whole is self:
             names = self.runs
         series = whole.series().to_arrow()
         contents: dict[str, list[tuple[str, int]]] = {}
-        for run, kind, points in zip(series.column("run").to_pylist(), series.column("kind").to_pylist(), series.column("points").to_pylist()):
+        for run, kind, points in zip(
+            series.column("run").to_pylist(), series.column("kind").to_pylist(), series.column("points").to_pylist()
+        ):
             if run in with_hp:
                 contents.setdefault(run, []).append((kind, points))
         return hparams_children(names, with_hp, contents)
 
-    def _run_hparams(self, run_names: list[str] | pa.ChunkedArray, hp: pd.DataFrame | None = None, children: dict[str, str] | None = None) -> pd.DataFrame:
+    def _run_hparams(
+        self,
+        run_names: list[str] | pa.ChunkedArray,
+        hp: pd.DataFrame | None = None,
+        children: dict[str, str] | None = None,
+    ) -> pd.DataFrame:
         """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
         ``hparam:<name>`` column per hyperparameter (``hp``: ``_hparams_frame()`` if known;
         ``children``: ``_hparams_children()`` if known)."""
@@ -486,7 +531,9 @@ class Logdir:
         if not len(hp):
             # Nothing to look up (most logdirs of many runs): no walk over every run name.
             n = len(run_names)
-            out = pd.DataFrame({c: hp[c].iloc[:0].reindex(range(n)) for c in hp.columns if c.startswith("hparam:")}, index=range(n))
+            out = pd.DataFrame(
+                {c: hp[c].iloc[:0].reindex(range(n)) for c in hp.columns if c.startswith("hparam:")}, index=range(n)
+            )
             out.insert(0, "source", [None] * n)
             out.insert(0, "run", run_names if isinstance(run_names, list) else run_names.to_pandas())
             return out
@@ -514,14 +561,25 @@ class Logdir:
     def _hparams_frame(self) -> pd.DataFrame:
         """``hparams()`` of the whole logdir (whatever this scan's tag, step and run filters)."""
         a = self._native_args
-        reusable = a["runs"] is None and a["tags"] is None and a["step_lo"] is None and a["step_hi"] is None and (a["kinds"] is None or "hparams" in a["kinds"])
+        reusable = (
+            a["runs"] is None
+            and a["tags"] is None
+            and a["step_lo"] is None
+            and a["step_hi"] is None
+            and (a["kinds"] is None or "hparams" in a["kinds"])
+        )
         if reusable:
             hp = Frame(self._call("hparams"), "hparams").to_pandas()
         else:
             # hparams records are run-level facts: tag and step filters (and a runs filter that
             # leaves out the enclosing session run) must not hide them.
             hp_scan = scan(
-                self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")
+                self.path,
+                kinds=["hparams"],
+                verify=a["verify"],
+                threads=a["threads"] or None,
+                max_record_bytes=a["max_record_bytes"],
+                cache=a.get("cache_dir"),
             )
             hp_scan._ensure()
             hp = Frame(hp_scan._call("hparams"), "hparams").to_pandas()
@@ -553,9 +611,8 @@ class Logdir:
         pandas. Steps that only some runs have are kept, with their count. Nothing is sampled.
         ``tags`` filters scalar tags like :func:`scan`'s ``tags=``.
         """
-        import pandas as pd
-
         import numpy as np
+        import pandas as pd
 
         from tbscope.query import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
 
@@ -575,12 +632,21 @@ class Logdir:
         columns = ["group", "tag", "step", *chosen]
         sc = self.scalars().to_arrow().select(["run", "tag", "step", "value"]).to_pandas()
         if not len(sc) or not groups:
-            return pd.DataFrame({c: pd.Series([], dtype=object if c in ("group", "tag") else "int64" if c in ("step", "count") else "float64") for c in columns})
+            return pd.DataFrame(
+                {
+                    c: pd.Series(
+                        [], dtype=object if c in ("group", "tag") else "int64" if c in ("step", "count") else "float64"
+                    )
+                    for c in columns
+                }
+            )
         keep_tag = tag_matcher(tags)
         names = sorted(set(groups.values()))
         code_of = {g: i for i, g in enumerate(names)}
         # Decided once per distinct run and tag name, then spread over the rows by their codes.
-        run_group = np.array([code_of.get(groups.get(str(r), ""), -1) for r in sc["run"].cat.categories] + [-1], dtype=np.int64)
+        run_group = np.array(
+            [code_of.get(groups.get(str(r), ""), -1) for r in sc["run"].cat.categories] + [-1], dtype=np.int64
+        )
         tag_keep = np.array([keep_tag(str(t)) for t in sc["tag"].cat.categories] + [False])
         gcode = run_group[sc["run"].cat.codes.to_numpy()]
         mask = (gcode >= 0) & tag_keep[sc["tag"].cat.codes.to_numpy()]
@@ -599,7 +665,15 @@ class Logdir:
         out["group"] = out["group"].cat.remove_unused_categories()
         return out[columns]
 
-    def sql(self, query: str, params: Any = None, *, max_rows: int | None = None, timeout: float | None = None, external_access: bool = False) -> Result:
+    def sql(
+        self,
+        query: str,
+        params: Any = None,
+        *,
+        max_rows: int | None = None,
+        timeout: float | None = None,
+        external_access: bool = False,
+    ) -> Result:
         """Run a SQL query over this scan's tables: see :func:`tbscope.sql`. Returns a
         :class:`tbscope.query.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
         from tbscope.query import sql
@@ -741,7 +815,9 @@ def scan(
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError("threads= takes a positive int (or None for all CPUs)")
     if isinstance(tail_timeout, bool) or not isinstance(tail_timeout, (int, float)) or not tail_timeout >= 0:
-        raise ValueError(f"tail_timeout= takes a number of seconds >= 0 (0: every file is finished), not {tail_timeout!r}")
+        raise ValueError(
+            f"tail_timeout= takes a number of seconds >= 0 (0: every file is finished), not {tail_timeout!r}"
+        )
     kl = kinds_list(kinds)
     if kl is not None:
         bad = [k for k in kl if k not in KINDS]

@@ -117,7 +117,9 @@ def rewrite(
     """
     t0 = time.perf_counter()
     if restarts not in (None, "all", "preempt"):
-        raise ValueError(f"restarts={restarts!r} is not a choice; use None or 'all' (keep every record) or 'preempt' (drop what restarts superseded)")
+        raise ValueError(
+            f"restarts={restarts!r} is not a choice; use None or 'all' (keep every record) or 'preempt' (drop what restarts superseded)"
+        )
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError("threads= takes a positive int (or None for all CPUs)")
     if _mirror.is_url(src):
@@ -128,7 +130,9 @@ def rewrite(
     if drop_steps is not None:
         steps = parse_steps(drop_steps)
         if steps == (None, None):
-            raise ValueError("drop_steps=(None, None) would drop every step; give at least one end, e.g. drop_steps=(0, 100)")
+            raise ValueError(
+                "drop_steps=(None, None) would drop every step; give at least one end, e.g. drop_steps=(0, 100)"
+            )
     preempt = restarts == "preempt"
     drop_pattern = compile_filter(drop_tags, "drop_tags")
     try:
@@ -200,7 +204,16 @@ def _verify_and_commit(
     """Publish ``staging`` as ``dst`` if it reads back as the filtered ``src``; otherwise raise
     :class:`RewriteError` and leave it where it is. Any other failure removes it."""
     try:
-        diffs = _differences(src, staging, runs=runs, tags=tags, drop_pattern=drop_pattern, drop_steps=drop_steps, restarts=restarts, threads=threads)
+        diffs = _differences(
+            src,
+            staging,
+            runs=runs,
+            tags=tags,
+            drop_pattern=drop_pattern,
+            drop_steps=drop_steps,
+            restarts=restarts,
+            threads=threads,
+        )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -256,7 +269,9 @@ def _differences(
     return diffs
 
 
-def _select(table: pa.Table, drop_re: re.Pattern[str] | None, drop_steps: tuple[int | None, int | None] | None) -> pa.Table:
+def _select(
+    table: pa.Table, drop_re: re.Pattern[str] | None, drop_steps: tuple[int | None, int | None] | None
+) -> pa.Table:
     """``table`` without the rows of dropped tags and steps."""
     import pyarrow as pa
     import pyarrow.compute as pc

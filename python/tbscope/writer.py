@@ -42,7 +42,6 @@ from tbscope._writer.sinks import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from tbscope._remote import RemoteRun
 
 __all__ = ["SummaryWriter"]
 
@@ -53,6 +52,7 @@ Layout = Literal["tbscope", "torch"]
 
 # --------------------------------------------------------------------------------------------
 # Value conversion, off the fast path.
+
 
 def _to_numpy(x: ArrayLike) -> np.ndarray[Any, Any]:
     import numpy as np
@@ -85,8 +85,10 @@ def _scalar_or_raise(tag: str, value: Any, method: str) -> float:
     import numpy as np
 
     if isinstance(value, (str, bytes)):
-        raise TypeError(f"{method}: the value for tag {tag!r} is a {type(value).__name__}; "
-                        "a scalar must be a number (use add_text() for text)")
+        raise TypeError(
+            f"{method}: the value for tag {tag!r} is a {type(value).__name__}; "
+            "a scalar must be a number (use add_text() for text)"
+        )
     if not isinstance(value, np.ndarray):
         try:
             return float(value)
@@ -100,7 +102,8 @@ def _scalar_or_raise(tag: str, value: Any, method: str) -> float:
         raise TypeError(
             f"{method}: the value for tag {tag!r} is an array of shape {tuple(arr.shape)} and dtype "
             f"{arr.dtype}; a scalar needs exactly one number (use add_histogram() or add_tensor() "
-            "for arrays)")
+            "for arrays)"
+        )
     return float(arr.reshape(-1)[0])
 
 
@@ -125,6 +128,7 @@ def _as_bytes(msg: Any, what: str) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
+
 
 class _FileWriterView:
     """What torch's and tensorboardX's ``writer.file_writer`` offer, for code that builds
@@ -261,8 +265,9 @@ class SummaryWriter:
         if self._remote:
             from tbscope._remote import RemoteRun
 
-            remote = RemoteRun(run.directory, event_file_stem(), self.filename_suffix, self.flush_secs,
-                               self._max_pending_bytes)
+            remote = RemoteRun(
+                run.directory, event_file_stem(), self.filename_suffix, self.flush_secs, self._max_pending_bytes
+            )
             run.attach_remote(self, remote)
             self._files.append(remote.stem_url)
             sink: _Sink = remote.sink
@@ -279,8 +284,12 @@ class SummaryWriter:
         for _ in range(1000):
             path = os.path.join(directory, event_file_stem() + self.filename_suffix)
             try:
-                sink: _Sink = _core.EventWriter(path, flush_secs=self.flush_secs, max_queue=self.max_queue,
-                                                max_pending_bytes=self._max_pending_bytes)
+                sink: _Sink = _core.EventWriter(
+                    path,
+                    flush_secs=self.flush_secs,
+                    max_queue=self.max_queue,
+                    max_pending_bytes=self._max_pending_bytes,
+                )
             except FileExistsError:
                 continue  # a file of an earlier process with our pid, same second: next counter
             self._files.append(path)
@@ -315,16 +324,27 @@ class SummaryWriter:
         ``summary_description`` (tensorboardX) set the chart title and description.
         """
         if display_name or summary_description:
-            return self._add_scalar_slow(tag, scalar_value, global_step, walltime, new_style,
-                                         double_precision, display_name, summary_description)
+            return self._add_scalar_slow(
+                tag, scalar_value, global_step, walltime, new_style, double_precision, display_name, summary_description
+            )
         try:
             self._w.scalar(tag, scalar_value, global_step, walltime, new_style, double_precision)
         except TypeError:
-            self._add_scalar_slow(tag, scalar_value, global_step, walltime, new_style, double_precision,
-                                  display_name, summary_description)
+            self._add_scalar_slow(
+                tag, scalar_value, global_step, walltime, new_style, double_precision, display_name, summary_description
+            )
 
-    def _add_scalar_slow(self, tag: Any, value: Any, step: Any, walltime: Any, new_style: Any,
-                         double_precision: Any, display_name: str, description: str) -> None:
+    def _add_scalar_slow(
+        self,
+        tag: Any,
+        value: Any,
+        step: Any,
+        walltime: Any,
+        new_style: Any,
+        double_precision: Any,
+        display_name: str,
+        description: str,
+    ) -> None:
         if not isinstance(tag, str):
             raise TypeError(f"add_scalar: tag must be a str, not {type(tag).__name__}")
         if isinstance(new_style, str):  # tensorboardX's positional order: display_name, description
@@ -407,8 +427,9 @@ class SummaryWriter:
         for tag, value in d.items():
             directory = _join(self._directory, main_tag.replace("/", "_") + "_" + tag, self._remote)
             run = self._run_for(directory)
-            self._scalars_keys.setdefault(_join(self.log_dir, main_tag.replace("/", "_") + "_" + tag, self._remote),
-                                          (directory, main_tag))
+            self._scalars_keys.setdefault(
+                _join(self.log_dir, main_tag.replace("/", "_") + "_" + tag, self._remote), (directory, main_tag)
+            )
             run.sink.scalar(main_tag, _scalar_or_raise(tag, value, "add_scalars"), s, wt, False, False)
 
     # -- histograms -------------------------------------------------------------------------
@@ -442,9 +463,16 @@ class SummaryWriter:
 
         # The common case (a native-order float32/float64 C-contiguous array, default bins)
         # goes straight to the native call, which takes any shape as its flat buffer.
-        if (type(values) is np.ndarray and values.dtype.char in "fd" and values.dtype.isnative
-                and values.flags.c_contiguous and values.size and max_bins is None
-                and isinstance(bins, str) and bins == "tensorflow"):
+        if (
+            type(values) is np.ndarray
+            and values.dtype.char in "fd"
+            and values.dtype.isnative
+            and values.flags.c_contiguous
+            and values.size
+            and max_bins is None
+            and isinstance(bins, str)
+            and bins == "tensorflow"
+        ):
             self._w.histogram(tag, values, _step(global_step), _walltime(walltime))
             return
         arr = _float_array(values)
@@ -458,9 +486,12 @@ class SummaryWriter:
                 edges = np.ascontiguousarray(np.histogram_bin_edges(wide, bins=bins), dtype=np.float64)
             except (IndexError, MemoryError, OverflowError) as e:
                 # numpy's own message for an absurd bin count (2**63) is an IndexError.
-                raise ValueError(f"add_histogram({tag!r}): bins={bins!r} cannot be used ({e}); give a rule such as 'auto', a modest bin count or an array of edges") from None
-        self._w.histogram(tag, arr, _step(global_step), _walltime(walltime), edges,
-                          None if max_bins is None else int(max_bins))
+                raise ValueError(
+                    f"add_histogram({tag!r}): bins={bins!r} cannot be used ({e}); give a rule such as 'auto', a modest bin count or an array of edges"
+                ) from None
+        self._w.histogram(
+            tag, arr, _step(global_step), _walltime(walltime), edges, None if max_bins is None else int(max_bins)
+        )
 
     def add_histogram_raw(
         self,
@@ -482,13 +513,24 @@ class SummaryWriter:
         counts = _to_numpy(bucket_counts).astype(np.float64).reshape(-1).tolist()
         if len(limits) != len(counts):
             raise ValueError("len(bucket_limits) != len(bucket_counts), see the document.")
-        self._w.histogram_raw(tag, float(min), float(max), float(num), float(sum), float(sum_squares),
-                              limits, counts, _step(global_step), _walltime(walltime))
+        self._w.histogram_raw(
+            tag,
+            float(min),
+            float(max),
+            float(num),
+            float(sum),
+            float(sum_squares),
+            limits,
+            counts,
+            _step(global_step),
+            _walltime(walltime),
+        )
 
     # -- tensors ----------------------------------------------------------------------------
 
-    def add_tensor(self, tag: str, tensor: ArrayLike, global_step: int | None = None,
-                   walltime: float | None = None) -> None:
+    def add_tensor(
+        self, tag: str, tensor: ArrayLike, global_step: int | None = None, walltime: float | None = None
+    ) -> None:
         """Log an array of any dtype and shape as a TensorProto (bool, ints, uints, float16,
         bfloat16, float32/64, complex, strings and bytes)."""
         import numpy as np
@@ -513,24 +555,44 @@ class SummaryWriter:
     def _summary(self, data: bytes, global_step: Any, walltime: Any) -> None:
         self._w.summary(data, _step(global_step), _walltime(walltime))
 
-    def add_image(self, tag: str, img_tensor: ArrayLike, global_step: int | None = None,
-                  walltime: float | None = None, dataformats: str = "CHW") -> None:
+    def add_image(
+        self,
+        tag: str,
+        img_tensor: ArrayLike,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        dataformats: str = "CHW",
+    ) -> None:
         """Log an image (PNG-encoded; needs Pillow). ``dataformats``: CHW, HWC, HW, ..."""
         from tbscope import _summary
 
         self._summary(_summary.image(tag, img_tensor, dataformats=dataformats), global_step, walltime)
 
-    def add_images(self, tag: str, img_tensor: ArrayLike, global_step: int | None = None,
-                   walltime: float | None = None, dataformats: str = "NCHW") -> None:
+    def add_images(
+        self,
+        tag: str,
+        img_tensor: ArrayLike,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        dataformats: str = "NCHW",
+    ) -> None:
         """Log a batch of images as one grid image. ``dataformats``: NCHW, NHWC, ..."""
         from tbscope import _summary
 
         self._summary(_summary.images(tag, img_tensor, dataformats=dataformats), global_step, walltime)
 
-    def add_image_with_boxes(self, tag: str, img_tensor: ArrayLike, box_tensor: ArrayLike,
-                             global_step: int | None = None, walltime: float | None = None,
-                             rescale: float = 1, dataformats: str = "CHW",
-                             labels: str | Sequence[str] | None = None, **kwargs: Any) -> None:
+    def add_image_with_boxes(
+        self,
+        tag: str,
+        img_tensor: ArrayLike,
+        box_tensor: ArrayLike,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        rescale: float = 1,
+        dataformats: str = "CHW",
+        labels: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Log an image with boxes ``[x1, y1, x2, y2]`` (one row per box) drawn on it."""
         from tbscope import _summary
 
@@ -543,19 +605,33 @@ class SummaryWriter:
                 labels = [labels]
             if len(labels) != _to_numpy(box_tensor).shape[0]:
                 labels = None  # torch drops labels that do not match the boxes
-        data = _summary.image_boxes(tag, img_tensor, box_tensor, rescale=rescale, dataformats=dataformats,
-                                    labels=None if labels is None else list(labels))
+        data = _summary.image_boxes(
+            tag,
+            img_tensor,
+            box_tensor,
+            rescale=rescale,
+            dataformats=dataformats,
+            labels=None if labels is None else list(labels),
+        )
         self._summary(data, global_step, walltime)
 
-    def add_figure(self, tag: str, figure: Any, global_step: int | None = None, close: bool = True,
-                   walltime: float | None = None) -> None:
+    def add_figure(
+        self, tag: str, figure: Any, global_step: int | None = None, close: bool = True, walltime: float | None = None
+    ) -> None:
         """Log a matplotlib figure (or a list of them) as an image."""
         from tbscope import _summary
 
         self._summary(_summary.figure(tag, figure, close=close), global_step, walltime)
 
-    def add_video(self, tag: str, vid_tensor: ArrayLike, global_step: int | None = None, fps: float = 4,
-                  walltime: float | None = None, dataformats: str = "NTCHW") -> None:
+    def add_video(
+        self,
+        tag: str,
+        vid_tensor: ArrayLike,
+        global_step: int | None = None,
+        fps: float = 4,
+        walltime: float | None = None,
+        dataformats: str = "NTCHW",
+    ) -> None:
         """Log a video, shape (N, T, C, H, W) by default (``dataformats`` reorders)."""
         from tbscope import _summary
 
@@ -566,15 +642,22 @@ class SummaryWriter:
             vid_tensor = _to_numpy(vid_tensor).transpose([order.index(c) for c in "NTCHW"])
         self._summary(_summary.video(tag, vid_tensor, fps=fps), global_step, walltime)
 
-    def add_audio(self, tag: str, snd_tensor: ArrayLike, global_step: int | None = None,
-                  sample_rate: int = 44100, walltime: float | None = None) -> None:
+    def add_audio(
+        self,
+        tag: str,
+        snd_tensor: ArrayLike,
+        global_step: int | None = None,
+        sample_rate: int = 44100,
+        walltime: float | None = None,
+    ) -> None:
         """Log audio samples in [-1, 1], shape (L,) or (1, L), as WAV."""
         from tbscope import _summary
 
         self._summary(_summary.audio(tag, snd_tensor, sample_rate=sample_rate), global_step, walltime)
 
-    def add_text(self, tag: str, text_string: str, global_step: int | None = None,
-                 walltime: float | None = None) -> None:
+    def add_text(
+        self, tag: str, text_string: str, global_step: int | None = None, walltime: float | None = None
+    ) -> None:
         """Log a (markdown) text. With ``layout="torch"`` the tag gets torch's ``/text_summary``
         suffix, so tools keyed on torch's tag names find it; by default the tag is kept as given."""
         from tbscope import _summary
@@ -583,26 +666,53 @@ class SummaryWriter:
             tag = f"{tag}/text_summary"
         self._summary(_summary.text(tag, text_string), global_step, walltime)
 
-    def add_pr_curve(self, tag: str, labels: ArrayLike, predictions: ArrayLike, global_step: int | None = None,
-                     num_thresholds: int = 127, weights: ArrayLike | None = None,
-                     walltime: float | None = None) -> None:
+    def add_pr_curve(
+        self,
+        tag: str,
+        labels: ArrayLike,
+        predictions: ArrayLike,
+        global_step: int | None = None,
+        num_thresholds: int = 127,
+        weights: ArrayLike | None = None,
+        walltime: float | None = None,
+    ) -> None:
         """Log a precision-recall curve from binary ``labels`` and ``predictions`` in [0, 1]."""
         from tbscope import _summary
 
-        self._summary(_summary.pr_curve(tag, labels, predictions, num_thresholds=num_thresholds, weights=weights),
-                      global_step, walltime)
+        self._summary(
+            _summary.pr_curve(tag, labels, predictions, num_thresholds=num_thresholds, weights=weights),
+            global_step,
+            walltime,
+        )
 
-    def add_pr_curve_raw(self, tag: str, true_positive_counts: ArrayLike, false_positive_counts: ArrayLike,
-                         true_negative_counts: ArrayLike, false_negative_counts: ArrayLike,
-                         precision: ArrayLike, recall: ArrayLike, global_step: int | None = None,
-                         num_thresholds: int = 127, weights: ArrayLike | None = None,
-                         walltime: float | None = None) -> None:
+    def add_pr_curve_raw(
+        self,
+        tag: str,
+        true_positive_counts: ArrayLike,
+        false_positive_counts: ArrayLike,
+        true_negative_counts: ArrayLike,
+        false_negative_counts: ArrayLike,
+        precision: ArrayLike,
+        recall: ArrayLike,
+        global_step: int | None = None,
+        num_thresholds: int = 127,
+        weights: ArrayLike | None = None,
+        walltime: float | None = None,
+    ) -> None:
         """Log a precision-recall curve from counts you computed."""
         from tbscope import _summary
 
-        data = _summary.pr_curve_raw(tag, true_positive_counts, false_positive_counts, true_negative_counts,
-                                     false_negative_counts, precision, recall, num_thresholds=num_thresholds,
-                                     weights=weights)
+        data = _summary.pr_curve_raw(
+            tag,
+            true_positive_counts,
+            false_positive_counts,
+            true_negative_counts,
+            false_negative_counts,
+            precision,
+            recall,
+            num_thresholds=num_thresholds,
+            weights=weights,
+        )
         self._summary(data, global_step, walltime)
 
     def add_custom_scalars(self, layout: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
@@ -612,29 +722,39 @@ class SummaryWriter:
 
         self._w.summary(_summary.custom_scalars(layout), None, None)
 
-    def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
-                                          title: str = "untitled") -> None:
+    def add_custom_scalars_multilinechart(
+        self, tags: Sequence[str], category: str = "default", title: str = "untitled"
+    ) -> None:
         """One Custom Scalars chart with a line per tag."""
         self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
 
-    def add_custom_scalars_marginchart(self, tags: Sequence[str], category: str = "default",
-                                       title: str = "untitled") -> None:
+    def add_custom_scalars_marginchart(
+        self, tags: Sequence[str], category: str = "default", title: str = "untitled"
+    ) -> None:
         """One Custom Scalars margin chart: ``tags`` = [value, lower, upper]."""
         if len(tags) != 3:
             raise ValueError(f"add_custom_scalars_marginchart needs 3 tags (value, lower, upper), got {len(tags)}")
         self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
 
-    def add_mesh(self, tag: str, vertices: ArrayLike, colors: ArrayLike | None = None,
-                 faces: ArrayLike | None = None, config_dict: dict[str, Any] | None = None,
-                 global_step: int | None = None, walltime: float | None = None) -> None:
+    def add_mesh(
+        self,
+        tag: str,
+        vertices: ArrayLike,
+        colors: ArrayLike | None = None,
+        faces: ArrayLike | None = None,
+        config_dict: dict[str, Any] | None = None,
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
         """Log a 3-D mesh or point cloud: vertices (B, N, 3), colors (B, N, 3), faces (B, F, 3)."""
         from tbscope import _summary
 
         for data in _summary.mesh(tag, vertices, colors, faces, config_dict):
             self._summary(data, global_step, walltime)
 
-    def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
-                  use_strict_trace: bool = True) -> None:
+    def add_graph(
+        self, model: Any, input_to_model: Any = None, verbose: bool = False, use_strict_trace: bool = True
+    ) -> None:
         """Log a model graph (a torch module traced with ``input_to_model`` by torch's tracer, or a
         GraphDef). A traced module also gets the tracer's run metadata, as torch writes it."""
         from tbscope import _summary
@@ -657,16 +777,24 @@ class SummaryWriter:
         """Not supported (tensorboardX converts OpenVINO XML with its own code)."""
         raise NotImplementedError(
             "tbscope.SummaryWriter cannot convert OpenVINO graphs; write it with tensorboardX's "
-            "SummaryWriter.add_openvino_graph into the same log_dir (TensorBoard merges the files)")
+            "SummaryWriter.add_openvino_graph into the same log_dir (TensorBoard merges the files)"
+        )
 
-    def add_embedding(self, mat: ArrayLike, metadata: Sequence[Any] | None = None,
-                      label_img: ArrayLike | None = None, global_step: int | None = None,
-                      tag: str = "default", metadata_header: Sequence[str] | None = None) -> None:
+    def add_embedding(
+        self,
+        mat: ArrayLike,
+        metadata: Sequence[Any] | None = None,
+        label_img: ArrayLike | None = None,
+        global_step: int | None = None,
+        tag: str = "default",
+        metadata_header: Sequence[str] | None = None,
+    ) -> None:
         """Write projector files (tensors, metadata TSV, sprite) for TensorBoard's projector."""
         if self._remote:
             raise NotImplementedError(
                 f"add_embedding writes projector files next to the event files, which needs a local "
-                f"log_dir, not {self.log_dir!r}: write the embedding with a local SummaryWriter and upload it")
+                f"log_dir, not {self.log_dir!r}: write the embedding with a local SummaryWriter and upload it"
+            )
         from tbscope import _summary
 
         _summary.write_embedding(self._directory, mat, metadata, label_img, global_step, tag, metadata_header)
@@ -715,9 +843,13 @@ class SummaryWriter:
             return
         # Torch opens a whole SummaryWriter for the sub-folder and closes it: do the same
         # (its own file, written and closed before we return).
-        with SummaryWriter(_join(self.log_dir, run_name, self._remote), max_queue=self.max_queue,
-                           flush_secs=self.flush_secs, filename_suffix=self.filename_suffix,
-                           write_to_disk=self._write_to_disk) as sub:
+        with SummaryWriter(
+            _join(self.log_dir, run_name, self._remote),
+            max_queue=self.max_queue,
+            flush_secs=self.flush_secs,
+            filename_suffix=self.filename_suffix,
+            write_to_disk=self._write_to_disk,
+        ) as sub:
             for data in (exp, ssi, sei):
                 sub._w.summary(data, s, None)
             for k, v in metric_dict.items():
@@ -852,8 +984,9 @@ class SummaryWriter:
     def __enter__(self) -> SummaryWriter:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
-                 exc_tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -9,14 +9,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "e2e"
@@ -93,11 +90,15 @@ class Page:
     """A page that records console errors, page errors and dialogs (an XSS would open one)."""
 
     def __init__(self, browser: Any, width: int = 1280, height: int = 800, color_scheme: str = "light") -> None:
-        self.context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme, device_scale_factor=1)
+        self.context = browser.new_context(
+            viewport={"width": width, "height": height}, color_scheme=color_scheme, device_scale_factor=1
+        )
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.dialogs: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        self.page.on(
+            "console", lambda m: self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None
+        )
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
 
         def on_dialog(d: Any) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from browser_util import CHROMIUM, CHROMIUM_ARGS, Page, Server
 from logdir import write
 

@@ -67,7 +67,9 @@ def write(root: Path) -> dict[str, object]:
                     v = float("nan")
                 w.add_scalar("train/loss", v, step)
                 if step % 10 == 0:
-                    w.add_scalar("train/lr", (0.1 if i < 2 else 0.01) * (1 + math.cos(math.pi * step / STEPS)) / 2, step)
+                    w.add_scalar(
+                        "train/lr", (0.1 if i < 2 else 0.01) * (1 + math.cos(math.pi * step / STEPS)) / 2, step
+                    )
                 if step % 500 == 0:
                     w.add_scalar("eval/accuracy", 1 - v / 3, step)
             rng = np.random.default_rng(i)
@@ -99,7 +101,9 @@ def write(root: Path) -> dict[str, object]:
 
 
 #: A real torch.profiler trace (torch 2.13, CPU; tests/data/torch_profiler/README.md).
-TORCH_TRACE = Path(__file__).resolve().parents[1] / "data" / "torch_profiler" / "hostA.1795710513538474591.pt.trace.json.gz"
+TORCH_TRACE = (
+    Path(__file__).resolve().parents[1] / "data" / "torch_profiler" / "hostA.1795710513538474591.pt.trace.json.gz"
+)
 
 
 def add_profile(run_dir: Path) -> None:
@@ -120,12 +124,19 @@ def write_hostile_run(run_dir: Path) -> None:
     text_md = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text"))
 
     def text_tensor(rows: list[list[str]]) -> tensor_pb2.TensorProto:
-        dims = [tensor_shape_pb2.TensorShapeProto.Dim(size=len(rows)), tensor_shape_pb2.TensorShapeProto.Dim(size=len(rows[0]))]
+        dims = [
+            tensor_shape_pb2.TensorShapeProto.Dim(size=len(rows)),
+            tensor_shape_pb2.TensorShapeProto.Dim(size=len(rows[0])),
+        ]
         flat = [c.encode() for r in rows for c in r]
-        return tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=dims), string_val=flat)
+        return tensor_pb2.TensorProto(
+            dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=dims), string_val=flat
+        )
 
     def scalar_tensor_text(s: str) -> tensor_pb2.TensorProto:
-        return tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(), string_val=[s.encode()])
+        return tensor_pb2.TensorProto(
+            dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(), string_val=[s.encode()]
+        )
 
     wall = 1_700_000_000.0
     for step in range(100):
@@ -136,7 +147,13 @@ def write_hostile_run(run_dir: Path) -> None:
         w.add_event(event_pb2.Event(step=step, wall_time=wall + step, summary=summary_pb2.Summary(value=values)))
     text_values = [
         summary_pb2.Summary.Value(tag=XSS_TEXT_TAG, metadata=text_md, tensor=scalar_tensor_text(XSS_TEXT)),
-        summary_pb2.Summary.Value(tag="table/confusion", metadata=text_md, tensor=text_tensor([["", "cat", "dog"], ["cat", "41", "3"], ["dog", "5", '<img src=x onerror="window.__xss=1">']])),
+        summary_pb2.Summary.Value(
+            tag="table/confusion",
+            metadata=text_md,
+            tensor=text_tensor(
+                [["", "cat", "dog"], ["cat", "41", "3"], ["dog", "5", '<img src=x onerror="window.__xss=1">']]
+            ),
+        ),
     ]
     w.add_event(event_pb2.Event(step=0, wall_time=wall + 100, summary=summary_pb2.Summary(value=text_values)))
     w.close()
@@ -157,7 +174,13 @@ def add_audio(w: object, tag: str, samples: np.ndarray, rate: int, step: int) ->
         f.setsampwidth(2)
         f.setframerate(rate)
         f.writeframes(pcm.tobytes())
-    audio = Summary.Audio(sample_rate=rate, num_channels=1, length_frames=len(pcm), encoded_audio_string=buf.getvalue(), content_type="audio/wav")
+    audio = Summary.Audio(
+        sample_rate=rate,
+        num_channels=1,
+        length_frames=len(pcm),
+        encoded_audio_string=buf.getvalue(),
+        content_type="audio/wav",
+    )
     w._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=tag, audio=audio)]), step)  # type: ignore[attr-defined]
 
 

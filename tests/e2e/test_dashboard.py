@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from browser_util import Page, Server
 from logdir import RUNS, SPIKE_STEP, XSS_RUN, XSS_TAG, append
 
@@ -71,7 +69,10 @@ def wait_card(p: Page, tag: str, timeout: float = 60_000) -> None:
 
 
 def card_foot(p: Page, tag: str) -> str:
-    return p.page.evaluate("(tag) => [...document.querySelectorAll('.scalar-card')].find(c => c.dataset.tag === tag).querySelector('.card-foot').textContent", tag)
+    return p.page.evaluate(
+        "(tag) => [...document.querySelectorAll('.scalar-card')].find(c => c.dataset.tag === tag).querySelector('.card-foot').textContent",
+        tag,
+    )
 
 
 def test_scalars_chart_draws_every_selected_run(page: Page, server: Server) -> None:
@@ -90,7 +91,9 @@ def test_scalars_chart_draws_every_selected_run(page: Page, server: Server) -> N
 def test_smoothing_slider_changes_the_line(page: Page, server: Server) -> None:
     open_scalars(page, server, "scalars?smoothing=0")
     before = page.page.evaluate(CANVAS_HASH_JS, "train/loss")
-    page.page.eval_on_selector("#smoothing", "(el) => { el.value = '0.95'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
+    page.page.eval_on_selector(
+        "#smoothing", "(el) => { el.value = '0.95'; el.dispatchEvent(new Event('input', {bubbles: true})); }"
+    )
     page.page.wait_for_timeout(300)
     after = page.page.evaluate(CANVAS_HASH_JS, "train/loss")
     assert before != after
@@ -107,7 +110,9 @@ def test_run_filter_hides_runs(page: Page, server: Server) -> None:
     cols = colors(server)
     page.page.fill("#run-filter", "lr=0.01")
     # Two runs with train/loss pass (their hparams child runs pass too but have no such tag).
-    page.page.wait_for_function("() => document.querySelector('.scalar-card[data-tag=\"train/loss\"] .card-foot').textContent.startsWith('2 runs')")
+    page.page.wait_for_function(
+        "() => document.querySelector('.scalar-card[data-tag=\"train/loss\"] .card-foot').textContent.startsWith('2 runs')"
+    )
     assert page.page.inner_text(".run-count").startswith("4 of 4")
     page.page.wait_for_timeout(200)
     hidden = [r for r in RUNS if "lr=0.1/" in r] + [XSS_RUN]
@@ -141,7 +146,9 @@ def test_spike_survives_downsampling_and_zoom(page: Page, server: Server) -> Non
     page.page.mouse.down()
     page.page.mouse.move(x1, y, steps=5)
     page.page.mouse.up()
-    page.page.wait_for_function("() => document.querySelector('.scalar-card[data-tag=\"train/loss\"] .card-foot').textContent.includes('zoomed')")
+    page.page.wait_for_function(
+        "() => document.querySelector('.scalar-card[data-tag=\"train/loss\"] .card-foot').textContent.includes('zoomed')"
+    )
     wait_card(page, "train/loss")
     cols = colors(server)
     counts = page.page.evaluate(PIXELS_JS, ["train/loss", [cols[RUNS[0]]]])
@@ -152,13 +159,23 @@ def test_spike_survives_downsampling_and_zoom(page: Page, server: Server) -> Non
 
 def test_image_and_audio_load(page: Page, server: Server) -> None:
     page.page.goto(server.url + "#images")
-    page.page.wait_for_function("() => [...document.querySelectorAll('.image-card img')].some(i => i.complete && i.naturalWidth > 0)", timeout=30_000)
-    w = page.page.evaluate("() => Math.max(...[...document.querySelectorAll('.image-card img')].map(i => i.naturalWidth))")
+    page.page.wait_for_function(
+        "() => [...document.querySelectorAll('.image-card img')].some(i => i.complete && i.naturalWidth > 0)",
+        timeout=30_000,
+    )
+    w = page.page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('.image-card img')].map(i => i.naturalWidth))"
+    )
     assert w == 64
     page.screenshot("images")
     page.page.goto(server.url + "#audio")
-    page.page.wait_for_function("() => [...document.querySelectorAll('.audio-card audio')].some(a => a.readyState >= 1 && a.duration > 0)", timeout=30_000)
-    dur = page.page.evaluate("() => Math.max(...[...document.querySelectorAll('.audio-card audio')].map(a => a.duration || 0))")
+    page.page.wait_for_function(
+        "() => [...document.querySelectorAll('.audio-card audio')].some(a => a.readyState >= 1 && a.duration > 0)",
+        timeout=30_000,
+    )
+    dur = page.page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('.audio-card audio')].map(a => a.duration || 0))"
+    )
     assert abs(dur - 0.5) < 0.01
     assert page.errors == []
 
@@ -166,7 +183,9 @@ def test_image_and_audio_load(page: Page, server: Server) -> None:
 def test_hostile_text_tags_and_run_names_stay_inert(page: Page, server: Server) -> None:
     page.page.goto(server.url + "#text?tags=notes")
     page.page.wait_for_function("() => document.querySelectorAll('.text-card .markdown').length >= 2", timeout=30_000)
-    page.page.evaluate("async () => { const m = document.querySelector('#main'); for (let y = 0; y < m.scrollHeight; y += 300) { m.scrollTop = y; await new Promise(r => setTimeout(r, 100)); } }")
+    page.page.evaluate(
+        "async () => { const m = document.querySelector('#main'); for (let y = 0; y < m.scrollHeight; y += 300) { m.scrollTop = y; await new Promise(r => setTimeout(r, 100)); } }"
+    )
     page.page.wait_for_function("() => document.querySelectorAll('.text-card .markdown').length >= 8", timeout=30_000)
     # Markdown renders (table, code); hostile HTML does not execute or even exist as elements.
     assert page.page.locator(".markdown table").count() >= 1
@@ -219,7 +238,9 @@ def test_hparams_table_sorts_and_selection_filters_charts(page: Page, server: Se
     assert "only=" in page.page.url
     page.page.click('.tab[data-view="scalars"]')
     wait_card(page, "train/loss")
-    page.page.evaluate("() => { const s = document.querySelector('#smoothing'); s.value = '0'; s.dispatchEvent(new Event('input', {bubbles: true})); }")
+    page.page.evaluate(
+        "() => { const s = document.querySelector('#smoothing'); s.value = '0'; s.dispatchEvent(new Event('input', {bubbles: true})); }"
+    )
     page.page.wait_for_timeout(300)
     cols = colors(server)
     counts = page.page.evaluate(PIXELS_JS, ["train/loss", [cols[r] for r in RUNS]])
@@ -245,13 +266,32 @@ def test_live_append_shows_new_points_without_reload(page: Page, server: Server,
     assert page.errors == []
 
 
-@pytest.mark.parametrize("view", ["scalars", "custom_scalars", "histograms", "distributions", "images", "audio", "text", "tensors", "pr_curves", "hparams", "health", "embeddings", "profile"])
+@pytest.mark.parametrize(
+    "view",
+    [
+        "scalars",
+        "custom_scalars",
+        "histograms",
+        "distributions",
+        "images",
+        "audio",
+        "text",
+        "tensors",
+        "pr_curves",
+        "hparams",
+        "health",
+        "embeddings",
+        "profile",
+    ],
+)
 def test_no_console_errors_on_any_view(page: Page, server: Server, view: str) -> None:
     page.page.goto(server.url + "#" + view)
     page.page.wait_for_load_state("networkidle")
     page.page.wait_for_timeout(500)
     # Scroll everything into view once so every card loads and draws.
-    page.page.evaluate("async () => { const m = document.querySelector('#main'); for (let y = 0; y < m.scrollHeight; y += 400) { m.scrollTop = y; await new Promise(r => setTimeout(r, 60)); } }")
+    page.page.evaluate(
+        "async () => { const m = document.querySelector('#main'); for (let y = 0; y < m.scrollHeight; y += 400) { m.scrollTop = y; await new Promise(r => setTimeout(r, 60)); } }"
+    )
     page.page.wait_for_load_state("networkidle")
     page.page.wait_for_timeout(300)
     assert page.page.locator(".error-state").count() == 0, page.page.locator(".error-state").all_inner_texts()
@@ -288,7 +328,9 @@ def test_url_state_round_trips(page: Page, server: Server) -> None:
 
 def test_csv_and_png_downloads(page: Page, server: Server) -> None:
     """The CSV holds every logged point (not the downsampled ones on screen); the PNG is one."""
-    open_scalars(page, server, "scalars?smoothing=0&tags=train/loss&runs=" + urllib.request.quote("/^exp\\/lr=0\\.01\\/train$/"))
+    open_scalars(
+        page, server, "scalars?smoothing=0&tags=train/loss&runs=" + urllib.request.quote("/^exp\\/lr=0\\.01\\/train$/")
+    )
     assert card_foot(page, "train/loss").startswith("1 run")
     card = page.page.locator('.scalar-card[data-tag="train/loss"]')
     card.hover()
@@ -313,14 +355,23 @@ def test_profile_timeline_zooms_and_lists_top_operations(page: Page, server: Ser
     listing = api(server, "profiles")["columns"]
     assert listing["source"] == ["torch"] and listing["format"] == ["chrome_trace"]
     page.page.goto(server.url + "#profile")
-    page.page.wait_for_function("() => document.querySelector('.profile-timeline')?.dataset.state === 'ready'", timeout=30_000)
-    page.page.wait_for_function("() => document.querySelectorAll('.profile-ops-table tbody tr').length > 0", timeout=30_000)
+    page.page.wait_for_function(
+        "() => document.querySelector('.profile-timeline')?.dataset.state === 'ready'", timeout=30_000
+    )
+    page.page.wait_for_function(
+        "() => document.querySelectorAll('.profile-ops-table tbody tr').length > 0", timeout=30_000
+    )
     ops = page.page.locator(".profile-ops-table tbody tr td.op-name").all_inner_texts()
-    want = api(server, f"profile/operations?run={urllib.parse.quote(listing['run'][0])}&file={urllib.parse.quote(listing['file'][0])}&limit=50")["columns"]["name"]
+    want = api(
+        server,
+        f"profile/operations?run={urllib.parse.quote(listing['run'][0])}&file={urllib.parse.quote(listing['file'][0])}&limit=50",
+    )["columns"]["name"]
     assert ops == want and any(name.startswith("aten::") for name in ops)
     drawn = int(page.page.evaluate("() => document.querySelector('.profile-timeline').dataset.drawn"))
     assert drawn > 50
-    span0 = page.page.evaluate("() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }")
+    span0 = page.page.evaluate(
+        "() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }"
+    )
     box = page.page.locator(".profile-canvas").bounding_box()
     assert box is not None
     page.page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 40)
@@ -329,12 +380,16 @@ def test_profile_timeline_zooms_and_lists_top_operations(page: Page, server: Ser
             page.page.mouse.wheel(0, -300)
             page.page.wait_for_timeout(30)
     page.page.wait_for_timeout(300)
-    span1 = page.page.evaluate("() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }")
+    span1 = page.page.evaluate(
+        "() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }"
+    )
     assert span1 < span0 / 4
     # Double-click shows the whole trace again.
     page.page.mouse.dblclick(box["x"] + box["width"] * 0.6, box["y"] + 40)
     page.page.wait_for_timeout(300)
-    span2 = page.page.evaluate("() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }")
+    span2 = page.page.evaluate(
+        "() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }"
+    )
     assert abs(span2 - span0) < 1e-6 * span0
     page.screenshot("profile")
     assert page.errors == []

@@ -15,7 +15,6 @@ from urllib.parse import parse_qs, urlencode
 
 import numpy as np
 import pytest
-
 from browser_util import Page, Server
 
 XSS_WORD = '<img src=x onerror="window.__xss=1">'
@@ -57,9 +56,8 @@ def words() -> list[str]:
 
 @pytest.fixture(scope="module")
 def emb_server() -> Iterator[Server]:
-    from tensorboardX import SummaryWriter
-
     import tbscope
+    from tensorboardX import SummaryWriter
 
     d = Path(tempfile.mkdtemp(prefix="tbscope-e2e-emb-"))
     rng = np.random.default_rng(0)
@@ -72,7 +70,9 @@ def emb_server() -> Iterator[Server]:
         imgs[i, c] = 1.0  # a red, green or blue square per class
     with SummaryWriter(str(d / "words")) as w:
         w.add_scalar("loss", 1.0, 0)
-        w.add_embedding(mat, metadata=meta, metadata_header=["word", "class", "score"], label_img=imgs, global_step=3, tag="words")
+        w.add_embedding(
+            mat, metadata=meta, metadata_header=["word", "class", "score"], label_img=imgs, global_step=3, tag="words"
+        )
     with tbscope.SummaryWriter(str(d / "plain")) as w:
         w.add_scalar("loss", 1.0, 0)
         w.add_embedding(rng.normal(size=(25, 4)), tag="plain")
@@ -103,7 +103,10 @@ def test_scatter_colours_search_details_and_rotation(page: Page, emb_server: Ser
     p = page.page
     p.goto(emb_server.url + "#embeddings")
     wait_points(page, 25)  # the first embedding: run plain
-    assert p.locator("#emb-select option").all_inner_texts() == ["plain · plain:00000 · 25×4", "words · words:00003 · 60×5"]
+    assert p.locator("#emb-select option").all_inner_texts() == [
+        "plain · plain:00000 · 25×4",
+        "words · words:00003 · 60×5",
+    ]
     assert p.locator("#emb-select").input_value() == "0"
     p.select_option("#emb-select", label="words · words:00003 · 60×5")
     wait_points(page, N)
@@ -113,7 +116,10 @@ def test_scatter_colours_search_details_and_rotation(page: Page, emb_server: Ser
     legend = p.locator("#emb-legend .emb-legend-label").all_inner_texts()
     assert sorted(legend) == sorted(CLASSES)
     swatches = p.eval_on_selector_all("#emb-legend .swatch", "els => els.map(e => getComputedStyle(e).backgroundColor)")
-    hexes = ["#%02x%02x%02x" % tuple(int(v) for v in s[s.index("(") + 1 : s.index(")")].split(",")[:3]) for s in swatches]
+    hexes = [
+        "#{:02x}{:02x}{:02x}".format(*tuple(int(v) for v in s[s.index("(") + 1 : s.index(")")].split(",")[:3]))
+        for s in swatches
+    ]
     counts = p.evaluate(PIXELS_JS, hexes)
     assert all(c > 20 for c in counts), (hexes, counts)  # every category's points are drawn
     assert "variance explained" in p.locator("#emb-info").inner_text()
@@ -132,7 +138,9 @@ def test_scatter_colours_search_details_and_rotation(page: Page, emb_server: Ser
     details = p.locator("#emb-details").inner_text()
     assert "beta" in details and "0.7" in details
     p.wait_for_selector("#emb-details canvas.emb-thumb", timeout=10_000)
-    green = p.evaluate("() => { const c = document.querySelector('#emb-details canvas.emb-thumb'); const d = c.getContext('2d').getImageData(2, 2, 1, 1).data; return [d[0], d[1], d[2]]; }")
+    green = p.evaluate(
+        "() => { const c = document.querySelector('#emb-details canvas.emb-thumb'); const d = c.getContext('2d').getImageData(2, 2, 1, 1).data; return [d[0], d[1], d[2]]; }"
+    )
     assert green[1] > 200 and green[0] < 40 and green[2] < 40  # point 7 is class 1: a green square
 
     # Hovering the selected point shows its tooltip.
@@ -176,7 +184,9 @@ def test_scatter_colours_search_details_and_rotation(page: Page, emb_server: Ser
 
 def test_a_link_reproduces_the_view_and_the_run_selection_applies(page: Page, emb_server: Server) -> None:
     p = page.page
-    emb = urlencode({"run": "words", "tag": "words:00003", "dims": "3", "color": "meta:class", "by": "meta:word", "q": "w1*"})
+    emb = urlencode(
+        {"run": "words", "tag": "words:00003", "dims": "3", "color": "meta:class", "by": "meta:word", "q": "w1*"}
+    )
     p.goto(emb_server.url + "#embeddings?" + urlencode({"emb": emb}))
     wait_points(page, N, dims=3)
     assert p.locator("#emb-select option:checked").inner_text() == "words · words:00003 · 60×5"

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from browser_util import Page, Server
 
 TOKEN = "e2e-secret-token"

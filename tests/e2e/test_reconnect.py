@@ -31,7 +31,9 @@ def test_disconnect_then_reconnect(page: Page, logdir: Path) -> None:
     second = Server(logdir, "--port", str(port))
     try:
         second.wait_loaded()
-        page.page.wait_for_function("() => ['live', 'polling'].includes(document.documentElement.dataset.connection)", timeout=60_000)
+        page.page.wait_for_function(
+            "() => ['live', 'polling'].includes(document.documentElement.dataset.connection)", timeout=60_000
+        )
         assert page.page.evaluate("() => window.__same") is True
         assert page.page.input_value("#smoothing") == "0.3"
     finally:

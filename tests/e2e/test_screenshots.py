@@ -26,8 +26,39 @@ CHARTS = "() => [...document.querySelectorAll('.scalar-card')].filter(c => c.dat
 def test_screenshots(browser: Any, server: Server) -> None:
     shoot(browser, server, "scalars?tags=train", "scalars-light", CHARTS)
     shoot(browser, server, "scalars?tags=train", "scalars-dark", CHARTS, scheme="dark")
-    shoot(browser, server, "hparams", "hparams", "() => document.querySelectorAll('.hparams-table tr[data-row]').length >= 4")
-    shoot(browser, server, "histograms", "histograms", "() => document.querySelectorAll('.hist-card canvas').length >= 2", scheme="dark")
-    shoot(browser, server, "distributions", "distributions", "() => document.querySelectorAll('.dist-card canvas').length >= 2")
-    shoot(browser, server, "images", "images", "() => [...document.querySelectorAll('.image-card img')].filter(i => i.complete && i.naturalWidth).length >= 2")
-    shoot(browser, server, "text?tags=notes/markdown", "text", "() => document.querySelectorAll('.text-card .markdown table').length >= 1")
+    shoot(
+        browser,
+        server,
+        "hparams",
+        "hparams",
+        "() => document.querySelectorAll('.hparams-table tr[data-row]').length >= 4",
+    )
+    shoot(
+        browser,
+        server,
+        "histograms",
+        "histograms",
+        "() => document.querySelectorAll('.hist-card canvas').length >= 2",
+        scheme="dark",
+    )
+    shoot(
+        browser,
+        server,
+        "distributions",
+        "distributions",
+        "() => document.querySelectorAll('.dist-card canvas').length >= 2",
+    )
+    shoot(
+        browser,
+        server,
+        "images",
+        "images",
+        "() => [...document.querySelectorAll('.image-card img')].filter(i => i.complete && i.naturalWidth).length >= 2",
+    )
+    shoot(
+        browser,
+        server,
+        "text?tags=notes/markdown",
+        "text",
+        "() => document.querySelectorAll('.text-card .markdown table').length >= 1",
+    )

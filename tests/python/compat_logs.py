@@ -80,10 +80,21 @@ def histo(tag: str, seed: int, last_limit: float = 1.7976931348623157e308):
     rng = np.random.default_rng(abs(seed))
     x = rng.normal(size=50)
     limits = [-1.0, 0.0, 1.0, last_limit]
-    counts = [float(np.sum(x < -1)), float(np.sum((x >= -1) & (x < 0))), float(np.sum((x >= 0) & (x < 1))),
-              float(np.sum(x >= 1))]
-    h = summary_pb2.HistogramProto(min=float(x.min()), max=float(x.max()), num=50, sum=float(x.sum()),
-                                   sum_squares=float((x * x).sum()), bucket_limit=limits, bucket=counts)
+    counts = [
+        float(np.sum(x < -1)),
+        float(np.sum((x >= -1) & (x < 0))),
+        float(np.sum((x >= 0) & (x < 1))),
+        float(np.sum(x >= 1)),
+    ]
+    h = summary_pb2.HistogramProto(
+        min=float(x.min()),
+        max=float(x.max()),
+        num=50,
+        sum=float(x.sum()),
+        sum_squares=float((x * x).sum()),
+        bucket_limit=limits,
+        bucket=counts,
+    )
     return summary_pb2.Summary.Value(tag=tag, histo=h)
 
 
@@ -107,8 +118,13 @@ def audio(tag: str, seed: int):
         w.setsampwidth(2)
         w.setframerate(8000)
         w.writeframes(samples.tobytes())
-    a = summary_pb2.Summary.Audio(sample_rate=8000, num_channels=1, length_frames=80,
-                                  encoded_audio_string=buf.getvalue(), content_type="audio/wav")
+    a = summary_pb2.Summary.Audio(
+        sample_rate=8000,
+        num_channels=1,
+        length_frames=80,
+        encoded_audio_string=buf.getvalue(),
+        content_type="audio/wav",
+    )
     return summary_pb2.Summary.Value(tag=tag, audio=a)
 
 

@@ -71,9 +71,7 @@ def _wav(samples: np.ndarray, sample_rate: int) -> bytes:
 
 
 def _describe(root: Path) -> dict[str, Any]:
-    files = sorted(
-        str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "tfevents" in p.name
-    )
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "tfevents" in p.name)
     runs = sorted({os.path.dirname(f) or "." for f in files})
     return {"root": str(root), "runs": runs, "files": files}
 
@@ -125,8 +123,14 @@ def write_tbx_logdir(root, video: bool = True) -> dict[str, Any]:
     # default wall time (the clock), large and negative steps
     w.add_scalar("clock", 1.0, global_step=2**40)
     w.add_scalar("clock", 2.0, global_step=-3)
-    w.add_scalar("with/description", 4.0, 1, walltime=_wall(51), display_name="Disp",
-                 summary_description="a *markdown* description")
+    w.add_scalar(
+        "with/description",
+        4.0,
+        1,
+        walltime=_wall(51),
+        display_name="Disp",
+        summary_description="a *markdown* description",
+    )
     w.add_text("notes", "hello **world** ünïcødé ✓", global_step=0, walltime=_wall(52))
     w.add_text("notes", "second\nline\twith\ttabs", global_step=1, walltime=_wall(53))
     w.add_text("notes", "", global_step=2, walltime=_wall(54))
@@ -152,24 +156,36 @@ def write_tbx_logdir(root, video: bool = True) -> dict[str, Any]:
     data = rng.normal(size=1000)
     for k, bins in enumerate(["tensorflow", "auto", "fd", 7, np.array([-3.0, -1.0, 0.0, 1.0, 3.0])]):
         for s in range(2):
-            w.add_histogram(f"hist/{k}", data * (s + 1) + s, global_step=s, bins=bins,
-                            walltime=_wall(200 + 2 * k + s))
-    w.add_histogram("hist/const", np.full(50, 3.25), global_step=0, bins="tensorflow",
-                    walltime=_wall(220))
-    w.add_histogram("hist/int", np.arange(-5, 100, dtype=np.int32), global_step=0, bins=10,
-                    walltime=_wall(221))
-    w.add_histogram("hist/max_bins", data, global_step=0, bins=100, max_bins=12,
-                    walltime=_wall(222))
+            w.add_histogram(f"hist/{k}", data * (s + 1) + s, global_step=s, bins=bins, walltime=_wall(200 + 2 * k + s))
+    w.add_histogram("hist/const", np.full(50, 3.25), global_step=0, bins="tensorflow", walltime=_wall(220))
+    w.add_histogram("hist/int", np.arange(-5, 100, dtype=np.int32), global_step=0, bins=10, walltime=_wall(221))
+    w.add_histogram("hist/max_bins", data, global_step=0, bins=100, max_bins=12, walltime=_wall(222))
     counts, limits = np.histogram(data, bins=6)
-    w.add_histogram_raw("raw", min=float(data.min()), max=float(data.max()), num=data.size,
-                        sum=float(data.sum()), sum_squares=float(data @ data),
-                        bucket_limits=limits[1:].tolist(), bucket_counts=counts.tolist(),
-                        global_step=0, walltime=_wall(223))
+    w.add_histogram_raw(
+        "raw",
+        min=float(data.min()),
+        max=float(data.max()),
+        num=data.size,
+        sum=float(data.sum()),
+        sum_squares=float(data @ data),
+        bucket_limits=limits[1:].tolist(),
+        bucket_counts=counts.tolist(),
+        global_step=0,
+        walltime=_wall(223),
+    )
     # empty end buckets (TensorBoard's Python loader trims them, Rust keeps them)
-    w.add_histogram_raw("raw_padded", min=0.5, max=2.5, num=4, sum=6.0, sum_squares=10.5,
-                        bucket_limits=[0.0, 1.0, 2.0, 3.0, 1e308],
-                        bucket_counts=[0.0, 1.0, 2.0, 1.0, 0.0], global_step=1,
-                        walltime=_wall(224))
+    w.add_histogram_raw(
+        "raw_padded",
+        min=0.5,
+        max=2.5,
+        num=4,
+        sum=6.0,
+        sum_squares=10.5,
+        bucket_limits=[0.0, 1.0, 2.0, 3.0, 1e308],
+        bucket_counts=[0.0, 1.0, 2.0, 1.0, 0.0],
+        global_step=1,
+        walltime=_wall(224),
+    )
     img_chw_u8 = rng.integers(0, 256, size=(3, 8, 5), dtype=np.uint8)
     img_hwc_f = rng.random(size=(6, 4, 3)).astype(np.float32)
     img_gray = rng.random(size=(1, 7, 9))
@@ -181,17 +197,16 @@ def write_tbx_logdir(root, video: bool = True) -> dict[str, Any]:
     w.add_image("img/hw", rng.random(size=(5, 6)), 0, walltime=_wall(234), dataformats="HW")
     w.add_image("img/rgba", img_rgba, 0, walltime=_wall(235), dataformats="CHW")
     w.add_images("imgs/nchw", rng.random(size=(4, 3, 6, 6)), 0, walltime=_wall(236))
-    w.add_images("imgs/nhwc", rng.integers(0, 256, size=(2, 5, 5, 3), dtype=np.uint8), 0,
-                 walltime=_wall(237), dataformats="NHWC")
+    w.add_images(
+        "imgs/nhwc", rng.integers(0, 256, size=(2, 5, 5, 3), dtype=np.uint8), 0, walltime=_wall(237), dataformats="NHWC"
+    )
     t = np.linspace(0, 1, 800, endpoint=False)
     try:
         # tensorboardX 2.6 encodes audio with the optional `soundfile` package.
         import soundfile  # noqa: F401
 
-        w.add_audio("audio/mono", np.sin(2 * np.pi * 440 * t)[:, None] * 0.5, 0,
-                    sample_rate=8000, walltime=_wall(240))
-        stereo = np.stack([np.sin(2 * np.pi * 220 * t), np.cos(2 * np.pi * 330 * t)],
-                          axis=1) * 0.3
+        w.add_audio("audio/mono", np.sin(2 * np.pi * 440 * t)[:, None] * 0.5, 0, sample_rate=8000, walltime=_wall(240))
+        stereo = np.stack([np.sin(2 * np.pi * 220 * t), np.cos(2 * np.pi * 330 * t)], axis=1) * 0.3
         w.add_audio("audio/stereo", stereo, 0, sample_rate=16000, walltime=_wall(241))
         w.add_audio("audio/mono", np.zeros((10, 1)), 1, sample_rate=8000, walltime=_wall(242))
         info["audio"] = "add_audio"
@@ -201,35 +216,53 @@ def write_tbx_logdir(root, video: bool = True) -> dict[str, Any]:
 
         for tag, snd, rate, step, wall in (
             ("audio/mono", np.sin(2 * np.pi * 440 * t)[:, None] * 0.5, 8000, 0, _wall(240)),
-            ("audio/stereo", np.stack([np.sin(2 * np.pi * 220 * t),
-                                       np.cos(2 * np.pi * 330 * t)], axis=1) * 0.3, 16000, 0,
-             _wall(241)),
+            (
+                "audio/stereo",
+                np.stack([np.sin(2 * np.pi * 220 * t), np.cos(2 * np.pi * 330 * t)], axis=1) * 0.3,
+                16000,
+                0,
+                _wall(241),
+            ),
             ("audio/mono", np.zeros((10, 1)), 8000, 1, _wall(242)),
         ):
-            au = Summary.Audio(sample_rate=rate, num_channels=snd.shape[1],
-                               length_frames=snd.shape[0],
-                               encoded_audio_string=_wav(snd, rate), content_type="audio/wav")
-            w.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, audio=au)]),
-                                      step, wall)
+            au = Summary.Audio(
+                sample_rate=rate,
+                num_channels=snd.shape[1],
+                length_frames=snd.shape[0],
+                encoded_audio_string=_wav(snd, rate),
+                content_type="audio/wav",
+            )
+            w.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, audio=au)]), step, wall)
         info["audio"] = "soundfile missing: legacy Summary.Audio via tensorboardX protos"
     labels = rng.integers(0, 2, size=200)
     preds = np.clip(labels * 0.6 + rng.random(200) * 0.5, 0, 1)
     w.add_pr_curve("pr", labels, preds, 0, num_thresholds=11, walltime=_wall(243))
-    w.add_pr_curve("pr", labels, preds ** 2, 1, walltime=_wall(244))
-    w.add_pr_curve_raw("pr_raw", true_positive_counts=[5, 3, 1], false_positive_counts=[5, 1, 0],
-                       true_negative_counts=[0, 4, 5], false_negative_counts=[0, 2, 4],
-                       precision=[0.5, 0.75, 1.0], recall=[1.0, 0.6, 0.2], global_step=0,
-                       num_thresholds=3, walltime=_wall(245))
+    w.add_pr_curve("pr", labels, preds**2, 1, walltime=_wall(244))
+    w.add_pr_curve_raw(
+        "pr_raw",
+        true_positive_counts=[5, 3, 1],
+        false_positive_counts=[5, 1, 0],
+        true_negative_counts=[0, 4, 5],
+        false_negative_counts=[0, 2, 4],
+        precision=[0.5, 0.75, 1.0],
+        recall=[1.0, 0.6, 0.2],
+        global_step=0,
+        num_thresholds=3,
+        walltime=_wall(245),
+    )
     verts = rng.random(size=(1, 4, 3)).astype(np.float32)
     faces = np.array([[[0, 1, 2], [0, 2, 3]]], dtype=np.int32)
     colors = rng.integers(0, 256, size=(1, 4, 3), dtype=np.uint8)
-    w.add_mesh("mesh", vertices=verts, colors=colors, faces=faces, global_step=0,
-               walltime=_wall(246))
-    w.add_mesh("points", vertices=verts, global_step=0, walltime=_wall(247),
-               config_dict={"material": {"cls": "PointsMaterial", "size": 0.1}})
+    w.add_mesh("mesh", vertices=verts, colors=colors, faces=faces, global_step=0, walltime=_wall(246))
+    w.add_mesh(
+        "points",
+        vertices=verts,
+        global_step=0,
+        walltime=_wall(247),
+        config_dict={"material": {"cls": "PointsMaterial", "size": 0.1}},
+    )
     try:
-        w.add_embedding(rng.random(size=(6, 3)), metadata=[f"p{i}" for i in range(6)],
-                        global_step=0, tag="emb")
+        w.add_embedding(rng.random(size=(6, 3)), metadata=[f"p{i}" for i in range(6)], global_step=0, tag="emb")
         info["embedding"] = True
     except Exception as e:  # pragma: no cover - depends on tensorboardX internals
         info["notes"].append(f"add_embedding failed: {e!r}")
@@ -258,10 +291,15 @@ def write_tbx_logdir(root, video: bool = True) -> dict[str, Any]:
 
     # ---- hparams ------------------------------------------------------------------------------
     w = SummaryWriter(logdir=str(root / "hp"), flush_secs=3600)
-    w.add_hparams({"lr": 0.01, "opt": "adam", "bn": True, "layers": 3},
-                  {"hp/acc": 0.75, "hp/loss": 0.5}, name="trial_0", global_step=7)
-    w.add_hparams({"lr": 0.1, "opt": "sgd", "bn": False, "layers": 5},
-                  {"hp/acc": 0.5, "hp/loss": float("nan")}, name="trial_1")
+    w.add_hparams(
+        {"lr": 0.01, "opt": "adam", "bn": True, "layers": 3},
+        {"hp/acc": 0.75, "hp/loss": 0.5},
+        name="trial_0",
+        global_step=7,
+    )
+    w.add_hparams(
+        {"lr": 0.1, "opt": "sgd", "bn": False, "layers": 5}, {"hp/acc": 0.5, "hp/loss": float("nan")}, name="trial_1"
+    )
     w.close()
 
     info.update(_describe(root))
@@ -349,8 +387,7 @@ def tensor_proto(dtype: str, values, shape=None, encoding: str = "typed"):
 def string_tensor_proto(values, shape=None):
     from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2, types_pb2
 
-    vals = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in np.asarray(
-        values, dtype=object).reshape(-1)]
+    vals = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in np.asarray(values, dtype=object).reshape(-1)]
     shape = list(np.shape(values)) if shape is None else list(shape)
     return tensor_pb2.TensorProto(
         dtype=types_pb2.DT_STRING,
@@ -378,8 +415,7 @@ class _TBWriter:
     def __init__(self, logdir: Path, suffix: str = ""):
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-        self.w = EventFileWriter(str(logdir), max_queue_size=1000, flush_secs=3600,
-                                 filename_suffix=suffix)
+        self.w = EventFileWriter(str(logdir), max_queue_size=1000, flush_secs=3600, filename_suffix=suffix)
 
     def event(self, step: int, wall: float, **kw):
         from tensorboard.compat.proto import event_pb2
@@ -472,8 +508,7 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    info: dict[str, Any] = {"writer": "tensorboard.summary.writer.event_file_writer",
-                            "notes": []}
+    info: dict[str, Any] = {"writer": "tensorboard.summary.writer.event_file_writer", "notes": []}
     from tensorboard.plugins.scalar import metadata as scalar_metadata
 
     scal_md = scalar_metadata.create_summary_metadata(display_name="", description="")
@@ -490,13 +525,14 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
                 tp = tensor_proto(dt, x, encoding="typed")
             else:
                 tp = tensor_util.make_tensor_proto(np.asarray(x, dtype=dt))
-            vals.append(summary_pb2.Summary.Value(tag=f"dtype/{dt}", tensor=tp,
-                                                  metadata=scal_md))
+            vals.append(summary_pb2.Summary.Value(tag=f"dtype/{dt}", tensor=tp, metadata=scal_md))
             # the same dtype through tensor_content (what TF's C++ writer emits for float32)
             if dt != "bool":
-                vals.append(summary_pb2.Summary.Value(
-                    tag=f"content/{dt}", tensor=tensor_proto(dt, x, encoding="content"),
-                    metadata=scal_md))
+                vals.append(
+                    summary_pb2.Summary.Value(
+                        tag=f"content/{dt}", tensor=tensor_proto(dt, x, encoding="content"), metadata=scal_md
+                    )
+                )
         w.values(step, wall, *vals)
     # python-float default of make_tensor_proto (float32) and int narrowing (int32)
     w.value(0, _wall(6), "default/pyfloat", tensor_util.make_tensor_proto(2.5), scal_md)
@@ -504,12 +540,12 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
     w.value(0, _wall(6), "default/bigint", tensor_util.make_tensor_proto(2**40), scal_md)
     # restart inside one file + duplicates
     for j, s in enumerate([0, 1, 2, 3, 2, 3, 3, 4, 0]):
-        w.value(s, _wall(10 + j), "restart",
-                tensor_util.make_tensor_proto(np.float32(s + j / 10)), scal_md)
+        w.value(s, _wall(10 + j), "restart", tensor_util.make_tensor_proto(np.float32(s + j / 10)), scal_md)
     # TF1 style: metadata only on the first value of the tag
     for s in range(3):
-        w.value(s, _wall(20 + s), "tf1_style", tensor_util.make_tensor_proto(np.float32(s)),
-                scal_md if s == 0 else None)
+        w.value(
+            s, _wall(20 + s), "tf1_style", tensor_util.make_tensor_proto(np.float32(s)), scal_md if s == 0 else None
+        )
     w.close()
     _next_second()  # file names sort by creation time, not by EventFileWriter's uid counter
     w = _TBWriter(root / "scalars", ".1")  # second file: no metadata at all for tf1_style
@@ -535,24 +571,26 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
                 vals = rng.normal(size=n).reshape(shape) * 100
             else:
                 info_ = np.iinfo(dt)
-                vals = rng.integers(info_.min, info_.max, size=n, dtype=dt,
-                                    endpoint=True).reshape(shape)
+                vals = rng.integers(info_.min, info_.max, size=n, dtype=dt, endpoint=True).reshape(shape)
             encs = ["typed", "content"]
             if n > 1:
                 encs.append("fill")
             for enc in encs:
-                w.value(step, _wall(step), f"{dt}/{'x'.join(map(str, shape)) or 'scalar'}/{enc}",
-                        tensor_proto(dt, vals, shape=shape, encoding=enc), my_md)
+                w.value(
+                    step,
+                    _wall(step),
+                    f"{dt}/{'x'.join(map(str, shape)) or 'scalar'}/{enc}",
+                    tensor_proto(dt, vals, shape=shape, encoding=enc),
+                    my_md,
+                )
             # TensorBoard's own encoder for the same values, where it supports the dtype
             if dt not in ("bfloat16",) and not (dt in ("uint32", "uint64") and n <= 1):
                 tp = tensor_util.make_tensor_proto(np.asarray(vals, dtype=dt))
-                w.value(step, _wall(step), f"{dt}/{'x'.join(map(str, shape)) or 'scalar'}/mtp",
-                        tp, my_md)
+                w.value(step, _wall(step), f"{dt}/{'x'.join(map(str, shape)) or 'scalar'}/mtp", tp, my_md)
         step += 1
     # same tag over several steps with changing shapes
     for s in range(3):
-        w.value(s, _wall(100 + s), "growing",
-                tensor_util.make_tensor_proto(np.arange(s + 1, dtype=np.float32)), my_md)
+        w.value(s, _wall(100 + s), "growing", tensor_util.make_tensor_proto(np.arange(s + 1, dtype=np.float32)), my_md)
     # string tensors
     strs = {
         "str/scalar": (["héllo"], []),
@@ -562,20 +600,22 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
         "str/empty": ([], [0]),
     }
     for tag, (vals, shape) in strs.items():
-        w.value(0, _wall(110), tag, string_tensor_proto(np.array(vals, dtype=object), shape=shape),
-                my_md)
+        w.value(0, _wall(110), tag, string_tensor_proto(np.array(vals, dtype=object), shape=shape), my_md)
     # no metadata at all (plugin "") and a legacy node_name-only tensor value
     w.value(0, _wall(120), "no_metadata", tensor_util.make_tensor_proto(np.float64(1.25)))
-    w.value(1, _wall(121), "no_metadata",
-            tensor_util.make_tensor_proto(np.array([1, 2], dtype=np.int64)))
-    w.values(0, _wall(122), summary_pb2.Summary.Value(
-        node_name="legacy_node", tensor=tensor_util.make_tensor_proto(np.int32(5))))
+    w.value(1, _wall(121), "no_metadata", tensor_util.make_tensor_proto(np.array([1, 2], dtype=np.int64)))
+    w.values(
+        0,
+        _wall(122),
+        summary_pb2.Summary.Value(node_name="legacy_node", tensor=tensor_util.make_tensor_proto(np.int32(5))),
+    )
     # several values for different tags in one event
-    w.values(5, _wall(123),
-             summary_pb2.Summary.Value(tag="multi/a", metadata=my_md,
-                                       tensor=tensor_util.make_tensor_proto(np.int16(1))),
-             summary_pb2.Summary.Value(tag="multi/b", metadata=my_md,
-                                       tensor=tensor_util.make_tensor_proto(np.int16(2))))
+    w.values(
+        5,
+        _wall(123),
+        summary_pb2.Summary.Value(tag="multi/a", metadata=my_md, tensor=tensor_util.make_tensor_proto(np.int16(1))),
+        summary_pb2.Summary.Value(tag="multi/b", metadata=my_md, tensor=tensor_util.make_tensor_proto(np.int16(2))),
+    )
     w.close()
 
     # ---- plugins --------------------------------------------------------------------------------
@@ -595,16 +635,17 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
     w.values(0, _wall(0), *text_v2.text_pb("text/r0", "**bold** ünï ✓").value)
     w.values(1, _wall(1), *text_v2.text_pb("text/r0", "").value)
     w.values(0, _wall(2), *text_v2.text_pb("text/r1", np.array(["a", "b\x00c", "ç"])).value)
-    w.values(0, _wall(3), *text_v2.text_pb(
-        "text/r2", np.array([["r0c0", "r0c1", "r0c2"], ["r1c0", "", "r1c2"]])).value)
+    w.values(0, _wall(3), *text_v2.text_pb("text/r2", np.array([["r0c0", "r0c1", "r0c2"], ["r1c0", "", "r1c2"]])).value)
     text_md = text_v2.text_pb("x", "x").value[0].metadata
-    w.value(0, _wall(4), "text/r3",
-            string_tensor_proto(np.array([[["a", "b"], ["c", "d"]], [["e", "f"], ["g", "h"]]],
-                                         dtype=object)), text_md)
-    w.value(0, _wall(5), "text/fill", string_tensor_proto(np.array(["rep"], dtype=object),
-                                                          shape=[2, 2]), text_md)
-    w.value(0, _wall(6), "text/empty", string_tensor_proto(np.array([], dtype=object),
-                                                           shape=[0]), text_md)
+    w.value(
+        0,
+        _wall(4),
+        "text/r3",
+        string_tensor_proto(np.array([[["a", "b"], ["c", "d"]], [["e", "f"], ["g", "h"]]], dtype=object)),
+        text_md,
+    )
+    w.value(0, _wall(5), "text/fill", string_tensor_proto(np.array(["rep"], dtype=object), shape=[2, 2]), text_md)
+    w.value(0, _wall(6), "text/empty", string_tensor_proto(np.array([], dtype=object), shape=[0]), text_md)
     # histograms
     data = rng.normal(size=500)
     for s in range(3):
@@ -615,34 +656,39 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
     w.values(0, _wall(16), *hist_v2.histogram_pb("hist/zero_buckets", data, buckets=0).value)
     hmd = hist_metadata.create_summary_metadata(display_name="", description="")
     f32 = np.array([[0, 1, 3], [1, 2, 4.5]], dtype=np.float32)
-    w.value(0, _wall(17), "hist/float32_content", tensor_proto("float32", f32, encoding="content"),
-            hmd)
+    w.value(0, _wall(17), "hist/float32_content", tensor_proto("float32", f32, encoding="content"), hmd)
     w.value(0, _wall(18), "hist/v1_shape0", tensor_proto("float64", np.zeros((0, 3))), hmd)
     # images: [w, h, png, png] (width first)
     imd = image_metadata.create_summary_metadata(display_name="", description="")
     pngs = [_png(6, 4, 3, seed=1), _png(6, 4, 3, seed=2)]
-    w.value(0, _wall(20), "img/two", string_tensor_proto(np.array([b"4", b"6"] + pngs,
-                                                                  dtype=object)), imd)
-    w.value(1, _wall(21), "img/two", string_tensor_proto(np.array([b"4", b"6", pngs[1]],
-                                                                  dtype=object)), imd)
-    w.value(0, _wall(22), "img/jpeg", string_tensor_proto(np.array([b"8", b"5", _jpeg(5, 8)],
-                                                                   dtype=object)), imd)
-    w.value(0, _wall(23), "img/none", string_tensor_proto(np.array([b"0", b"0"], dtype=object)),
-            imd)
+    w.value(0, _wall(20), "img/two", string_tensor_proto(np.array([b"4", b"6"] + pngs, dtype=object)), imd)
+    w.value(1, _wall(21), "img/two", string_tensor_proto(np.array([b"4", b"6", pngs[1]], dtype=object)), imd)
+    w.value(0, _wall(22), "img/jpeg", string_tensor_proto(np.array([b"8", b"5", _jpeg(5, 8)], dtype=object)), imd)
+    w.value(0, _wall(23), "img/none", string_tensor_proto(np.array([b"0", b"0"], dtype=object)), imd)
     # audio: [k, 2] = [[wav, label], ...]
     amd = audio_metadata.create_summary_metadata(
-        display_name="", description="", encoding=audio_metadata.Encoding.Value("WAV"))
+        display_name="", description="", encoding=audio_metadata.Encoding.Value("WAV")
+    )
     t = np.linspace(0, 1, 400, endpoint=False)
-    wavs = [_wav(np.sin(2 * np.pi * 200 * t), 4000),
-            _wav(np.stack([np.sin(t * 50), np.cos(t * 70)], axis=1), 8000)]
-    w.value(0, _wall(30), "audio/two", string_tensor_proto(
-        np.array([[wavs[0], "first *label*"], [wavs[1], ""]], dtype=object)), amd)
-    w.value(1, _wall(31), "audio/two", string_tensor_proto(
-        np.array([[wavs[1], "only ✓"]], dtype=object)), amd)
+    wavs = [_wav(np.sin(2 * np.pi * 200 * t), 4000), _wav(np.stack([np.sin(t * 50), np.cos(t * 70)], axis=1), 8000)]
+    w.value(
+        0,
+        _wall(30),
+        "audio/two",
+        string_tensor_proto(np.array([[wavs[0], "first *label*"], [wavs[1], ""]], dtype=object)),
+        amd,
+    )
+    w.value(1, _wall(31), "audio/two", string_tensor_proto(np.array([[wavs[1], "only ✓"]], dtype=object)), amd)
     amd_unknown = audio_metadata.create_summary_metadata(
-        display_name="", description="", encoding=audio_metadata.Encoding.Value("UNKNOWN"))
-    w.value(0, _wall(32), "audio/unknown_encoding", string_tensor_proto(
-        np.array([[wavs[0], "x"]], dtype=object)), amd_unknown)
+        display_name="", description="", encoding=audio_metadata.Encoding.Value("UNKNOWN")
+    )
+    w.value(
+        0,
+        _wall(32),
+        "audio/unknown_encoding",
+        string_tensor_proto(np.array([[wavs[0], "x"]], dtype=object)),
+        amd_unknown,
+    )
     # pr curves: float32 [6, T]
     T = 5
     tp_ = np.array([10, 8, 5, 2, 0], np.float32)
@@ -651,15 +697,29 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
     fn_ = 10 - tp_
     prec = tp_ / np.maximum(1e-7, tp_ + fp_)
     rec = tp_ / np.maximum(1e-7, tp_ + fn_)
-    w.value(0, _wall(40), "pr", tensor_util.make_tensor_proto(
-        np.stack([tp_, fp_, tn_, fn_, prec, rec]).astype(np.float32)),
-        pr_metadata.create_summary_metadata(display_name="pr", description="", num_thresholds=T))
+    w.value(
+        0,
+        _wall(40),
+        "pr",
+        tensor_util.make_tensor_proto(np.stack([tp_, fp_, tn_, fn_, prec, rec]).astype(np.float32)),
+        pr_metadata.create_summary_metadata(display_name="pr", description="", num_thresholds=T),
+    )
     # custom scalars layout
-    layout = layout_pb2.Layout(category=[layout_pb2.Category(
-        title="cat", chart=[layout_pb2.Chart(
-            title="c1", multiline=layout_pb2.MultilineChartContent(tag=[r"dtype/.*"]))])])
-    w.value(0, _wall(41), "custom_scalars__config__",
-            tensor_util.make_tensor_proto(layout.SerializeToString()), cs_metadata.create_summary_metadata())
+    layout = layout_pb2.Layout(
+        category=[
+            layout_pb2.Category(
+                title="cat",
+                chart=[layout_pb2.Chart(title="c1", multiline=layout_pb2.MultilineChartContent(tag=[r"dtype/.*"]))],
+            )
+        ]
+    )
+    w.value(
+        0,
+        _wall(41),
+        "custom_scalars__config__",
+        tensor_util.make_tensor_proto(layout.SerializeToString()),
+        cs_metadata.create_summary_metadata(),
+    )
     # mesh
     verts = rng.random((1, 4, 3)).astype(np.float32)
     faces = np.array([[[0, 1, 2], [0, 2, 3]]], np.int32)
@@ -667,35 +727,45 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
     comps = (1 << 1) | (1 << 2) | (1 << 3)
     for ctype, arr in (("VERTEX", verts), ("FACE", faces), ("COLOR", cols)):
         md = mesh_metadata.create_summary_metadata(
-            "m", None, mesh_pd.MeshPluginData.ContentType.Value(ctype), comps,
-            list(arr.shape), json_config='{"camera": {"cls": "PerspectiveCamera"}}')
+            "m",
+            None,
+            mesh_pd.MeshPluginData.ContentType.Value(ctype),
+            comps,
+            list(arr.shape),
+            json_config='{"camera": {"cls": "PerspectiveCamera"}}',
+        )
         w.value(0, _wall(42), f"m_{ctype}", tensor_util.make_tensor_proto(arr), md)
     # graph sub-plugins: rank-0 string of a serialized RunMetadata / Keras JSON
     rm = config_pb2.RunMetadata()
     rm.step_stats.dev_stats.add(device="/cpu:0")
-    w.value(0, _wall(43), "trace", tensor_util.make_tensor_proto(rm.SerializeToString()),
-            _plugin_md("graph_run_metadata"))
-    w.value(0, _wall(44), "keras", tensor_util.make_tensor_proto(b'{"class_name": "Seq"}'),
-            _plugin_md("graph_keras_model"))
-    w.value(0, _wall(45), "batch_2", tensor_util.make_tensor_proto(b""),
-            _plugin_md("graph_run_metadata_graph"))
+    w.value(
+        0, _wall(43), "trace", tensor_util.make_tensor_proto(rm.SerializeToString()), _plugin_md("graph_run_metadata")
+    )
+    w.value(
+        0, _wall(44), "keras", tensor_util.make_tensor_proto(b'{"class_name": "Seq"}'), _plugin_md("graph_keras_model")
+    )
+    w.value(0, _wall(45), "batch_2", tensor_util.make_tensor_proto(b""), _plugin_md("graph_run_metadata_graph"))
     # hparams
     hp_info = {"notes": []}
     try:
         from tensorboard.plugins.hparams import summary_v2 as hp_v2
 
-        hp_session = hp_v2.hparams_pb({"lr": 0.01, "opt": "adam", "bn": True, "n": 3},
-                                      trial_id="trial-a", start_time_secs=_wall(0))
+        hp_session = hp_v2.hparams_pb(
+            {"lr": 0.01, "opt": "adam", "bn": True, "n": 3}, trial_id="trial-a", start_time_secs=_wall(0)
+        )
         w.values(0, _wall(50), *hp_session.value)
         hp_info["session_start"] = "hparams.summary_v2.hparams_pb"
         try:
             hp_exp = hp_v2.hparams_config_pb(
-                [hp_v2.HParam("lr", hp_v2.RealInterval(0.0, 1.0)),
-                 hp_v2.HParam("opt", hp_v2.Discrete(["adam", "sgd"])),
-                 hp_v2.HParam("bn", hp_v2.Discrete([True, False])),
-                 hp_v2.HParam("n", hp_v2.IntInterval(1, 10))],
+                [
+                    hp_v2.HParam("lr", hp_v2.RealInterval(0.0, 1.0)),
+                    hp_v2.HParam("opt", hp_v2.Discrete(["adam", "sgd"])),
+                    hp_v2.HParam("bn", hp_v2.Discrete([True, False])),
+                    hp_v2.HParam("n", hp_v2.IntInterval(1, 10)),
+                ],
                 [hp_v2.Metric("dtype/float32", display_name="f32")],
-                time_created_secs=_wall(0))
+                time_created_secs=_wall(0),
+            )
             w.values(0, _wall(51), *hp_exp.value)
             hp_info["experiment"] = "hparams.summary_v2.hparams_config_pb"
         except Exception as e:  # pragma: no cover
@@ -706,11 +776,16 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
     from tensorboard.plugins.hparams import metadata as hp_metadata
     from tensorboard.plugins.hparams import plugin_data_pb2 as hp_pd
 
-    end = hp_pd.HParamsPluginData(version=0, session_end_info=hp_pd.SessionEndInfo(
-        status=hp_api.STATUS_SUCCESS, end_time_secs=_wall(60)))
-    w.values(9, _wall(60), summary_pb2.Summary.Value(
-        tag=hp_metadata.SESSION_END_INFO_TAG,
-        metadata=_plugin_md("hparams", end.SerializeToString())))  # no tensor, like Lightning
+    end = hp_pd.HParamsPluginData(
+        version=0, session_end_info=hp_pd.SessionEndInfo(status=hp_api.STATUS_SUCCESS, end_time_secs=_wall(60))
+    )
+    w.values(
+        9,
+        _wall(60),
+        summary_pb2.Summary.Value(
+            tag=hp_metadata.SESSION_END_INFO_TAG, metadata=_plugin_md("hparams", end.SerializeToString())
+        ),
+    )  # no tensor, like Lightning
     info["hparams"] = hp_info
     w.close()
 
@@ -718,70 +793,123 @@ def write_tb_tensor_logdir(root) -> dict[str, Any]:
     w = _TBWriter(root / "legacy")
     png_g = _png(3, 5, 1, seed=3)
     png_rgba = _png(2, 2, 4, seed=4)
-    w.values(0, _wall(0),
-             summary_pb2.Summary.Value(tag="limg/gray", image=summary_pb2.Summary.Image(
-                 height=3, width=5, colorspace=1, encoded_image_string=png_g)),
-             summary_pb2.Summary.Value(tag="limg/rgba", image=summary_pb2.Summary.Image(
-                 height=2, width=2, colorspace=4, encoded_image_string=png_rgba)),
-             summary_pb2.Summary.Value(tag="limg/nocs", image=summary_pb2.Summary.Image(
-                 height=6, width=4, encoded_image_string=pngs[0])))
-    w.values(0, _wall(1), summary_pb2.Summary.Value(tag="laudio", audio=summary_pb2.Summary.Audio(
-        sample_rate=4000.0, num_channels=1, length_frames=400, encoded_audio_string=wavs[0],
-        content_type="audio/wav")))
-    w.values(1, _wall(2), summary_pb2.Summary.Value(tag="laudio", audio=summary_pb2.Summary.Audio(
-        sample_rate=8000.0, num_channels=2, length_frames=400, encoded_audio_string=wavs[1],
-        content_type="audio/x-wav")))
+    w.values(
+        0,
+        _wall(0),
+        summary_pb2.Summary.Value(
+            tag="limg/gray",
+            image=summary_pb2.Summary.Image(height=3, width=5, colorspace=1, encoded_image_string=png_g),
+        ),
+        summary_pb2.Summary.Value(
+            tag="limg/rgba",
+            image=summary_pb2.Summary.Image(height=2, width=2, colorspace=4, encoded_image_string=png_rgba),
+        ),
+        summary_pb2.Summary.Value(
+            tag="limg/nocs", image=summary_pb2.Summary.Image(height=6, width=4, encoded_image_string=pngs[0])
+        ),
+    )
+    w.values(
+        0,
+        _wall(1),
+        summary_pb2.Summary.Value(
+            tag="laudio",
+            audio=summary_pb2.Summary.Audio(
+                sample_rate=4000.0,
+                num_channels=1,
+                length_frames=400,
+                encoded_audio_string=wavs[0],
+                content_type="audio/wav",
+            ),
+        ),
+    )
+    w.values(
+        1,
+        _wall(2),
+        summary_pb2.Summary.Value(
+            tag="laudio",
+            audio=summary_pb2.Summary.Audio(
+                sample_rate=8000.0,
+                num_channels=2,
+                length_frames=400,
+                encoded_audio_string=wavs[1],
+                content_type="audio/x-wav",
+            ),
+        ),
+    )
     dbl_max = np.finfo(np.float64).max
     histos = {
         "lhist/tf": histogram_pb2.HistogramProto(
-            min=-1.5, max=2.5, num=6, sum=3.0, sum_squares=12.5,
+            min=-1.5,
+            max=2.5,
+            num=6,
+            sum=3.0,
+            sum_squares=12.5,
             bucket_limit=[-2.0, -1.0, 0.0, 1.0, 2.0, 3.0, dbl_max],
-            bucket=[0, 1, 2, 0, 2, 1, 0]),
+            bucket=[0, 1, 2, 0, 2, 1, 0],
+        ),
         "lhist/neg_dbl_max": histogram_pb2.HistogramProto(
-            min=-4.0, max=-4.0, num=2, sum=-8.0, sum_squares=32.0,
-            bucket_limit=[-dbl_max, -3.0, dbl_max], bucket=[2, 0, 0]),
+            min=-4.0,
+            max=-4.0,
+            num=2,
+            sum=-8.0,
+            sum_squares=32.0,
+            bucket_limit=[-dbl_max, -3.0, dbl_max],
+            bucket=[2, 0, 0],
+        ),
         "lhist/zero_buckets": histogram_pb2.HistogramProto(min=0, max=0, num=0),
         "lhist/all_empty": histogram_pb2.HistogramProto(
-            min=0, max=0, num=0, bucket_limit=[1.0, 2.0], bucket=[0.0, 0.0]),
+            min=0, max=0, num=0, bucket_limit=[1.0, 2.0], bucket=[0.0, 0.0]
+        ),
         "lhist/precise": histogram_pb2.HistogramProto(
-            min=0.1, max=0.30000000000000004, num=3, sum=0.6000000000000001,
-            sum_squares=0.14, bucket_limit=[0.1, 0.2, 0.30000000000000004],
-            bucket=[1, 1, 1]),
+            min=0.1,
+            max=0.30000000000000004,
+            num=3,
+            sum=0.6000000000000001,
+            sum_squares=0.14,
+            bucket_limit=[0.1, 0.2, 0.30000000000000004],
+            bucket=[1, 1, 1],
+        ),
     }
     for s in range(2):
-        w.values(s, _wall(10 + s), *[summary_pb2.Summary.Value(tag=k, histo=h)
-                                     for k, h in histos.items()])
+        w.values(s, _wall(10 + s), *[summary_pb2.Summary.Value(tag=k, histo=h) for k, h in histos.items()])
     for s in range(3):
-        w.values(s, _wall(20 + s), summary_pb2.Summary.Value(tag="lscalar",
-                                                             simple_value=float(s) / 3))
+        w.values(s, _wall(20 + s), summary_pb2.Summary.Value(tag="lscalar", simple_value=float(s) / 3))
     w.values(3, _wall(23), summary_pb2.Summary.Value(tag="lscalar", simple_value=float("nan")))
     w.close()
 
     # ---- non-summary events -------------------------------------------------------------------
     w = _TBWriter(root / "events")
-    g = graph_pb2.GraphDef(node=[node_def_pb2.NodeDef(name="x", op="Placeholder"),
-                                 node_def_pb2.NodeDef(name="y", op="Identity", input=["x"])])
+    g = graph_pb2.GraphDef(
+        node=[
+            node_def_pb2.NodeDef(name="x", op="Placeholder"),
+            node_def_pb2.NodeDef(name="y", op="Identity", input=["x"]),
+        ]
+    )
     w.event(0, _wall(0), session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
     w.event(0, _wall(1), graph_def=g.SerializeToString())
     mg = meta_graph_pb2.MetaGraphDef(graph_def=g)
     w.event(0, _wall(2), meta_graph_def=mg.SerializeToString())
-    w.event(0, _wall(3), log_message=event_pb2.LogMessage(level=event_pb2.LogMessage.WARN,
-                                                          message="hello log"))
+    w.event(0, _wall(3), log_message=event_pb2.LogMessage(level=event_pb2.LogMessage.WARN, message="hello log"))
     for s in range(4):
-        w.value(s, _wall(10 + s), "loss", tensor_util.make_tensor_proto(np.float32(4 - s)),
-                scal_md)
+        w.value(s, _wall(10 + s), "loss", tensor_util.make_tensor_proto(np.float32(4 - s)), scal_md)
         if s == 1:
-            w.event(s, _wall(10.5 + s), session_log=event_pb2.SessionLog(
-                status=event_pb2.SessionLog.CHECKPOINT, checkpoint_path="/ckpt/model-1",
-                msg="saved"))
-    w.event(2, _wall(20), tagged_run_metadata=event_pb2.TaggedRunMetadata(
-        tag="step2_meta", run_metadata=rm.SerializeToString()))
+            w.event(
+                s,
+                _wall(10.5 + s),
+                session_log=event_pb2.SessionLog(
+                    status=event_pb2.SessionLog.CHECKPOINT, checkpoint_path="/ckpt/model-1", msg="saved"
+                ),
+            )
+    w.event(
+        2,
+        _wall(20),
+        tagged_run_metadata=event_pb2.TaggedRunMetadata(tag="step2_meta", run_metadata=rm.SerializeToString()),
+    )
     w.event(3, _wall(21), session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.STOP))
     # a restart: START again at step 2 (TensorBoard's Python loader purges here by default)
     w.event(2, _wall(22), session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
     for s in range(2, 5):
-        w.value(s, _wall(30 + s), "loss", tensor_util.make_tensor_proto(np.float32(10 + s)),
-                scal_md)
+        w.value(s, _wall(30 + s), "loss", tensor_util.make_tensor_proto(np.float32(10 + s)), scal_md)
     w.event(5, _wall(40), graph_def=g.SerializeToString())
     w.close()
 

@@ -74,9 +74,22 @@ _DEFAULT_MIME = "application/octet-stream"
 
 # DataType enum -> tbscope dtype name
 _DTYPE_NAME = {
-    1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8", 7: "string",
-    8: "complex64", 9: "int64", 10: "bool", 14: "bfloat16", 17: "uint16", 18: "complex128",
-    19: "float16", 22: "uint32", 23: "uint64",
+    1: "float32",
+    2: "float64",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    7: "string",
+    8: "complex64",
+    9: "int64",
+    10: "bool",
+    14: "bfloat16",
+    17: "uint16",
+    18: "complex128",
+    19: "float16",
+    22: "uint32",
+    23: "uint64",
 }
 
 
@@ -173,8 +186,7 @@ def _event_files(run_dir: str) -> list[str]:
     return sorted(
         os.path.join(run_dir, f)
         for f in os.listdir(run_dir)
-        if io_wrapper.IsSummaryEventsFile(os.path.join(run_dir, f))
-        and os.path.isfile(os.path.join(run_dir, f))
+        if io_wrapper.IsSummaryEventsFile(os.path.join(run_dir, f)) and os.path.isfile(os.path.join(run_dir, f))
     )
 
 
@@ -194,8 +206,7 @@ class RunData:
     def legacy(self):
         from tensorboard.backend.event_processing import event_accumulator as ea
 
-        acc = ea.EventAccumulator(self.path, size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE,
-                                  purge_orphaned_data=False)
+        acc = ea.EventAccumulator(self.path, size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE, purge_orphaned_data=False)
         acc.Reload()
         return acc
 
@@ -215,8 +226,8 @@ class RunData:
         raw = self.raw.get(tag, [])
         if len(raw) != n:
             raise AssertionError(
-                f"oracle: run {self.name!r} tag {tag!r}: {n} accumulator events but "
-                f"{len(raw)} raw values; cannot align")
+                f"oracle: run {self.name!r} tag {tag!r}: {n} accumulator events but {len(raw)} raw values; cannot align"
+            )
         return raw
 
 
@@ -224,8 +235,7 @@ def _load_run(name: str, path: str) -> RunData:
     from tensorboard.backend.event_processing import event_file_loader
     from tensorboard.backend.event_processing import plugin_event_accumulator as pea
 
-    guidance = {k: 0 for k in ("tensors", "scalars", "histograms", "images", "audio",
-                               "compressedHistograms")}
+    guidance = {k: 0 for k in ("tensors", "scalars", "histograms", "images", "audio", "compressedHistograms")}
     acc = pea.EventAccumulator(path, size_guidance=guidance, purge_orphaned_data=False)
     acc.Reload()
     rd = RunData(name=name, path=path, acc=acc)
@@ -246,10 +256,10 @@ def _load_run(name: str, path: str) -> RunData:
     return rd
 
 
-_CACHE: dict[str, "Oracle"] = {}
+_CACHE: dict[str, Oracle] = {}
 
 
-def load(logdir, cache: bool = True) -> "Oracle":
+def load(logdir, cache: bool = True) -> Oracle:
     key = os.path.abspath(str(logdir))
     if cache and key in _CACHE:
         return _CACHE[key]
@@ -262,8 +272,14 @@ def load(logdir, cache: bool = True) -> "Oracle":
 _BASE = ["run", "tag", "step", "wall_time"]
 
 
-_NULLABLE_INT = {"colorspace": "Int32", "num_channels": "Int64", "length_frames": "Int64",
-                 "index": "int32", "width": "int32", "height": "int32"}
+_NULLABLE_INT = {
+    "colorspace": "Int32",
+    "num_channels": "Int64",
+    "length_frames": "Int64",
+    "index": "int32",
+    "width": "int32",
+    "height": "int32",
+}
 
 
 def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
@@ -315,28 +331,63 @@ class Oracle:
             for tag in rd.tags():
                 md = rd.metadata(tag)
                 evs = rd.events(tag)
-                rows.append(dict(
-                    run=rd.name, tag=tag, kind=kind_of(md),
-                    plugin=md.plugin_data.plugin_name if md else "",
-                    plugin_content=bytes(md.plugin_data.content) if md else b"",
-                    data_class=int(md.data_class) if md else 0,
-                    points=len(evs),
-                    first_step=min(e.step for e in evs) if evs else None,
-                    last_step=max(e.step for e in evs) if evs else None,
-                ))
+                rows.append(
+                    dict(
+                        run=rd.name,
+                        tag=tag,
+                        kind=kind_of(md),
+                        plugin=md.plugin_data.plugin_name if md else "",
+                        plugin_content=bytes(md.plugin_data.content) if md else b"",
+                        data_class=int(md.data_class) if md else 0,
+                        points=len(evs),
+                        first_step=min(e.step for e in evs) if evs else None,
+                        last_step=max(e.step for e in evs) if evs else None,
+                    )
+                )
             for tag, pts in rd.empty.items():
                 steps = [p[0] for p in pts]
-                rows.append(dict(run=rd.name, tag=tag, kind="tensors", plugin="",
-                                 plugin_content=b"", data_class=0, points=len(steps),
-                                 first_step=min(steps), last_step=max(steps)))
+                rows.append(
+                    dict(
+                        run=rd.name,
+                        tag=tag,
+                        kind="tensors",
+                        plugin="",
+                        plugin_content=b"",
+                        data_class=0,
+                        points=len(steps),
+                        first_step=min(steps),
+                        last_step=max(steps),
+                    )
+                )
             if rd.meta_graphs:
                 steps = [m[0] for m in rd.meta_graphs]
-                rows.append(dict(run=rd.name, tag=META_GRAPH_TAG, kind="blobs",
-                                 plugin=META_GRAPH_PLUGIN, plugin_content=b"", data_class=3,
-                                 points=len(steps), first_step=min(steps),
-                                 last_step=max(steps)))
-        return pd.DataFrame(rows, columns=["run", "tag", "kind", "plugin", "plugin_content",
-                                           "data_class", "points", "first_step", "last_step"])
+                rows.append(
+                    dict(
+                        run=rd.name,
+                        tag=META_GRAPH_TAG,
+                        kind="blobs",
+                        plugin=META_GRAPH_PLUGIN,
+                        plugin_content=b"",
+                        data_class=3,
+                        points=len(steps),
+                        first_step=min(steps),
+                        last_step=max(steps),
+                    )
+                )
+        return pd.DataFrame(
+            rows,
+            columns=[
+                "run",
+                "tag",
+                "kind",
+                "plugin",
+                "plugin_content",
+                "data_class",
+                "points",
+                "first_step",
+                "last_step",
+            ],
+        )
 
     # ---- scalars ----------------------------------------------------------------------------
     @_cached
@@ -344,15 +395,22 @@ class Oracle:
         """value = make_ndarray(t).item() as float64 (TensorBoard's Python data provider);
         records whose tensor is not a single numeric element are left out (TB would raise)."""
         rows = []
-        for rd, tag, md, evs in self._series("scalars"):
+        for rd, tag, _md, evs in self._series("scalars"):
             for e in evs:
                 arr, dec = decode_tensor(e.tensor_proto)
                 if arr.size != 1 or arr.dtype.kind not in "biuf":
                     continue
-                rows.append(dict(run=rd.name, tag=tag, step=e.step,
-                                 wall_time=_finite_or_nan(e.wall_time),
-                                 value=float(arr.reshape(-1)[0].item()),
-                                 dtype=dtype_name(e.tensor_proto), decoder=dec))
+                rows.append(
+                    dict(
+                        run=rd.name,
+                        tag=tag,
+                        step=e.step,
+                        wall_time=_finite_or_nan(e.wall_time),
+                        value=float(arr.reshape(-1)[0].item()),
+                        dtype=dtype_name(e.tensor_proto),
+                        decoder=dec,
+                    )
+                )
         return _frame(rows, _BASE + ["value", "dtype", "decoder"])
 
     # ---- tensors ----------------------------------------------------------------------------
@@ -366,46 +424,73 @@ class Oracle:
                     tp = e.tensor_proto
                     arr, dec = decode_tensor(tp)
                     dt = dtype_name(tp)
-                    rows.append(dict(
-                        run=rd.name, tag=tag, step=e.step, wall_time=_finite_or_nan(e.wall_time),
-                        plugin=plugin, dtype=dt, shape=tuple(int(d.size) for d in
-                                                             tp.tensor_shape.dim),
-                        value=arr, content=content_bytes(arr, dt),
-                        strings=[bytes(x) for x in arr.reshape(-1)] if dt == "string" else None,
-                        decoder=dec, kind=kind))
+                    rows.append(
+                        dict(
+                            run=rd.name,
+                            tag=tag,
+                            step=e.step,
+                            wall_time=_finite_or_nan(e.wall_time),
+                            plugin=plugin,
+                            dtype=dt,
+                            shape=tuple(int(d.size) for d in tp.tensor_shape.dim),
+                            value=arr,
+                            content=content_bytes(arr, dt),
+                            strings=[bytes(x) for x in arr.reshape(-1)] if dt == "string" else None,
+                            decoder=dec,
+                            kind=kind,
+                        )
+                    )
         if "tensors" in kinds:
             # tbscope extension: a value with no payload and no metadata is a null tensor
             # (float32, shape [0]) as in TensorBoard's Rust loader; the Python loader drops it.
             for rd in self.runs:
                 for tag, pts in rd.empty.items():
                     for step, wall in pts:
-                        rows.append(dict(
-                            run=rd.name, tag=tag, step=step, wall_time=_finite_or_nan(wall),
-                            plugin="", dtype="float32", shape=(0,),
-                            value=np.zeros(0, np.float32), content=b"", strings=None,
-                            decoder="empty", kind="tensors"))
-        return _frame(rows, _BASE + ["plugin", "dtype", "shape", "value", "content", "strings",
-                                     "decoder", "kind"])
+                        rows.append(
+                            dict(
+                                run=rd.name,
+                                tag=tag,
+                                step=step,
+                                wall_time=_finite_or_nan(wall),
+                                plugin="",
+                                dtype="float32",
+                                shape=(0,),
+                                value=np.zeros(0, np.float32),
+                                content=b"",
+                                strings=None,
+                                decoder="empty",
+                                kind="tensors",
+                            )
+                        )
+        return _frame(rows, _BASE + ["plugin", "dtype", "shape", "value", "content", "strings", "decoder", "kind"])
 
     # ---- histograms -------------------------------------------------------------------------
     @_cached
     def histograms(self) -> pd.DataFrame:
         rows = []
         nan = float("nan")
-        for rd, tag, md, evs in self._series("histograms"):
+        for rd, tag, _md, evs in self._series("histograms"):
             raw = rd.raw_values(tag, len(evs))
-            legacy_iter = iter(rd.legacy.Histograms(tag)) if any(
-                r.WhichOneof("value") == "histo" for r in raw) else iter(())
+            legacy_iter = (
+                iter(rd.legacy.Histograms(tag)) if any(r.WhichOneof("value") == "histo" for r in raw) else iter(())
+            )
             for e, r in zip(evs, raw):
                 tb = np.asarray(decode_tensor(e.tensor_proto)[0], dtype=np.float64)
                 tb = tb if (tb.ndim == 2 and tb.shape[1] == 3) else np.zeros((0, 3))
-                row = dict(run=rd.name, tag=tag, step=e.step,
-                           wall_time=_finite_or_nan(e.wall_time),
-                           tb_left=tb[:, 0], tb_right=tb[:, 1], tb_count=tb[:, 2])
+                row = dict(
+                    run=rd.name,
+                    tag=tag,
+                    step=e.step,
+                    wall_time=_finite_or_nan(e.wall_time),
+                    tb_left=tb[:, 0],
+                    tb_right=tb[:, 1],
+                    tb_count=tb[:, 2],
+                )
                 if r.WhichOneof("value") == "histo":
                     le = next(legacy_iter)
-                    assert (le.step, le.wall_time) == (e.step, e.wall_time) or (
-                        np.isnan(e.wall_time)), "oracle: legacy accumulator out of step"
+                    assert (le.step, le.wall_time) == (e.step, e.wall_time) or (np.isnan(e.wall_time)), (
+                        "oracle: legacy accumulator out of step"
+                    )
                     h = le.histogram_value
                     limit = np.asarray(h.bucket_limit, dtype=np.float64)
                     count = np.asarray(h.bucket, dtype=np.float64)
@@ -427,20 +512,52 @@ class Oracle:
                     else:
                         left = np.concatenate([[h.min], limit[: k - 1]])
                         right = limit
-                    row.update(left=left, right=right, count=count, min=h.min, max=h.max,
-                               num=h.num, sum=h.sum, sum_squares=h.sum_squares, source="legacy")
+                    row.update(
+                        left=left,
+                        right=right,
+                        count=count,
+                        min=h.min,
+                        max=h.max,
+                        num=h.num,
+                        sum=h.sum,
+                        sum_squares=h.sum_squares,
+                        source="legacy",
+                    )
                 else:
                     arr, _ = decode_tensor(e.tensor_proto)
                     if not (arr.ndim == 2 and arr.shape[1] == 3) or arr.dtype.kind not in "fiu":
                         continue
                     arr = arr.astype(np.float64)
-                    row.update(left=arr[:, 0].copy(), right=arr[:, 1].copy(),
-                               count=arr[:, 2].copy(), min=nan, max=nan, num=nan, sum=nan,
-                               sum_squares=nan, source="tensor")
+                    row.update(
+                        left=arr[:, 0].copy(),
+                        right=arr[:, 1].copy(),
+                        count=arr[:, 2].copy(),
+                        min=nan,
+                        max=nan,
+                        num=nan,
+                        sum=nan,
+                        sum_squares=nan,
+                        source="tensor",
+                    )
                 rows.append(row)
-        return _frame(rows, _BASE + ["left", "right", "count", "min", "max", "num", "sum",
-                                     "sum_squares", "source", "tb_left", "tb_right",
-                                     "tb_count"])
+        return _frame(
+            rows,
+            _BASE
+            + [
+                "left",
+                "right",
+                "count",
+                "min",
+                "max",
+                "num",
+                "sum",
+                "sum_squares",
+                "source",
+                "tb_left",
+                "tb_right",
+                "tb_count",
+            ],
+        )
 
     # ---- images -----------------------------------------------------------------------------
     @_cached
@@ -448,7 +565,7 @@ class Oracle:
         from tensorboard.util import img_mime_type_detector
 
         rows = []
-        for rd, tag, md, evs in self._series("images"):
+        for rd, tag, _md, evs in self._series("images"):
             raw = rd.raw_values(tag, len(evs))
             for e, r in zip(evs, raw):
                 arr, _ = decode_tensor(e.tensor_proto)
@@ -461,13 +578,21 @@ class Oracle:
                     cs = int(r.image.colorspace)
                 for i, blob in enumerate(flat[2:]):
                     blob = bytes(blob)
-                    rows.append(dict(run=rd.name, tag=tag, step=e.step,
-                                     wall_time=_finite_or_nan(e.wall_time), index=i,
-                                     width=width, height=height, colorspace=cs,
-                                     content_type=img_mime_type_detector.from_bytes(blob),
-                                     data=blob))
-        return _frame(rows, _BASE + ["index", "width", "height", "colorspace", "content_type",
-                                     "data"])
+                    rows.append(
+                        dict(
+                            run=rd.name,
+                            tag=tag,
+                            step=e.step,
+                            wall_time=_finite_or_nan(e.wall_time),
+                            index=i,
+                            width=width,
+                            height=height,
+                            colorspace=cs,
+                            content_type=img_mime_type_detector.from_bytes(blob),
+                            data=blob,
+                        )
+                    )
+        return _frame(rows, _BASE + ["index", "width", "height", "colorspace", "content_type", "data"])
 
     # ---- audio ------------------------------------------------------------------------------
     @_cached
@@ -482,34 +607,52 @@ class Oracle:
             except Exception:
                 enc = 0
             for e, r in zip(evs, raw):
-                base = dict(run=rd.name, tag=tag, step=e.step,
-                            wall_time=_finite_or_nan(e.wall_time))
+                base = dict(run=rd.name, tag=tag, step=e.step, wall_time=_finite_or_nan(e.wall_time))
                 migrated = decode_tensor(e.tensor_proto)[0].reshape(-1)
                 if r.WhichOneof("value") == "audio":
                     a = r.audio
                     assert bytes(migrated[0]) == a.encoded_audio_string
-                    rows.append(dict(base, index=0, sample_rate=float(a.sample_rate),
-                                     num_channels=int(a.num_channels),
-                                     length_frames=int(a.length_frames),
-                                     content_type=a.content_type, label=None,
-                                     data=bytes(a.encoded_audio_string), source="legacy"))
+                    rows.append(
+                        dict(
+                            base,
+                            index=0,
+                            sample_rate=float(a.sample_rate),
+                            num_channels=int(a.num_channels),
+                            length_frames=int(a.length_frames),
+                            content_type=a.content_type,
+                            label=None,
+                            data=bytes(a.encoded_audio_string),
+                            source="legacy",
+                        )
+                    )
                     continue
                 arr, _ = decode_tensor(r.tensor)
                 if arr.ndim == 2:
                     clips, labels = arr[:, 0], arr[:, 1]
                 else:
                     clips, labels = arr.reshape(-1), [None] * arr.size
-                assert [bytes(x) for x in clips] == [bytes(x) for x in migrated], \
+                assert [bytes(x) for x in clips] == [bytes(x) for x in migrated], (
                     "oracle: raw audio clips differ from the accumulator's"
+                )
                 for i, (clip, label) in enumerate(zip(clips, labels)):
-                    rows.append(dict(base, index=i, sample_rate=float("nan"),
-                                     num_channels=None, length_frames=None,
-                                     content_type=_AUDIO_MIME.get(int(enc), _DEFAULT_MIME),
-                                     label=None if label is None else bytes(label).decode(
-                                         "utf-8", errors="replace"),
-                                     data=bytes(clip), source="tensor"))
-        return _frame(rows, _BASE + ["index", "sample_rate", "num_channels", "length_frames",
-                                     "content_type", "label", "data", "source"])
+                    rows.append(
+                        dict(
+                            base,
+                            index=i,
+                            sample_rate=float("nan"),
+                            num_channels=None,
+                            length_frames=None,
+                            content_type=_AUDIO_MIME.get(int(enc), _DEFAULT_MIME),
+                            label=None if label is None else bytes(label).decode("utf-8", errors="replace"),
+                            data=bytes(clip),
+                            source="tensor",
+                        )
+                    )
+        return _frame(
+            rows,
+            _BASE
+            + ["index", "sample_rate", "num_channels", "length_frames", "content_type", "label", "data", "source"],
+        )
 
     # ---- text -------------------------------------------------------------------------------
     @_cached
@@ -517,7 +660,7 @@ class Oracle:
         """One row per element of the string tensor, row-major (fill rule applied). TensorBoard
         decodes with strict UTF-8 when rendering; ``strict_utf8`` says whether that works."""
         rows = []
-        for rd, tag, md, evs in self._series("text"):
+        for rd, tag, _md, evs in self._series("text"):
             for e in evs:
                 arr, _ = decode_tensor(e.tensor_proto)
                 for i, s in enumerate(arr.reshape(-1)):
@@ -526,9 +669,18 @@ class Oracle:
                         txt, ok = s.decode("utf-8"), True
                     except UnicodeDecodeError:
                         txt, ok = s.decode("utf-8", errors="replace"), False
-                    rows.append(dict(run=rd.name, tag=tag, step=e.step,
-                                     wall_time=_finite_or_nan(e.wall_time), index=i, text=txt,
-                                     shape=list(arr.shape), strict_utf8=ok))
+                    rows.append(
+                        dict(
+                            run=rd.name,
+                            tag=tag,
+                            step=e.step,
+                            wall_time=_finite_or_nan(e.wall_time),
+                            index=i,
+                            text=txt,
+                            shape=list(arr.shape),
+                            strict_utf8=ok,
+                        )
+                    )
         return _frame(rows, _BASE + ["index", "text", "shape", "strict_utf8"])
 
     # ---- blobs (graphs & co) ----------------------------------------------------------------
@@ -546,20 +698,37 @@ class Oracle:
             for e in evs:
                 arr, _ = decode_tensor(e.tensor_proto)
                 for i, b in enumerate(arr.reshape(-1)):
-                    rows.append(dict(run=rd.name, tag=tag, step=e.step,
-                                     wall_time=_finite_or_nan(e.wall_time), plugin=plugin,
-                                     index=i, data=bytes(b)))
+                    rows.append(
+                        dict(
+                            run=rd.name,
+                            tag=tag,
+                            step=e.step,
+                            wall_time=_finite_or_nan(e.wall_time),
+                            plugin=plugin,
+                            index=i,
+                            data=bytes(b),
+                        )
+                    )
         for rd in self.runs:
             if not rd.meta_graphs:
                 continue
             from tensorboard.compat.proto import meta_graph_pb2
 
-            assert meta_graph_pb2.MetaGraphDef.FromString(rd.meta_graphs[-1][2]) == \
-                rd.acc.MetaGraph(), "oracle: last raw meta graph differs from the accumulator's"
+            assert meta_graph_pb2.MetaGraphDef.FromString(rd.meta_graphs[-1][2]) == rd.acc.MetaGraph(), (
+                "oracle: last raw meta graph differs from the accumulator's"
+            )
             for step, wall, b in rd.meta_graphs:
-                rows.append(dict(run=rd.name, tag=META_GRAPH_TAG, step=step,
-                                 wall_time=_finite_or_nan(wall), plugin=META_GRAPH_PLUGIN,
-                                 index=0, data=b))
+                rows.append(
+                    dict(
+                        run=rd.name,
+                        tag=META_GRAPH_TAG,
+                        step=step,
+                        wall_time=_finite_or_nan(wall),
+                        plugin=META_GRAPH_PLUGIN,
+                        index=0,
+                        data=b,
+                    )
+                )
         return _frame(rows, _BASE + ["plugin", "index", "data"])
 
     # ---- hparams (session start info per run) ------------------------------------------------
@@ -569,8 +738,7 @@ class Oracle:
 
         out = {}
         for rd in self.runs:
-            content = rd.acc.PluginTagToContent("hparams") if "hparams" in \
-                rd.acc.ActivePlugins() else {}
+            content = rd.acc.PluginTagToContent("hparams") if "hparams" in rd.acc.ActivePlugins() else {}
             c = content.get(hp_metadata.SESSION_START_INFO_TAG)
             if c is None:
                 continue
@@ -634,10 +802,8 @@ def preempt(df: pd.DataFrame) -> pd.DataFrame:
     for _, g in df.groupby(["run", "tag"], sort=False, observed=True):
         records: list[list[Any]] = []  # [step, [row labels]]
         prev_index = None
-        for label, step, idx in zip(g.index, g["step"],
-                                    g["index"] if has_index else [None] * len(g)):
-            if has_index and prev_index is not None and idx > prev_index and records \
-                    and records[-1][0] == step:
+        for label, step, idx in zip(g.index, g["step"], g["index"] if has_index else [None] * len(g)):
+            if has_index and prev_index is not None and idx > prev_index and records and records[-1][0] == step:
                 records[-1][1].append(label)
                 prev_index = idx
                 continue

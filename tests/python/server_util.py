@@ -19,7 +19,14 @@ class Reply:
         return json.loads(self.body)
 
 
-def request(url: str, path: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes | None = None, timeout: float = 60) -> Reply:
+def request(
+    url: str,
+    path: str,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+    timeout: float = 60,
+) -> Reply:
     """``path`` is sent as is (no normalisation of ``..``), relative to the server's base URL."""
     u = urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)

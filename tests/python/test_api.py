@@ -18,17 +18,16 @@ import subprocess
 import sys
 import threading
 import time
-import wave
 import warnings
+import wave
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
 import tbscope
-from tfrecord_util import masked_crc, frame, child_result
+from tfrecord_util import child_result, frame, masked_crc
 
 crc32c = pytest.importorskip("crc32c")
 event_pb2 = pytest.importorskip("tensorboard.compat.proto.event_pb2")
@@ -37,8 +36,6 @@ summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
 # --------------------------------------------------------------------------------------------
 # writing records ourselves
 # --------------------------------------------------------------------------------------------
-
-
 
 
 def version_event(wall: float = 1.0) -> bytes:
@@ -157,9 +154,9 @@ def test_tag_regexes(tags_logdir, pattern, expected):
     assert tags_of(tags_logdir, tags=pattern) == expected
 
 
-
 def test_regex_verbose_flag_is_honoured(tags_logdir):
     assert tags_of(tags_logdir, tags=re.compile(r"train / loss  # the training loss", re.VERBOSE)) == {"train/loss"}
+
 
 def test_lists_mix_globs_and_regexes(tags_logdir):
     assert tags_of(tags_logdir, tags=["lr", re.compile("Acc$")]) == {"lr", "Val/Acc"}
@@ -195,7 +192,6 @@ def test_filters_combine(tags_logdir):
 def test_empty_filter_list_is_an_error(tags_logdir, what):
     with pytest.raises(ValueError, match=rf"{what}=.*empty.*None"):
         tbscope.scan(tags_logdir, **{what: []})
-
 
 
 @pytest.mark.parametrize(
@@ -471,7 +467,13 @@ def blob_logdir(tmp_path_factory):
         img = summary_pb2.Summary.Image(height=arr.shape[0], width=arr.shape[1], colorspace=3, encoded_image_string=png)
         payloads.append(summary_event(i, summary_pb2.Summary.Value(tag="pic", image=img)))
     for i, w in enumerate(wavs):
-        au = summary_pb2.Summary.Audio(sample_rate=8000.0, num_channels=1, length_frames=100 + 50 * i, encoded_audio_string=w, content_type="audio/wav")
+        au = summary_pb2.Summary.Audio(
+            sample_rate=8000.0,
+            num_channels=1,
+            length_frames=100 + 50 * i,
+            encoded_audio_string=w,
+            content_type="audio/wav",
+        )
         payloads.append(summary_event(i, summary_pb2.Summary.Value(tag="clip", audio=au)))
     write_file(event_file(root / "run"), payloads)
     return root, images, pngs, wavs
@@ -552,10 +554,17 @@ def test_tensor_values_keep_dtype_and_shape(tmp_path):
     }
     payloads = [version_event()]
     for s in range(2):
-        payloads.append(summary_event(s, *[
-            summary_pb2.Summary.Value(tag=k, tensor=tensor_util.make_tensor_proto(v + s if v.dtype.kind in "fiu" else v), metadata=md)
-            for k, v in values.items()
-        ]))
+        payloads.append(
+            summary_event(
+                s,
+                *[
+                    summary_pb2.Summary.Value(
+                        tag=k, tensor=tensor_util.make_tensor_proto(v + s if v.dtype.kind in "fiu" else v), metadata=md
+                    )
+                    for k, v in values.items()
+                ],
+            )
+        )
     write_file(event_file(tmp_path / "run"), payloads)
     tf = tbscope.scan(tmp_path).tensors()
     assert isinstance(tf, tbscope.TensorFrame)
@@ -639,13 +648,15 @@ def test_summary_matches_a_pandas_groupby(hp_logdir):
     assert summary.set_index("run")["max_step"].to_dict() == {"plain": 3, "trial-0": 7, "trial-1": 7, "trial-2": 7}
 
 
-
 def test_summary_last_is_the_last_value_even_if_nan(tmp_path):
     values = [3.0, 2.0, 1.0, float("nan")]
-    write_file(event_file(tmp_path / "run"), [version_event()] + [scalar_event("loss", s, v) for s, v in enumerate(values)])
+    write_file(
+        event_file(tmp_path / "run"), [version_event()] + [scalar_event("loss", s, v) for s, v in enumerate(values)]
+    )
     s = tbscope.scan(tmp_path).summary().set_index("run")
     assert (s.loc["run", "loss:min"], s.loc["run", "loss:max"]) == (1.0, 3.0)
     assert np.isnan(s.loc["run", "loss:last"])
+
 
 @pytest.fixture(scope="module")
 def keras_logdir(tmp_path_factory) -> Path:
@@ -654,7 +665,9 @@ def keras_logdir(tmp_path_factory) -> Path:
     for i, lr in enumerate([0.1, 0.01]):
         write_hparams(root / "logs" / f"run-{i}", {"lr": lr, "units": 16 * (i + 1)})
         for j, sub in enumerate(["train", "validation"]):
-            payloads = [version_event()] + [scalar_event("epoch_loss", s, (i + 1) * (j + 1) * (5 - s)) for s in range(3)]
+            payloads = [version_event()] + [
+                scalar_event("epoch_loss", s, (i + 1) * (j + 1) * (5 - s)) for s in range(3)
+            ]
             write_file(event_file(root / "logs" / f"run-{i}" / sub), payloads)
     # A run below a run with hparams that has hparams of its own keeps them.
     write_hparams(root / "logs" / "run-1" / "retrain", {"lr": 0.5, "units": 99}, [{"epoch_loss": 1.0}])
@@ -775,8 +788,12 @@ def test_reload_reads_only_what_is_new(tmp_path):
 
 def test_restarts_preempt(tmp_path):
     # A job logs steps 0..9, dies and restarts from a checkpoint at step 5 (a second file).
-    write_file(event_file(tmp_path / "run", "1"), [version_event()] + [scalar_event("loss", s, float(s)) for s in range(10)])
-    write_file(event_file(tmp_path / "run", "2"), [version_event()] + [scalar_event("loss", s, 100.0 + s) for s in range(5, 8)])
+    write_file(
+        event_file(tmp_path / "run", "1"), [version_event()] + [scalar_event("loss", s, float(s)) for s in range(10)]
+    )
+    write_file(
+        event_file(tmp_path / "run", "2"), [version_event()] + [scalar_event("loss", s, 100.0 + s) for s in range(5, 8)]
+    )
     every = tbscope.read_scalars(tmp_path)
     assert list(every["step"]) == list(range(10)) + [5, 6, 7]
     pre = tbscope.read_scalars(tmp_path, restarts="preempt")
@@ -896,8 +913,6 @@ def test_thread_count_from_argument_and_environment(big_logdir, monkeypatch):
     assert _max_worker_threads(load()) == default
 
 
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_fork_after_load(tbx_logdir):
     parent = tbscope.scan(tbx_logdir, threads=2)
@@ -937,7 +952,9 @@ print("finished after", time.monotonic() - t, flush=True)
 
 
 def test_ctrl_c_interrupts_a_long_read(big_logdir):
-    p = subprocess.Popen([sys.executable, "-c", CHILD, str(big_logdir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(big_logdir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert p.stdout.readline() == "reading\n"
         time.sleep(0.2)
@@ -953,7 +970,6 @@ def test_ctrl_c_interrupts_a_long_read(big_logdir):
     assert "KeyboardInterrupt" in err
     assert p.returncode != 0
     assert elapsed < 3, f"took {elapsed:.2f} s to stop"
-
 
 
 def test_a_step_filter_does_not_change_a_series_kind(tb_logdir):

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-
 import tbscope
 from tbscope import _core
 from tbscope.errors import TbscopeError
@@ -111,7 +111,19 @@ def no_panic_on_any_thread(capfd):
 
 def test_reading_api(logdir, tmp_path):
     rng = random.Random(11)
-    base = dict(path=logdir, runs="*", tags="*", kinds=None, steps=(0, 10), restarts="all", strict=False, verify=True, provenance=False, threads=None, max_record_bytes=1 << 20)
+    base = dict(
+        path=logdir,
+        runs="*",
+        tags="*",
+        kinds=None,
+        steps=(0, 10),
+        restarts="all",
+        strict=False,
+        verify=True,
+        provenance=False,
+        threads=None,
+        max_record_bytes=1 << 20,
+    )
     for kw in _mutations(rng, base, 150):
         path = kw.pop("path")
 
@@ -135,7 +147,13 @@ def test_reading_api(logdir, tmp_path):
 def test_query_and_export_api(logdir, tmp_path):
     pytest.importorskip("duckdb")
     rng = random.Random(12)
-    base = dict(query="SELECT count(*) FROM scalars WHERE step < ?", params=[5], max_rows=10, timeout=30.0, external_access=False)
+    base = dict(
+        query="SELECT count(*) FROM scalars WHERE step < ?",
+        params=[5],
+        max_rows=10,
+        timeout=30.0,
+        external_access=False,
+    )
     for kw in _mutations(rng, base, 80):
         _check(lambda kw=kw: tbscope.sql(logdir, **kw), f"sql({_text(kw)})")
     base = dict(out=tmp_path / "x.csv", format=None, kinds="scalars", partition_by=None, max_rows=100, force=True)
@@ -151,8 +169,24 @@ def test_writer_api(tmp_path):
     calls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
         "add_scalar": (w.add_scalar, dict(tag="x", scalar_value=1.0, global_step=1, walltime=None)),
         "add_scalars": (w.add_scalars, dict(main_tag="m", tag_scalar_dict={"a": 1.0}, global_step=1)),
-        "add_histogram": (w.add_histogram, dict(tag="h", values=np.arange(10.0), global_step=1, bins="tensorflow", max_bins=None)),
-        "add_histogram_raw": (w.add_histogram_raw, dict(tag="r", min=0.0, max=1.0, num=2, sum=1.0, sum_squares=1.0, bucket_limits=[0.5, 1.0], bucket_counts=[1, 1], global_step=1)),
+        "add_histogram": (
+            w.add_histogram,
+            dict(tag="h", values=np.arange(10.0), global_step=1, bins="tensorflow", max_bins=None),
+        ),
+        "add_histogram_raw": (
+            w.add_histogram_raw,
+            dict(
+                tag="r",
+                min=0.0,
+                max=1.0,
+                num=2,
+                sum=1.0,
+                sum_squares=1.0,
+                bucket_limits=[0.5, 1.0],
+                bucket_counts=[1, 1],
+                global_step=1,
+            ),
+        ),
         "add_text": (w.add_text, dict(tag="t", text_string="hi", global_step=1)),
         "add_tensor": (w.add_tensor, dict(tag="tt", tensor=np.zeros(3), global_step=1)),
         "log": (w.log, dict(step=1, metrics={"a": 1.0})),
@@ -164,7 +198,10 @@ def test_writer_api(tmp_path):
     for value in BAD:
         _check(lambda v=value: _write_one(tmp_path / "k", flush_secs=v), f"SummaryWriter(flush_secs={value!r})")
         _check(lambda v=value: _write_one(tmp_path / "k", max_queue=v), f"SummaryWriter(max_queue={value!r})")
-        _check(lambda v=value: _write_one(tmp_path / "k", max_pending_bytes=v), f"SummaryWriter(max_pending_bytes={value!r})")
+        _check(
+            lambda v=value: _write_one(tmp_path / "k", max_pending_bytes=v),
+            f"SummaryWriter(max_pending_bytes={value!r})",
+        )
 
 
 def _write_one(path: Path, **kw: Any) -> None:
@@ -176,7 +213,18 @@ def _write_one(path: Path, **kw: Any) -> None:
 def test_native_module(logdir, tmp_path):
     """The native methods the public API uses, called directly with bad arguments."""
     rng = random.Random(14)
-    reader_base = dict(runs=None, tags=None, kinds=None, step_lo=None, step_hi=None, restarts="all", verify=True, max_record_bytes=1 << 20, provenance=False, threads=0)
+    reader_base = dict(
+        runs=None,
+        tags=None,
+        kinds=None,
+        step_lo=None,
+        step_hi=None,
+        restarts="all",
+        verify=True,
+        max_record_bytes=1 << 20,
+        provenance=False,
+        threads=0,
+    )
     for kw in _mutations(rng, reader_base, 80):
 
         def read(kw=kw) -> None:
@@ -202,9 +250,29 @@ def test_native_module(logdir, tmp_path):
         "scalar": (w.scalar, dict(tag="x", value=1.0, step=1, wall_time=None, new_style=False, double_precision=False)),
         "scalars": (w.scalars, dict(tags=["a", "b"], values=[1.0, 2.0], step=1, wall_time=None)),
         "scalars_dict": (w.scalars_dict, dict(metrics={"a": 1.0}, step=1, wall_time=None)),
-        "histogram": (w.histogram, dict(tag="h", values=np.arange(10.0), step=1, wall_time=None, edges=None, max_bins=None)),
-        "histogram_raw": (w.histogram_raw, dict(tag="r", min=0.0, max=1.0, num=2.0, sum=1.0, sum_squares=1.0, bucket_limits=[0.5, 1.0], bucket_counts=[1.0, 1.0], step=1, wall_time=None)),
-        "tensor": (w.tensor, dict(tag="t", data=np.zeros(3), dtype=2, shape=[3], step=1, wall_time=None, metadata=None)),
+        "histogram": (
+            w.histogram,
+            dict(tag="h", values=np.arange(10.0), step=1, wall_time=None, edges=None, max_bins=None),
+        ),
+        "histogram_raw": (
+            w.histogram_raw,
+            dict(
+                tag="r",
+                min=0.0,
+                max=1.0,
+                num=2.0,
+                sum=1.0,
+                sum_squares=1.0,
+                bucket_limits=[0.5, 1.0],
+                bucket_counts=[1.0, 1.0],
+                step=1,
+                wall_time=None,
+            ),
+        ),
+        "tensor": (
+            w.tensor,
+            dict(tag="t", data=np.zeros(3), dtype=2, shape=[3], step=1, wall_time=None, metadata=None),
+        ),
         "summary": (w.summary, dict(summary=b"", step=1, wall_time=None)),
         "event": (w.event, dict(event=b"")),
     }
@@ -218,7 +286,16 @@ def test_native_module(logdir, tmp_path):
         _check(lambda kw=kw: _core.to_csv(**kw), f"to_csv({_text(kw)})")
     x = np.arange(50, dtype=np.int64)
     y = np.linspace(0.0, 1.0, 50)
-    ds_base = dict(x=x, y=y, n=10, starts=np.array([0, 20], dtype=np.int64), ends=np.array([20, 50], dtype=np.int64), x_lo=None, x_hi=None, smoothing=0.6)
+    ds_base = dict(
+        x=x,
+        y=y,
+        n=10,
+        starts=np.array([0, 20], dtype=np.int64),
+        ends=np.array([20, 50], dtype=np.int64),
+        x_lo=None,
+        x_hi=None,
+        smoothing=0.6,
+    )
     for kw in _mutations(rng, ds_base, 80):
         _check(lambda kw=kw: _core.downsample(**kw), f"downsample({_text(kw)})")
     ema_base = dict(y=y, weight=0.6, out=np.zeros(50), starts=None, ends=None)
@@ -227,6 +304,16 @@ def test_native_module(logdir, tmp_path):
     for value in BAD:
         _check(lambda v=value: tbscope.downsample(x, y, v), f"tbscope.downsample(n={value!r})")
         _check(lambda v=value: tbscope.ema(y, v), f"tbscope.ema(weight={value!r})")
-    rw_base = dict(runs=None, tags=None, drop_tags=None, drop_steps=None, preempt=False, merge=True, force=False, commit=True, threads=0)
+    rw_base = dict(
+        runs=None,
+        tags=None,
+        drop_tags=None,
+        drop_steps=None,
+        preempt=False,
+        merge=True,
+        force=False,
+        commit=True,
+        threads=0,
+    )
     for i, kw in enumerate(_mutations(rng, rw_base, 40)):
         _check(lambda kw=kw, i=i: _core.rewrite(logdir, tmp_path / f"rw{i}", **kw), f"rewrite({_text(kw)})")

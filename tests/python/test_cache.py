@@ -22,7 +22,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
 import tbscope
 from tbscope.cache import cache_dir, clear, resolve
 
@@ -68,7 +67,9 @@ def assert_same(cold: dict[str, Any], warm: dict[str, Any], skip: tuple[str, ...
             ra, rb = [_norm(r) for r in a.to_pylist()], [_norm(r) for r in b.to_pylist()]
             if ra != rb:
                 first = next(i for i, (x, y) in enumerate(zip(ra + [None], rb + [None])) if x != y)
-                pytest.fail(f"{name}: {len(ra)} cold rows vs {len(rb)} warm; first difference at row {first}:\n{ra[first:first + 1]}\n{rb[first:first + 1]}")
+                pytest.fail(
+                    f"{name}: {len(ra)} cold rows vs {len(rb)} warm; first difference at row {first}:\n{ra[first : first + 1]}\n{rb[first : first + 1]}"
+                )
         else:
             assert a == b, name
 
@@ -165,7 +166,9 @@ FILTERS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("kw", FILTERS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
-def test_filtered_scans_answered_from_the_unfiltered_cache(tbx_logdir: Path, tmp_path: Path, kw: dict[str, Any]) -> None:
+def test_filtered_scans_answered_from_the_unfiltered_cache(
+    tbx_logdir: Path, tmp_path: Path, kw: dict[str, Any]
+) -> None:
     d = tmp_path / "cache"
     tbscope.scan(tbx_logdir, cache=d).runs  # the cache holds everything
     snap, lg = warm(tbx_logdir, d, **kw)
@@ -173,7 +176,9 @@ def test_filtered_scans_answered_from_the_unfiltered_cache(tbx_logdir: Path, tmp
     assert_same(cold(tbx_logdir, **kw), snap)
 
 
-@pytest.mark.parametrize("kw", [dict(runs="scalars"), dict(tags="*loss*"), dict(kinds=["tensors", "histograms"]), dict(restarts="preempt")])
+@pytest.mark.parametrize(
+    "kw", [dict(runs="scalars"), dict(tags="*loss*"), dict(kinds=["tensors", "histograms"]), dict(restarts="preempt")]
+)
 def test_filtered_scans_tensorboard_writer(tb_logdir: Path, tmp_path: Path, kw: dict[str, Any]) -> None:
     d = tmp_path / "cache"
     tbscope.scan(tb_logdir, cache=d).runs
@@ -189,7 +194,9 @@ def test_step_range_filters_rows_of_the_whole_read(tb_logdir: Path, tmp_path: Pa
     lg = tbscope.scan(tb_logdir, cache=d, steps=(2, 10))
     for k in ("scalars", "tensors", "histograms", "text"):
         want = getattr(full, k)().to_arrow()
-        want = want.filter(pa.compute.and_(pa.compute.greater_equal(want["step"], 2), pa.compute.less(want["step"], 10)))
+        want = want.filter(
+            pa.compute.and_(pa.compute.greater_equal(want["step"], 2), pa.compute.less(want["step"], 10))
+        )
         got = getattr(lg, k)().to_arrow()
         assert [_norm(r) for r in got.to_pylist()] == [_norm(r) for r in want.to_pylist()], k
     ser = lg.series().to_pandas().set_index(["run", "tag"])
@@ -306,7 +313,11 @@ def test_invalidation(logdir: Path, cache: Path, mutation: str) -> None:
     assert_same(before, warm(logdir, cache)[0])
     _mutations()[mutation](logdir)
     truth = cold(logdir)
-    assert truth["scalars"] != before["scalars"] or truth["runs"] != before["runs"] or truth["run_info"] != before["run_info"]
+    assert (
+        truth["scalars"] != before["scalars"]
+        or truth["runs"] != before["runs"]
+        or truth["run_info"] != before["run_info"]
+    )
     snap, lg = warm(logdir, cache)
     info = lg.cache_info
     assert info is not None and info.status == "updated" and info.runs_dropped == 1 and not info.warnings
@@ -357,7 +368,11 @@ def test_generations_are_collected_and_segments_compacted(logdir: Path, cache: P
         assert len(generations(cache)) <= 2
         assert not [p for p in cache.iterdir() if p.name.startswith("tmp-")]
         # (facts.arrow and stats.arrow are the generation's stored tables, not segments.)
-        segments = {p.name.split(".")[0] for p in (cache / current(cache)).iterdir() if p.suffix == ".arrow" and p.stem not in ("facts", "stats")}
+        segments = {
+            p.name.split(".")[0]
+            for p in (cache / current(cache)).iterdir()
+            if p.suffix == ".arrow" and p.stem not in ("facts", "stats")
+        }
         assert len(segments) <= 8
         # The bulk of the rows stays in its first file, hard-linked from generation to
         # generation: only new rows (and, past 8 segments, the small ones) are written.
@@ -390,8 +405,14 @@ def _garbage_current(d: Path) -> None:
     (d / "CURRENT").write_text("../../etc\n")
 
 
-@pytest.mark.parametrize("damage", [_damage_manifest, _truncate_segment, _dangling_current, _garbage_current], ids=lambda f: f.__name__.strip("_"))
-def test_unusable_cache_is_read_again_and_rewritten(logdir: Path, cache: Path, damage: Any, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [_damage_manifest, _truncate_segment, _dangling_current, _garbage_current],
+    ids=lambda f: f.__name__.strip("_"),
+)
+def test_unusable_cache_is_read_again_and_rewritten(
+    logdir: Path, cache: Path, damage: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     tbscope.scan(logdir, cache=cache).runs
     damage(cache)
     with caplog.at_level(logging.WARNING, logger="tbscope.cache"):
@@ -466,9 +487,11 @@ def _start_and_kill_at(logdir: Path, cache: Path, phase: str) -> None:
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            done = [p for p in cache.glob("tmp-*/manifest")] if phase == "written" else [
-                p for p in cache.glob("gen-*") if not (cache / "CURRENT").exists() or p.name != current(cache)
-            ]
+            done = (
+                [p for p in cache.glob("tmp-*/manifest")]
+                if phase == "written"
+                else [p for p in cache.glob("gen-*") if not (cache / "CURRENT").exists() or p.name != current(cache)]
+            )
             if done:
                 break
             assert proc.poll() is None, "the writer exited before reaching the stall"
@@ -538,7 +561,9 @@ def test_default_cache_dir_is_outside_the_logdir(logdir: Path, tmp_path: Path, m
     assert clear(logdir) is True and not Path(cache_dir(logdir)).exists()
 
 
-def test_default_inside_the_logdir_is_refused(logdir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_default_inside_the_logdir_is_refused(
+    logdir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("TBSCOPE_CACHE_DIR", str(logdir / ".cache"))
     with caplog.at_level(logging.WARNING, logger="tbscope.cache"):
         assert resolve(logdir, True) is None
@@ -564,7 +589,6 @@ def test_bad_cache_argument() -> None:
 
 def test_cli_cache_options(logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
-
     from tbscope.cli import main
 
     root = tmp_path / "root"

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
 import tbscope
+from click.testing import CliRunner
 from tbscope.cli import main
 from test_cache import FILTERS, _mutations, assert_same, cold, event_files, frame_records, scalar_events, snapshot
 
@@ -44,7 +43,9 @@ def cache(tmp_path: Path) -> Path:
     return tmp_path / "cache"
 
 
-def traced(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, logdir: Path, cache: Path, **kw: Any) -> tuple[tbscope.Logdir, str]:
+def traced(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, logdir: Path, cache: Path, **kw: Any
+) -> tuple[tbscope.Logdir, str]:
     """A scan through the cache, read, and the trace of its load."""
     monkeypatch.setenv("TBSCOPE_TRACE", "1")
     capfd.readouterr()
@@ -57,11 +58,17 @@ def traced(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, l
 
 def fast(trace: str) -> bool:
     """Whether the load decided "nothing changed" by the stat check alone."""
-    line = next(x for x in trace.splitlines() if x.startswith(("tbscope cache hit:", "tbscope cache updated:", "tbscope cache miss:")))
+    line = next(
+        x
+        for x in trace.splitlines()
+        if x.startswith(("tbscope cache hit:", "tbscope cache updated:", "tbscope cache miss:"))
+    )
     return "check" in line and "discover" not in line
 
 
-def test_unchanged_logdir_is_checked_without_discovery(logdir: Path, cache: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unchanged_logdir_is_checked_without_discovery(
+    logdir: Path, cache: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     truth = cold(logdir)
     lg, trace = traced(capfd, monkeypatch, logdir, cache)
     assert lg.cache_info is not None and lg.cache_info.status == "miss"
@@ -76,7 +83,9 @@ def test_unchanged_logdir_is_checked_without_discovery(logdir: Path, cache: Path
 
 
 @pytest.mark.parametrize("kw", FILTERS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
-def test_filtered_warm_opens(logdir: Path, cache: Path, kw: dict[str, Any], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_filtered_warm_opens(
+    logdir: Path, cache: Path, kw: dict[str, Any], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     tbscope.scan(logdir, cache=cache).runs
     lg, trace = traced(capfd, monkeypatch, logdir, cache, **kw)
     assert fast(trace) and lg.cache_info is not None and lg.cache_info.status == "hit"
@@ -103,7 +112,9 @@ def _more_mutations() -> dict[str, Any]:
 
     def new_run(logdir: Path) -> None:
         (logdir / "eval" / "zz_new").mkdir()
-        (logdir / "eval" / "zz_new" / "events.out.tfevents.5.x").write_bytes(frame_records(scalar_events("n", range(4))))
+        (logdir / "eval" / "zz_new" / "events.out.tfevents.5.x").write_bytes(
+            frame_records(scalar_events("n", range(4)))
+        )
 
     def new_last_file(logdir: Path) -> None:
         d = logdir / "train" / "grp" / "a"
@@ -145,7 +156,9 @@ MUTATIONS = {**_mutations(), **_more_mutations()}
 
 
 @pytest.mark.parametrize("mutation", list(MUTATIONS))
-def test_changes_are_seen_by_the_check(logdir: Path, cache: Path, mutation: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changes_are_seen_by_the_check(
+    logdir: Path, cache: Path, mutation: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     tbscope.scan(logdir, cache=cache).runs
     lg, trace = traced(capfd, monkeypatch, logdir, cache)
     assert fast(trace)
@@ -289,7 +302,9 @@ def test_cli_many_runs(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkey
     lg, trace = traced(capfd, monkeypatch, root, cache)
     assert not fast(trace) and lg.cache_info is not None and lg.cache_info.runs_dropped == 1
     for cmd in ("ls", "summary"):
-        assert cli(cmd, str(root), "--format", "csv", "--cache-dir", str(cache)) == cli(cmd, str(root), "--format", "csv")
+        assert cli(cmd, str(root), "--format", "csv", "--cache-dir", str(cache)) == cli(
+            cmd, str(root), "--format", "csv"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,7 +315,6 @@ def _reference_summary(lg: tbscope.Logdir, stats: tuple[str, ...]) -> dict[str, 
     """``<tag>:<stat>`` columns as tbscope.query.series_stats computes them (the NumPy version
     summary() used before the statistics were native), for the tags with points."""
     import numpy as np
-
     from tbscope.query import series_stats, summary_column
 
     runs = [str(r) for r in lg.run_info().to_arrow().column("run").to_pylist()]
@@ -328,7 +342,6 @@ ALL_STATS = ("last", "first", "min", "max", "argmin", "argmax", "mean", "count")
 
 def test_native_statistics_match_the_numpy_reference(tmp_path: Path) -> None:
     import numpy as np
-
     from tbscope.writer import SummaryWriter
 
     rng = np.random.default_rng(3)
@@ -356,12 +369,16 @@ def test_native_statistics_match_the_numpy_reference(tmp_path: Path) -> None:
         for name, ref in want.items():
             col = got[name]
             if name.endswith(("_step", ":count")):
-                assert col.astype("Float64").to_numpy(dtype="float64", na_value=np.nan).tolist() == pytest.approx(ref.tolist(), nan_ok=True), name
+                assert col.astype("Float64").to_numpy(dtype="float64", na_value=np.nan).tolist() == pytest.approx(
+                    ref.tolist(), nan_ok=True
+                ), name
             else:
                 assert _same_values(col.to_numpy(), ref), name
 
 
-def test_check_of_more_directories_than_it_holds_open(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_of_more_directories_than_it_holds_open(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The check holds at most a few hundred directory descriptors at a time (a logdir of
     thousands of sweep directories must not run into the limit on open files): 300 sweeps are
     checked in windows, and a change in a late one is still seen."""

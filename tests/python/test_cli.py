@@ -19,11 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-
 import tbscope
-from tfrecord_util import frame
+from click.testing import CliRunner
 from tbscope.cli import EXIT_CODES, main
+from tfrecord_util import frame
 
 crc32c = pytest.importorskip("crc32c")
 event_pb2 = pytest.importorskip("tensorboard.compat.proto.event_pb2")
@@ -31,8 +30,6 @@ summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
 
 NAME = "events.out.tfevents.1700000000.cli"
 SCRIPT = Path(sys.executable).with_name("tbscope")
-
-
 
 
 def scalar_event(tag: str, step: int, value: float) -> bytes:
@@ -197,7 +194,13 @@ def test_check_machine_formats(corrupt, clean, fmt):
         rows = pd.read_csv(io.StringIO(r.output)).to_dict("records")
     assert len(rows) == 1
     row = rows[0]
-    assert (row["run"], row["file"], row["severity"], row["offset"], row["length"]) == ("run", f"run/{NAME}", "corrupt", CORRUPT_AT, 15)
+    assert (row["run"], row["file"], row["severity"], row["offset"], row["length"]) == (
+        "run",
+        f"run/{NAME}",
+        "corrupt",
+        CORRUPT_AT,
+        15,
+    )
     assert "crc" in row["reason"]
     ok = run("check", str(clean), "--format", fmt)
     assert ok.exit_code == 0
@@ -441,7 +444,12 @@ def tb_series(run_dir: Path) -> dict[str, dict]:
     for tag in acc.Tags()["tensors"]:
         events = acc.Tensors(tag)
         steps = [e.step for e in events]
-        out[tag] = {"points": len(events), "first_step": min(steps), "last_step": max(steps), "plugin": acc.SummaryMetadata(tag).plugin_data.plugin_name}
+        out[tag] = {
+            "points": len(events),
+            "first_step": min(steps),
+            "last_step": max(steps),
+            "plugin": acc.SummaryMetadata(tag).plugin_data.plugin_name,
+        }
     return out
 
 
@@ -473,7 +481,14 @@ def test_ls_filters_narrow_the_counts(clean):
     r = run("ls", str(clean), "--runs", "run1", "--tags", "loss", "--steps", "2:5", "--format", "json")
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.output)
-    assert (row["run"], row["kinds"], row["tags"], row["points"], row["first_step"], row["last_step"]) == ("run1", "scalars", 1, 3, 2, 4)
+    assert (row["run"], row["kinds"], row["tags"], row["points"], row["first_step"], row["last_step"]) == (
+        "run1",
+        "scalars",
+        1,
+        3,
+        2,
+        4,
+    )
 
 
 def test_ls_table(clean):
@@ -501,7 +516,12 @@ def test_tags_match_tensorboard(clean, fmt):
     assert set(got) == set(want)
     for key, s in want.items():
         row = got[key]
-        assert (row["points"], row["first_step"], row["last_step"], row["plugin"]) == (s["points"], s["first_step"], s["last_step"], s["plugin"]), key
+        assert (row["points"], row["first_step"], row["last_step"], row["plugin"]) == (
+            s["points"],
+            s["first_step"],
+            s["last_step"],
+            s["plugin"],
+        ), key
     assert got[("run0", "loss")]["kind"] == "scalars"
     assert got[("run0", "_hparams_/experiment")]["kind"] == "hparams"
 
@@ -598,7 +618,9 @@ def test_sql_matches_read_scalars(clean, fmt):
     df = tbscope.read_scalars(clean, tags="loss")
     want = df.groupby("run", observed=True)["value"].agg(["max", "size"])
     assert got["run"].tolist() == ["run0", "run1"]
-    assert got["best"].tolist() == want["max"].tolist() == [clean_values(0, "loss").max(), clean_values(1, "loss").max()]
+    assert (
+        got["best"].tolist() == want["max"].tolist() == [clean_values(0, "loss").max(), clean_values(1, "loss").max()]
+    )
     assert got["n"].tolist() == want["size"].tolist() == [10, 10]
 
 
@@ -613,10 +635,30 @@ def test_sql_table_and_stdin(clean):
 
 @needs_sql
 def test_sql_filters_and_params(clean):
-    r = run("sql", str(clean), "SELECT run, count(*) AS n FROM scalars GROUP BY run ORDER BY run", "--runs", "run1", "--steps", "5:", "--format", "json")
+    r = run(
+        "sql",
+        str(clean),
+        "SELECT run, count(*) AS n FROM scalars GROUP BY run ORDER BY run",
+        "--runs",
+        "run1",
+        "--steps",
+        "5:",
+        "--format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output) == [{"run": "run1", "n": 10}]  # 2 tags x steps 5..9
-    r = run("sql", str(clean), "SELECT count(*) AS n FROM scalars WHERE tag = $tag AND step >= $lo", "--param", "tag=acc", "--param", "lo=7", "--format", "json")
+    r = run(
+        "sql",
+        str(clean),
+        "SELECT count(*) AS n FROM scalars WHERE tag = $tag AND step >= $lo",
+        "--param",
+        "tag=acc",
+        "--param",
+        "lo=7",
+        "--format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output) == [{"n": 6}]  # acc at 7, 8, 9 in two runs
 
@@ -639,6 +681,7 @@ def test_sql_large_result_streams_as_csv(clean):
 # --------------------------------------------------------------------------------------------
 # export
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "jsonl"])
 def test_export_file_equals_direct_read(clean, tmp_path, suffix):
@@ -733,14 +776,19 @@ def retention(tmp_path) -> tuple[Path, Path]:
     nodata = root / "nodata"
     nodata.mkdir()
     p = nodata / "events.out.tfevents.1000000000.nodata"
-    p.write_bytes(raw_event(wall_time=OLD, file_version="brain.Event:2") + raw_event(wall_time=OLD, step=4, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+    p.write_bytes(
+        raw_event(wall_time=OLD, file_version="brain.Event:2")
+        + raw_event(wall_time=OLD, step=4, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
+    )
     os.utime(p, (OLD, OLD))
     # Old data outside the logdir, reached through a symlinked run directory and a symlinked
     # event file: both must survive whatever clean is told.
     write_old_run(outside / "run")
     (root / "ext").symlink_to(outside / "run", target_is_directory=True)
     (root / "linkfile").mkdir()
-    (root / "linkfile" / "events.out.tfevents.1000000000.link").symlink_to(write_old_run(outside / "file", "events.out.tfevents.1000000000.target"))
+    (root / "linkfile" / "events.out.tfevents.1000000000.link").symlink_to(
+        write_old_run(outside / "file", "events.out.tfevents.1000000000.target")
+    )
     os.utime(root / "linkfile" / "events.out.tfevents.1000000000.link", (OLD, OLD), follow_symlinks=False)
     assert old.exists()
     return root, outside
@@ -841,7 +889,9 @@ def test_clean_archive(retention, tmp_path):
     dest = tmp_path / "archive"
     ev = root / "old" / "events.out.tfevents.1000000000.old"
     data = ev.read_bytes()
-    rows, _ = clean_json(str(root), "--older-than", "30d", "--runs", "old", "--runs", "header/*", "--archive", str(dest), "--yes")
+    rows, _ = clean_json(
+        str(root), "--older-than", "30d", "--runs", "old", "--runs", "header/*", "--archive", str(dest), "--yes"
+    )
     assert {r_: row["action"] for r_, row in rows.items()} == {"old": "archived", "header/deep": "archived"}
     assert (dest / "old" / ev.name).read_bytes() == data and not ev.exists()
     assert (dest / "header" / "deep" / "events.out.tfevents.1000000000.old").exists()
@@ -906,7 +956,12 @@ def test_spinner_only_when_stderr_is_a_terminal(clean):
 
     env = dict(os.environ, COLUMNS="120")
     master, slave = pty.openpty()
-    with subprocess.Popen([sys.executable, "-m", "tbscope", "ls", str(clean), "--format", "csv"], stdout=subprocess.PIPE, stderr=slave, env=env) as p:
+    with subprocess.Popen(
+        [sys.executable, "-m", "tbscope", "ls", str(clean), "--format", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+    ) as p:
         os.close(slave)
         out = p.stdout.read()
         assert p.wait(timeout=60) == 0
@@ -929,7 +984,16 @@ def test_spinner_only_when_stderr_is_a_terminal(clean):
 @needs_sql
 def test_closed_pipe_exits_quietly(clean):
     with subprocess.Popen(
-        [sys.executable, "-m", "tbscope", "sql", str(clean), "SELECT range AS i FROM range(2000000)", "--format", "csv"],
+        [
+            sys.executable,
+            "-m",
+            "tbscope",
+            "sql",
+            str(clean),
+            "SELECT range AS i FROM range(2000000)",
+            "--format",
+            "csv",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as p:
@@ -973,7 +1037,11 @@ def unreadable():
     import shutil
     import tempfile
 
-    if os.geteuid() == 0 and not Path("/usr/bin/setpriv").exists() and not any(Path(p, "setpriv").exists() for p in os.environ.get("PATH", "").split(":")):
+    if (
+        os.geteuid() == 0
+        and not Path("/usr/bin/setpriv").exists()
+        and not any(Path(p, "setpriv").exists() for p in os.environ.get("PATH", "").split(":"))
+    ):
         pytest.skip("running as root without setpriv: permissions cannot deny anything")
     base = Path(tempfile.mkdtemp(prefix="tbscope-unread-"))
     os.chmod(base, 0o755)
@@ -1105,7 +1173,12 @@ def test_a_glob_escape_for_a_literal_bracket(tmp_path):
     for name in ("[abc]", "a", "[x]"):
         (tmp_path / name).mkdir()
         (tmp_path / name / NAME).write_bytes(records)
-    for glob, want in (("[[]abc]", ["[abc]"]), ("[[]*", ["[abc]", "[x]"]), ("[]a]", ["a"]), ("[!a]*", ["[abc]", "[x]"])):
+    for glob, want in (
+        ("[[]abc]", ["[abc]"]),
+        ("[[]*", ["[abc]", "[x]"]),
+        ("[]a]", ["a"]),
+        ("[!a]*", ["[abc]", "[x]"]),
+    ):
         r = run("ls", str(tmp_path), "--runs", glob, "--format", "csv")
         assert r.exit_code == 0, r.output
         assert pd.read_csv(io.StringIO(r.stdout))["run"].tolist() == want, glob

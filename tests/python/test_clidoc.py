@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-
 import tbscope
+from click.testing import CliRunner
 from tbscope._clidoc import REGENERATE, command_examples, render
 from tbscope.cli import main
 
@@ -96,7 +95,9 @@ def _needs(example: str) -> str | None:
     return None
 
 
-EXAMPLES = [(name, e) for name, cmd in sorted(main.commands.items()) for e in command_examples(cmd)] + [("main", e) for e in command_examples(main)]
+EXAMPLES = [(name, e) for name, cmd in sorted(main.commands.items()) for e in command_examples(cmd)] + [
+    ("main", e) for e in command_examples(main)
+]
 
 
 @pytest.mark.parametrize("name, example", EXAMPLES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(EXAMPLES)])
@@ -128,7 +129,11 @@ def test_example_results_are_right(demo, monkeypatch):
     assert [row["run"] for row in rows] == ["lr=0.1/seed=0", "lr=0.1/seed=1", "lr=0.1/seed=2"]
     want = tbscope.read_scalars(demo, runs="lr=0.1/*")
     assert sum(row["last_step"] == want["step"].max() for row in rows) == 3
-    r = CliRunner().invoke(main, ["tags", "runs/", "--kinds", "scalars", "--tags", "train/*", "--format", "csv"], prog_name="tbscope")
+    r = CliRunner().invoke(
+        main, ["tags", "runs/", "--kinds", "scalars", "--tags", "train/*", "--format", "csv"], prog_name="tbscope"
+    )
     got = pd.read_csv(io.StringIO(r.stdout))
     counts = tbscope.read_scalars(demo, tags="train/*").groupby(["run", "tag"], observed=True).size()
-    assert sorted(zip(got["run"], got["tag"], got["points"])) == sorted((str(a), str(b), int(n)) for (a, b), n in counts.items())
+    assert sorted(zip(got["run"], got["tag"], got["points"])) == sorted(
+        (str(a), str(b), int(n)) for (a, b), n in counts.items()
+    )

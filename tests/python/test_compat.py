@@ -36,11 +36,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import fixtures
 import numpy as np
 import pandas as pd
 import pytest
-
-import fixtures
 
 compat = pytest.importorskip("tbscope.compat")
 ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
@@ -97,10 +96,20 @@ def write_tf2_logdir(root: Path) -> None:
     tp = np.array([10, 8, 5], np.float32)
     fp = np.array([10, 5, 2], np.float32)
     curve = np.stack([tp, fp, 10 - fp, 10 - tp, tp / (tp + fp), tp / 10]).astype(np.float32)
-    w.value(2, wall(2), "pr", tensor_util.make_tensor_proto(curve),
-            pr_metadata.create_summary_metadata(display_name="pr", description="", num_thresholds=3))
-    w.values(0, wall(0), *hp_v2.hparams_pb({"lr": 0.1, "opt": "adam", "bn": True, "layers": 4},
-                                             trial_id="trial-a", start_time_secs=wall(0)).value)
+    w.value(
+        2,
+        wall(2),
+        "pr",
+        tensor_util.make_tensor_proto(curve),
+        pr_metadata.create_summary_metadata(display_name="pr", description="", num_thresholds=3),
+    )
+    w.values(
+        0,
+        wall(0),
+        *hp_v2.hparams_pb(
+            {"lr": 0.1, "opt": "adam", "bn": True, "layers": 4}, trial_id="trial-a", start_time_secs=wall(0)
+        ).value,
+    )
     w.close()
     # tbparse's own tensor decoder fails on integer and bool tensors stored in typed fields
     # (it looks up dtypes TensorBoard's stub lacks), so they get a run that only the
@@ -183,10 +192,12 @@ def _check(problems: list[str], ok: bool, what: str) -> None:
 
 
 def _compare_legacy(run: Path, purge: bool = False) -> list[str]:
-    theirs = ea.EventAccumulator(str(run), size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE,
-                                 purge_orphaned_data=purge).Reload()
-    ours = compat.EventAccumulator(str(run), size_guidance=compat.STORE_EVERYTHING_SIZE_GUIDANCE,
-                                   purge_orphaned_data=purge).Reload()
+    theirs = ea.EventAccumulator(
+        str(run), size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE, purge_orphaned_data=purge
+    ).Reload()
+    ours = compat.EventAccumulator(
+        str(run), size_guidance=compat.STORE_EVERYTHING_SIZE_GUIDANCE, purge_orphaned_data=purge
+    ).Reload()
     p: list[str] = []
     tags = theirs.Tags()
     _check(p, ours.Tags() == tags, f"Tags: {ours.Tags()} != {tags}")
@@ -194,32 +205,49 @@ def _compare_legacy(run: Path, purge: bool = False) -> list[str]:
         a, b = ours.Scalars(tag), theirs.Scalars(tag)
         _check(p, len(a) == len(b), f"Scalars({tag}) length {len(a)} != {len(b)}")
         for x, y in zip(a, b):
-            _check(p, type(x) is type(y) and x.step == y.step and _same_wall(x.wall_time, y.wall_time)
-                   and _same_float(x.value, y.value), f"Scalars({tag}): {x} != {y}")
+            _check(
+                p,
+                type(x) is type(y)
+                and x.step == y.step
+                and _same_wall(x.wall_time, y.wall_time)
+                and _same_float(x.value, y.value),
+                f"Scalars({tag}): {x} != {y}",
+            )
     for tag in tags["histograms"]:
         a, b = ours.Histograms(tag), theirs.Histograms(tag)
         _check(p, len(a) == len(b), f"Histograms({tag}) length")
         for x, y in zip(a, b):
             hx, hy = x.histogram_value, y.histogram_value
             fields = ("min", "max", "num", "sum", "sum_squares")
-            _check(p, x.step == y.step and _same_wall(x.wall_time, y.wall_time)
-                   and all(_same_float(getattr(hx, f), getattr(hy, f)) for f in fields)
-                   and list(hx.bucket) == list(hy.bucket), f"Histograms({tag}) @ {y.step}: {hx} != {hy}")
+            _check(
+                p,
+                x.step == y.step
+                and _same_wall(x.wall_time, y.wall_time)
+                and all(_same_float(getattr(hx, f), getattr(hy, f)) for f in fields)
+                and list(hx.bucket) == list(hy.bucket),
+                f"Histograms({tag}) @ {y.step}: {hx} != {hy}",
+            )
             limits = list(hy.bucket_limit)
             if LAST_LIMIT_IS_MAX and limits:
                 limits[-1] = hy.max
             _check(p, list(hx.bucket_limit) == limits, f"Histograms({tag}) limits {hx.bucket_limit} != {limits}")
         ca, cb = ours.CompressedHistograms(tag), theirs.CompressedHistograms(tag)
-        for x, y, h in zip(ca, cb, b):
-            hv = h.histogram_value
-            _check(p, (x.step, x.wall_time) == (y.step, y.wall_time)
-                   and [(bp, float(v)) for bp, v in x.compressed_histogram_values]
-                   == [(bp, float(v)) for bp, v in y.compressed_histogram_values],
-                   f"CompressedHistograms({tag}): {x} != {y}")
+        for x, y, _h in zip(ca, cb, b):
+            _check(
+                p,
+                (x.step, x.wall_time) == (y.step, y.wall_time)
+                and [(bp, float(v)) for bp, v in x.compressed_histogram_values]
+                == [(bp, float(v)) for bp, v in y.compressed_histogram_values],
+                f"CompressedHistograms({tag}): {x} != {y}",
+            )
     for tag in tags["images"]:
         a, b = ours.Images(tag), theirs.Images(tag)
-        _check(p, [(x.step, x.wall_time, x.encoded_image_string, x.width, x.height) for x in a]
-               == [(y.step, y.wall_time, y.encoded_image_string, y.width, y.height) for y in b], f"Images({tag})")
+        _check(
+            p,
+            [(x.step, x.wall_time, x.encoded_image_string, x.width, x.height) for x in a]
+            == [(y.step, y.wall_time, y.encoded_image_string, y.width, y.height) for y in b],
+            f"Images({tag})",
+        )
     for tag in tags["audio"]:
         a, b = ours.Audio(tag), theirs.Audio(tag)
         _check(p, a == b, f"Audio({tag})")
@@ -634,13 +662,23 @@ def _png_array(data: bytes) -> np.ndarray:
 def test_summary_reader_images(tbx_logdir, tb_logdir):
     pytest.importorskip("PIL")
     for run in (tbx_logdir / "train", tb_logdir / "legacy"):
-        acc = ea.EventAccumulator(str(run), size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE, purge_orphaned_data=False).Reload()
+        acc = ea.EventAccumulator(
+            str(run), size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE, purge_orphaned_data=False
+        ).Reload()
         df = compat.SummaryReader(run, extra_columns={"width", "height", "wall_time"}).images
         assert list(df.columns) == ["step", "tag", "value", "height", "width", "wall_time"]
-        expected = sorted(((t, e) for t in acc.Tags()["images"] for e in acc.Images(t)), key=lambda te: (te[0], te[1].step))
+        expected = sorted(
+            ((t, e) for t in acc.Tags()["images"] for e in acc.Images(t)), key=lambda te: (te[0], te[1].step)
+        )
         assert len(df) == len(expected)
         for row, (tag, e) in zip(df.itertuples(index=False), expected):
-            assert (row.tag, row.step, row.height, row.width, row.wall_time) == (tag, e.step, e.height, e.width, e.wall_time)
+            assert (row.tag, row.step, row.height, row.width, row.wall_time) == (
+                tag,
+                e.step,
+                e.height,
+                e.width,
+                e.wall_time,
+            )
             assert row.value.dtype == np.uint8 and row.value.shape[:2] == (e.height, e.width)
             assert np.array_equal(row.value, _png_array(e.encoded_image_string))
         wide = compat.SummaryReader(run, pivot=True).images
@@ -652,14 +690,23 @@ def test_summary_reader_audio(tbx_logdir, tb_logdir):
     import wave
 
     for run in (tbx_logdir / "train", tb_logdir / "legacy"):
-        acc = ea.EventAccumulator(str(run), size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE, purge_orphaned_data=False).Reload()
+        acc = ea.EventAccumulator(
+            str(run), size_guidance=ea.STORE_EVERYTHING_SIZE_GUIDANCE, purge_orphaned_data=False
+        ).Reload()
         df = compat.SummaryReader(run, extra_columns={"content_type", "length_frames", "sample_rate"}).audio
         assert list(df.columns) == ["step", "tag", "value", "content_type", "length_frames", "sample_rate"]
-        expected = sorted(((t, e) for t in acc.Tags()["audio"] for e in acc.Audio(t)), key=lambda te: (te[0], te[1].step))
+        expected = sorted(
+            ((t, e) for t in acc.Tags()["audio"] for e in acc.Audio(t)), key=lambda te: (te[0], te[1].step)
+        )
         assert len(df) == len(expected) > 0
         for row, (tag, e) in zip(df.itertuples(index=False), expected):
             assert (row.tag, row.step, row.content_type, row.length_frames, row.sample_rate) == (
-                tag, e.step, e.content_type, e.length_frames, e.sample_rate)
+                tag,
+                e.step,
+                e.content_type,
+                e.length_frames,
+                e.sample_rate,
+            )
             with wave.open(io.BytesIO(e.encoded_audio_string)) as w:
                 pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").reshape(-1, w.getnchannels())
             # tf.audio.decode_wav: float32 [frames, channels], int16 / 32768
@@ -674,7 +721,7 @@ def test_summary_reader_scalars_are_vectorised(tmp_path, monkeypatch):
     """Scalars never go through a per-row Python step: building a 200k-row frame must not call
     the per-record probe more than once per (tag, file), nor build per-row Python objects for
     the values."""
-    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.compat.proto import event_pb2
     from tensorboard.summary.writer.record_writer import RecordWriter
 
     n_steps, tags = 40_000, ["a", "b/c", "d", "e", "f"]
@@ -695,7 +742,7 @@ def test_summary_reader_scalars_are_vectorised(tmp_path, monkeypatch):
     df = compat.SummaryReader(tmp_path, extra_columns={"wall_time"}).scalars
     assert len(df) == n_steps * len(tags) and len(calls) == len(tags)
     assert df["value"].dtype == np.float64 and df["step"].dtype == np.int64
-    assert df["tag"].tolist()[:: n_steps] == sorted(tags)
+    assert df["tag"].tolist()[::n_steps] == sorted(tags)
     assert np.array_equal(df["value"].to_numpy()[:n_steps], np.arange(n_steps) * 0.5)
     wide = compat.SummaryReader(tmp_path, pivot=True).scalars
     assert list(wide.columns) == ["step"] + sorted(tags) and len(wide) == n_steps

@@ -31,10 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import compat_logs
 import numpy as np
 import pytest
-
-import compat_logs
 
 compat = pytest.importorskip("tbscope.compat")
 ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
@@ -113,14 +112,19 @@ def _diff(theirs: Any, ours: Any, where: str, out: list[str]) -> None:
         return
     if any(ok(theirs, ours) for ok in ALLOWED.values()):
         return
-    if dataclasses.is_dataclass(theirs) and dataclasses.is_dataclass(ours) and type(theirs).__name__ == type(ours).__name__:
+    if (
+        dataclasses.is_dataclass(theirs)
+        and dataclasses.is_dataclass(ours)
+        and type(theirs).__name__ == type(ours).__name__
+    ):
         for f in dataclasses.fields(theirs):
             _diff(getattr(theirs, f.name), getattr(ours, f.name), f"{where}.{f.name}", out)
         return
     if isinstance(theirs, (list, tuple)) and isinstance(ours, (list, tuple)) and not hasattr(theirs, "_fields"):
         if len(theirs) != len(ours):
-            out.append(f"{where}: {len(ours)} items, TensorBoard/tbparse {len(theirs)}: "
-                       f"{_short(ours)} vs {_short(theirs)}")
+            out.append(
+                f"{where}: {len(ours)} items, TensorBoard/tbparse {len(theirs)}: {_short(ours)} vs {_short(theirs)}"
+            )
             return
         for i, (a, b) in enumerate(zip(theirs, ours)):
             _diff(a, b, f"{where}[{i}]", out)
@@ -320,10 +324,15 @@ def compare_edits(kind: str, path: Path) -> list[str]:
             problems.append(f"reservoir {i} missing")
             continue
         keys = a.Keys()
-        _diff(a.FilterItems(lambda e: e.step % 3 != 0), b.FilterItems(lambda e: e.step % 3 != 0), f"[{i}] FilterItems", problems)
+        _diff(
+            a.FilterItems(lambda e: e.step % 3 != 0),
+            b.FilterItems(lambda e: e.step % 3 != 0),
+            f"[{i}] FilterItems",
+            problems,
+        )
         for k in keys[:2]:
             items = a.Items(k)
-            for j, item in enumerate(items * 4):
+            for _j, item in enumerate(items * 4):
                 a.AddItem(k, item)
                 b.AddItem(k, item)
             _diff(a.Items(k), b.Items(k), f"[{i}] Items({k!r}) after AddItem", problems)
@@ -378,7 +387,9 @@ def test_reservoir_edits_match(crafted_logdir, kind):
 def test_single_event_file_paths(crafted_logdir, kind):
     """A path to one event file reads that file alone, as TensorBoard's loader does."""
     problems = {}
-    for f in sorted((crafted_logdir / "big").glob("*tfevents*")) + sorted((crafted_logdir / "writers").glob("*tfevents*")):
+    for f in sorted((crafted_logdir / "big").glob("*tfevents*")) + sorted(
+        (crafted_logdir / "writers").glob("*tfevents*")
+    ):
         got = compare_accumulators(kind, f, "everything", True)
         if got:
             problems[f.name] = got
@@ -395,7 +406,10 @@ def test_reload_after_appends_and_a_restart(tmp_path, kind):
         w = compat_logs.RawWriter(run / "events.out.tfevents.1.live")
         w.version(version)
         w.start(0)
-        theirs, ours = tb_cls(str(run), size_guidance={"scalars": 6, "tensors": 6}), our_cls(str(run), size_guidance={"scalars": 6, "tensors": 6})
+        theirs, ours = (
+            tb_cls(str(run), size_guidance={"scalars": 6, "tensors": 6}),
+            our_cls(str(run), size_guidance={"scalars": 6, "tensors": 6}),
+        )
         problems: list[str] = []
         for rnd in range(4):
             base = rnd * 5
@@ -484,8 +498,20 @@ def _helpers(cls: Any) -> list[tuple[str, Any]]:
         ("histogram_to_cdf", _call(lambda: cls.histogram_to_cdf(HIST_COUNTS, HIST_LIMITS, XS))),
         ("histogram_to_pdf", _call(lambda: cls.histogram_to_pdf(HIST_COUNTS, HIST_LIMITS, XS))),
     ]
-    for lo, hi, n in [(None, None, 30), (-2.0, 4.0, 30), (-1.0, -1.0, 7), (-1.5, 1.0, 5), (0.0, 4.0, 8), (-5.0, 10.0, 3)]:
-        out.append((f"histogram_to_bins({lo}, {hi}, {n})", _call(lambda lo=lo, hi=hi, n=n: cls.histogram_to_bins(HIST_COUNTS, HIST_LIMITS, lo, hi, n))))
+    for lo, hi, n in [
+        (None, None, 30),
+        (-2.0, 4.0, 30),
+        (-1.0, -1.0, 7),
+        (-1.5, 1.0, 5),
+        (0.0, 4.0, 8),
+        (-5.0, 10.0, 3),
+    ]:
+        out.append(
+            (
+                f"histogram_to_bins({lo}, {hi}, {n})",
+                _call(lambda lo=lo, hi=hi, n=n: cls.histogram_to_bins(HIST_COUNTS, HIST_LIMITS, lo, hi, n)),
+            )
+        )
     return out
 
 

@@ -78,8 +78,9 @@ def _same_f64_array(a, b) -> bool:
     if a.shape != b.shape:
         return False
     # bitwise: exact values, NaN == NaN, signed zeros distinguished
-    return a.tobytes() == b.tobytes() or bool(np.array_equal(a, b, equal_nan=True) and np.all(
-        np.signbit(a) == np.signbit(b)))
+    return a.tobytes() == b.tobytes() or bool(
+        np.array_equal(a, b, equal_nan=True) and np.all(np.signbit(a) == np.signbit(b))
+    )
 
 
 def _is_null_list(x) -> bool:
@@ -107,8 +108,7 @@ def _normalize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _groups(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
-    return {k: g.reset_index(drop=True)
-            for k, g in df.groupby(["run", "tag"], sort=False, observed=True)}
+    return {k: g.reset_index(drop=True) for k, g in df.groupby(["run", "tag"], sort=False, observed=True)}
 
 
 def _null_mask(s: pd.Series) -> np.ndarray:
@@ -117,10 +117,8 @@ def _null_mask(s: pd.Series) -> np.ndarray:
 
 def _vec_float(a: pd.Series, e: pd.Series) -> np.ndarray:
     na, ne = _null_mask(a), _null_mask(e)
-    av = pd.to_numeric(a.astype(object).where(~na, np.nan), errors="coerce").to_numpy(
-        dtype=np.float64)
-    ev = pd.to_numeric(e.astype(object).where(~ne, np.nan), errors="coerce").to_numpy(
-        dtype=np.float64)
+    av = pd.to_numeric(a.astype(object).where(~na, np.nan), errors="coerce").to_numpy(dtype=np.float64)
+    ev = pd.to_numeric(e.astype(object).where(~ne, np.nan), errors="coerce").to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
         same = (av == ev) & (np.signbit(av) == np.signbit(ev))
     return np.where(na | ne, na & ne, same)
@@ -159,7 +157,8 @@ def compare_tables(actual: pd.DataFrame, expected: pd.DataFrame, checks: dict, w
         if len(a) != len(e):
             problems.append(
                 f"{key}: {len(a)} rows in tbscope, {len(e)} in TensorBoard; steps "
-                f"tbscope={a['step'].tolist()[:20]} tb={e['step'].tolist()[:20]}")
+                f"tbscope={a['step'].tolist()[:20]} tb={e['step'].tolist()[:20]}"
+            )
         else:
             keys.append(key)
     if keys:
@@ -175,16 +174,17 @@ def compare_tables(actual: pd.DataFrame, expected: pd.DataFrame, checks: dict, w
                 three = cmp.__code__.co_argcount == 3
                 for i in range(len(E)):
                     try:
-                        ok[i] = bool(cmp(A.at[i, col], E.at[i, col], E.iloc[i]) if three
-                                     else cmp(A.at[i, col], E.at[i, col]))
+                        ok[i] = bool(
+                            cmp(A.at[i, col], E.at[i, col], E.iloc[i]) if three else cmp(A.at[i, col], E.at[i, col])
+                        )
                     except Exception:  # a comparator crash is a mismatch
                         ok[i] = False
             for i in np.flatnonzero(~ok)[:MAX_REPORTED]:
                 problems.append(
                     f"{(E.at[i, 'run'], E.at[i, 'tag'])} row {pos[i]} (step {E.at[i, 'step']}) "
-                    f"column {col!r}: tbscope={_short(A.at[i, col])} tb={_short(E.at[i, col])}")
-    assert not problems, f"{what}: {len(problems)} mismatches:\n  " + "\n  ".join(
-        problems[:3 * MAX_REPORTED])
+                    f"column {col!r}: tbscope={_short(A.at[i, col])} tb={_short(E.at[i, col])}"
+                )
+    assert not problems, f"{what}: {len(problems)} mismatches:\n  " + "\n  ".join(problems[: 3 * MAX_REPORTED])
 
 
 def _short(x, n: int = 120) -> str:
@@ -204,8 +204,9 @@ def _check_timestamps(df: pd.DataFrame, what: str):
     exp = pd.to_datetime(wt[~wt.isna()], unit="s", utc=True)
     delta = (ts[~wt.isna()] - exp).abs()
     assert ok.all(), f"{what}: timestamp null where wall_time is not (or vice versa)"
-    assert (delta <= pd.Timedelta(microseconds=1)).all(), \
+    assert (delta <= pd.Timedelta(microseconds=1)).all(), (
         f"{what}: timestamp differs from wall_time by up to {delta.max()}"
+    )
 
 
 def _scan(logdir, **kw):
@@ -266,8 +267,9 @@ def _tensor_value_ok(av, ev, erow) -> bool:
     dt = erow["dtype"]
     if dt == "string":
         flat = np.asarray(av, dtype=object).reshape(-1)
-        return ([_as_bytes(x) if not isinstance(x, str) else x.encode() for x in flat]
-                == list(erow["strings"])) and _same_shape(np.shape(av), erow["shape"])
+        return (
+            [_as_bytes(x) if not isinstance(x, str) else x.encode() for x in flat] == list(erow["strings"])
+        ) and _same_shape(np.shape(av), erow["shape"])
     a = np.asarray(av)
     if tuple(a.shape) != tuple(erow["shape"]):
         return False
@@ -276,7 +278,8 @@ def _tensor_value_ok(av, ev, erow) -> bool:
     if a.dtype != np.asarray(ev).dtype:
         return False
     return np.array_equal(a, ev, equal_nan=a.dtype.kind in "fc") and (
-        a.dtype.kind not in "f" or bool(np.all(np.signbit(a) == np.signbit(ev))))
+        a.dtype.kind not in "f" or bool(np.all(np.signbit(a) == np.signbit(ev)))
+    )
 
 
 def test_tensors(any_logdir):
@@ -312,8 +315,7 @@ def test_tensor_fixture_covers_every_dtype_and_encoding(tb_logdir):
 def test_histograms(any_logdir):
     actual = _scan(any_logdir).histograms().to_pandas()
     expected = oracle.load(any_logdir).histograms()
-    checks = {**BASE_CHECKS, "left": _same_f64_array, "right": _same_f64_array,
-              "count": _same_f64_array}
+    checks = {**BASE_CHECKS, "left": _same_f64_array, "right": _same_f64_array, "count": _same_f64_array}
     for c in ("min", "max", "num", "sum", "sum_squares"):
         checks[c] = _same_float
     compare_tables(actual, expected, checks, "histograms")
@@ -333,15 +335,23 @@ def test_histogram_fixtures_cover_both_forms(tbx_logdir, tb_logdir):
 def _blob_consistent(actual: pd.DataFrame, what: str):
     if {"blob_length", "data"} <= set(actual.columns):
         lengths = actual["data"].map(lambda b: len(_as_bytes(b)))
-        assert (lengths.to_numpy() == actual["blob_length"].to_numpy()).all(), \
+        assert (lengths.to_numpy() == actual["blob_length"].to_numpy()).all(), (
             f"{what}: blob_length disagrees with len(data)"
+        )
 
 
 def test_images(any_logdir):
     actual = _scan(any_logdir).images().to_pandas(blobs=True)
     expected = oracle.load(any_logdir).images()
-    checks = {**BASE_CHECKS, "index": _same_int, "width": _same_int, "height": _same_int,
-              "colorspace": _same_int, "content_type": _same_str, "data": _same_bytes}
+    checks = {
+        **BASE_CHECKS,
+        "index": _same_int,
+        "width": _same_int,
+        "height": _same_int,
+        "colorspace": _same_int,
+        "content_type": _same_str,
+        "data": _same_bytes,
+    }
     compare_tables(actual, expected, checks, "images")
     _blob_consistent(actual, "images")
     _check_timestamps(actual, "images")
@@ -374,7 +384,10 @@ def test_audio(any_logdir):
     actual = _scan(any_logdir).audio().to_pandas(blobs=True)
     expected = oracle.load(any_logdir).audio()
     checks = {
-        **BASE_CHECKS, "index": _same_int, "data": _same_bytes, "content_type": _same_str,
+        **BASE_CHECKS,
+        "index": _same_int,
+        "data": _same_bytes,
+        "content_type": _same_str,
         "sample_rate": _audio_field(0, _same_float),
         "num_channels": _audio_field(1, _same_int),
         "length_frames": _audio_field(2, _same_int),
@@ -390,8 +403,9 @@ def test_text(any_logdir):
     actual = _scan(any_logdir).text().to_pandas()
     expected = oracle.load(any_logdir).text()
     same_shape = lambda a, e: [int(x) for x in a] == [int(x) for x in e]  # noqa: E731 (a table entry)
-    compare_tables(actual, expected, {**BASE_CHECKS, "index": _same_int, "text": _same_str,
-                                      "shape": same_shape}, "text")
+    compare_tables(
+        actual, expected, {**BASE_CHECKS, "index": _same_int, "text": _same_str, "shape": same_shape}, "text"
+    )
     _check_timestamps(actual, "text")
 
 
@@ -424,7 +438,8 @@ def test_series_kinds(any_logdir):
     expected = _normalize(oracle.load(any_logdir).series()).set_index(["run", "tag"])
     assert set(actual.index) == set(expected.index), (
         f"only tbscope: {sorted(set(actual.index) - set(expected.index))[:10]}; "
-        f"only TB: {sorted(set(expected.index) - set(actual.index))[:10]}")
+        f"only TB: {sorted(set(expected.index) - set(actual.index))[:10]}"
+    )
     bad = []
     for key, e in expected.iterrows():
         a = actual.loc[key]

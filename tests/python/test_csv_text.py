@@ -12,7 +12,6 @@ import struct
 import numpy as np
 import pandas as pd
 import pytest
-
 from tbscope.cli import _fast_csv
 
 
@@ -44,7 +43,28 @@ def random_doubles(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def test_floats_match_numpy_str_and_repr() -> None:
     rng = np.random.default_rng(7)
-    special = [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e-5, 1e-4, 9.999999999999999e-5, 1e15, 1e16, 9999999999999998.0, 0.1, 0.2 + 0.1, 100.5, 1.30591583251953125, 123456789012345678.0]
+    special = [
+        0.0,
+        -0.0,
+        math.inf,
+        -math.inf,
+        math.nan,
+        5e-324,
+        -5e-324,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        1e-5,
+        1e-4,
+        9.999999999999999e-5,
+        1e15,
+        1e16,
+        9999999999999998.0,
+        0.1,
+        0.2 + 0.1,
+        100.5,
+        1.30591583251953125,
+        123456789012345678.0,
+    ]
     values = np.concatenate([np.array(special), random_doubles(rng, 100_000)])
     # ties: x exactly halfway between two 16- or 17-digit decimals (float32 values are exact
     # in few digits); check a few directly against repr too.
@@ -66,11 +86,15 @@ def test_integers_booleans_and_missing() -> None:
     n = 5000
     df = pd.DataFrame(
         {
-            "i64": np.concatenate([[np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0, -1], rng.integers(-(2**62), 2**62, n - 4)]),
+            "i64": np.concatenate(
+                [[np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0, -1], rng.integers(-(2**62), 2**62, n - 4)]
+            ),
             "u64": np.concatenate([[np.iinfo(np.uint64).max, 0], rng.integers(0, 2**63, n - 2, dtype=np.uint64)]),
             "i32": rng.integers(-(2**31), 2**31, n, dtype=np.int32),
             "b": rng.integers(0, 2, n).astype(bool),
-            "Int64": pd.array([None if i % 3 == 0 else int(v) for i, v in enumerate(rng.integers(-1000, 1000, n))], dtype="Int64"),
+            "Int64": pd.array(
+                [None if i % 3 == 0 else int(v) for i, v in enumerate(rng.integers(-1000, 1000, n))], dtype="Int64"
+            ),
             "f_nan": np.where(rng.random(n) < 0.3, np.nan, rng.standard_normal(n)),
         }
     )
@@ -93,14 +117,30 @@ def test_timestamps_take_their_precision_per_chunk() -> None:
         cols[f"c{i}"] = np.arange(n)
     check(pd.DataFrame(cols))
     # and microsecond data, and times before 1970
-    us = pd.Series(pd.to_datetime(np.array([-1_500_000, 0, 1_700_000_000_123_456], dtype=np.int64), unit="us", utc=True))
+    us = pd.Series(
+        pd.to_datetime(np.array([-1_500_000, 0, 1_700_000_000_123_456], dtype=np.int64), unit="us", utc=True)
+    )
     check(pd.DataFrame({"t": us, "x": 1}))
     f = pd.Series(pd.to_datetime(pd.Series([1.7e9, 1.7e9 + 0.25, np.nan]), unit="s", utc=True))
     check(pd.DataFrame({"t": f, "x": 1}))
 
 
 def test_strings_are_quoted_like_the_csv_module() -> None:
-    words = ["plain", "with,comma", 'with"quote', "new\nline", "carriage\rreturn", "tab\there", " lead", "trail ", "", "ünïcödé ✓", "a;b|c", "'single'", "back\\slash"]
+    words = [
+        "plain",
+        "with,comma",
+        'with"quote',
+        "new\nline",
+        "carriage\rreturn",
+        "tab\there",
+        " lead",
+        "trail ",
+        "",
+        "ünïcödé ✓",
+        "a;b|c",
+        "'single'",
+        "back\\slash",
+    ]
     df = pd.DataFrame({"s": words, "o": pd.array(words, dtype=object), "n": range(len(words))})
     check(df)
     # one column: a row with nothing in it is written ""
@@ -169,12 +209,16 @@ def test_cli_csv_through_a_real_file(tmp_path, tbx_logdir) -> None:
     import sys
 
     from click.testing import CliRunner
-
     from tbscope.cli import main
 
     for cmd in ("ls", "summary"):
         want = CliRunner().invoke(main, [cmd, str(tbx_logdir), "--format", "csv"]).output
         out = tmp_path / f"{cmd}.csv"
         with open(out, "w") as f:
-            subprocess.run([sys.executable, "-m", "tbscope", cmd, str(tbx_logdir), "--format", "csv"], stdout=f, check=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+            subprocess.run(
+                [sys.executable, "-m", "tbscope", cmd, str(tbx_logdir), "--format", "csv"],
+                stdout=f,
+                check=True,
+                env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+            )
         assert out.read_text() == want

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
 import tbscope
 
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow.dataset as pads
 import pytest
-from click.testing import CliRunner
-
 import tbscope
 import tbscope.dask as tdask
+from click.testing import CliRunner
+from s3_util import AWS_ENV, environ, s3_server
 from tbscope.cli import main
 from tbscope.reader import KINDS
-
-from s3_util import AWS_ENV, environ, s3_server
 
 distributed = pytest.importorskip("distributed")
 
@@ -57,7 +55,9 @@ def test_every_kind_equals_the_single_process_read(cluster, which, tbx_logdir, t
         # The schema is known without reading: meta has the columns and dtypes of the result.
         assert list(ddf._meta.columns) == list(want.columns)
         got = ddf.compute()
-        assert [str(t) for c, t in ddf._meta.dtypes.items() if c not in ("run", "tag")] == [str(t) for c, t in got.dtypes.items() if c not in ("run", "tag")]
+        assert [str(t) for c, t in ddf._meta.dtypes.items() if c not in ("run", "tag")] == [
+            str(t) for c, t in got.dtypes.items() if c not in ("run", "tag")
+        ]
         _same_rows(got, want)
 
 
@@ -86,7 +86,21 @@ def test_over_s3(cluster, tbx_logdir):
 
 def test_export_dask_writes_a_parquet_dataset(cluster, tbx_logdir, tmp_path):
     out = tmp_path / "dataset"
-    r = CliRunner().invoke(main, ["export", str(tbx_logdir), "-o", str(out), "--dask", cluster.scheduler.address, "--kinds", "scalars,histograms", "--format", "json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "export",
+            str(tbx_logdir),
+            "-o",
+            str(out),
+            "--dask",
+            cluster.scheduler.address,
+            "--kinds",
+            "scalars,histograms",
+            "--format",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     for kind in ("scalars", "histograms"):
         parts = sorted((out / kind).glob("*.parquet"))

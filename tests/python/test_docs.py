@@ -15,7 +15,6 @@ import traceback
 from pathlib import Path
 
 import pytest
-
 import tbscope
 from tbscope.cli import main as cli_main
 from tbscope.reader import KINDS
@@ -100,7 +99,9 @@ def test_every_public_name_is_documented_somewhere():
     text = "\n".join(p.read_text(encoding="utf-8") for p in DOCS)
     undocumented = [n for n in tbscope.__all__ if not n.startswith("_") and n not in text]
     # Classes users never construct may stay implicit.
-    assert set(undocumented) <= {"BlobFrame", "Frame", "TensorFrame", "Problem", "Report", "LoadStats", "Logdir"}, undocumented
+    assert set(undocumented) <= {"BlobFrame", "Frame", "TensorFrame", "Problem", "Report", "LoadStats", "Logdir"}, (
+        undocumented
+    )
 
 
 @pytest.mark.parametrize("doc", sorted((REPO / "docs").glob("*.md")), ids=lambda p: p.name)
@@ -122,5 +123,7 @@ def test_readme_sampling_figures_are_tensorboards():
     text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     server = data_ingester.DEFAULT_TENSOR_SIZE_GUIDANCE
     legacy = event_accumulator.DEFAULT_SIZE_GUIDANCE
-    assert (f"its server keeps {server['scalars']:,} scalars and {server['images']} images per tag, and its "
-            f"`EventAccumulator` {legacy['scalars']:,} scalars and {legacy['images']} images") in text
+    assert (
+        f"its server keeps {server['scalars']:,} scalars and {server['images']} images per tag, and its "
+        f"`EventAccumulator` {legacy['scalars']:,} scalars and {legacy['images']} images"
+    ) in text

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tbscope
 from tbscope import _projector
 
@@ -102,7 +101,9 @@ def assert_matches_tensorboard(logdir: Path) -> dict[str, dict[str, dict]]:
                 per_row = tb["sprite"].shape[1] // w
                 for i in range(len(thumbs)):
                     r, c = divmod(i, per_row)
-                    np.testing.assert_array_equal(thumbs[i], tb["sprite"][r * h : (r + 1) * h, c * w : (c + 1) * w].reshape(thumbs[i].shape))
+                    np.testing.assert_array_equal(
+                        thumbs[i], tb["sprite"][r * h : (r + 1) * h, c * w : (c + 1) * w].reshape(thumbs[i].shape)
+                    )
     return want
 
 
@@ -116,10 +117,18 @@ def test_tensorboardx_add_embedding_reads_as_tensorboard_serves_it(tmp_path):
     # 36 sprite images: a full square (tensorboardX leaves the rest of its sprite uninitialised).
     with tbx.SummaryWriter(str(tmp_path / "run_a")) as w:
         w.add_scalar("loss", 1.0, 0)
-        w.add_embedding(rng.normal(size=(36, 6)).astype(np.float32), metadata=[f"p{i}" for i in range(36)],
-                        label_img=rng.random((36, 3, 6, 6)), global_step=4)
-        w.add_embedding(rng.normal(size=(9, 4)), metadata=[[f"w{i}", str(i % 3)] for i in range(9)],
-                        metadata_header=["word", "class"], tag="layer/out")
+        w.add_embedding(
+            rng.normal(size=(36, 6)).astype(np.float32),
+            metadata=[f"p{i}" for i in range(36)],
+            label_img=rng.random((36, 3, 6, 6)),
+            global_step=4,
+        )
+        w.add_embedding(
+            rng.normal(size=(9, 4)),
+            metadata=[[f"w{i}", str(i % 3)] for i in range(9)],
+            metadata_header=["word", "class"],
+            tag="layer/out",
+        )
         w.add_embedding(rng.normal(size=(5, 2)), tag="bare")
     with tbx.SummaryWriter(str(tmp_path / "nested" / "run_b")) as w:
         w.add_scalar("loss", 1.0, 0)
@@ -134,8 +143,17 @@ def test_own_writer_add_embedding_round_trips(tmp_path):
     imgs = rng.integers(0, 256, (10, 3, 4, 7), dtype=np.uint8)
     with tbscope.SummaryWriter(str(tmp_path / "run")) as w:
         w.add_scalar("loss", 1.0, 0)
-        w.add_embedding(mat, metadata=[[f"n{i}", i] for i in range(10)], metadata_header=["name", "i"], label_img=imgs, global_step=2, tag="emb")
-        w.add_embedding(rng.normal(size=(4, 3)), metadata=["a", "b", "c", "d"], label_img=rng.random((4, 1, 5, 5)), tag="gray")
+        w.add_embedding(
+            mat,
+            metadata=[[f"n{i}", i] for i in range(10)],
+            metadata_header=["name", "i"],
+            label_img=imgs,
+            global_step=2,
+            tag="emb",
+        )
+        w.add_embedding(
+            rng.normal(size=(4, 3)), metadata=["a", "b", "c", "d"], label_img=rng.random((4, 1, 5, 5)), tag="gray"
+        )
     assert_matches_tensorboard(tmp_path)
     emb = tbscope.scan(tmp_path).embedding("run", "emb:00002")
     assert isinstance(emb, tbscope.Embedding) and emb.shape == (10, 5)
@@ -160,7 +178,7 @@ def _binary_logdir(root: Path) -> np.ndarray:
     (assets / "projector_config.pbtxt").write_text(
         "# written by hand, as TensorFlow's projector docs describe\n"
         "embeddings <\n  tensor_name: 'word_embedding:0'\n  tensor_path: \"vectors.bytes\"\n"
-        "  tensor_shape: [8, 3]\n  metadata_path: \"labels.tsv\"\n>\n"
+        '  tensor_shape: [8, 3]\n  metadata_path: "labels.tsv"\n>\n'
     )
     return mat
 
@@ -212,7 +230,10 @@ def test_bad_files_are_reported_and_the_rest_still_listed(tmp_path):
         w.add_scalar("x", 1.0, 0)
     (unparsable / "projector_config.pbtxt").write_text('embeddings {\n  tensor_path: "a.tsv"\n')
     ld = tbscope.scan(tmp_path)
-    rows = {(r, t): e for r, t, e in zip(*(ld.embeddings().to_arrow().column(c).to_pylist() for c in ("run", "tag", "error")))}
+    rows = {
+        (r, t): e
+        for r, t, e in zip(*(ld.embeddings().to_arrow().column(c).to_pylist() for c in ("run", "tag", "error")))
+    }
     assert rows[("good", "ok:00000")] is None
     assert "outside the config's directory" in rows[("broken", "escape")]
     assert "nope.tsv" in rows[("broken", "missing")]
@@ -229,7 +250,9 @@ def test_bad_files_are_reported_and_the_rest_still_listed(tmp_path):
 def test_metadata_rows_must_match_points(tmp_path):
     (tmp_path / "t.tsv").write_text("1\t2\n3\t4\n")
     (tmp_path / "m.tsv").write_text("a\n")
-    (tmp_path / "projector_config.pbtxt").write_text('embeddings { tensor_name: "t" tensor_path: "t.tsv" metadata_path: "m.tsv" }')
+    (tmp_path / "projector_config.pbtxt").write_text(
+        'embeddings { tensor_name: "t" tensor_path: "t.tsv" metadata_path: "m.tsv" }'
+    )
     ld = tbscope.scan(tmp_path)
     row = ld.embeddings().to_pandas().iloc[0]
     assert (row["points"], row["dimensions"]) == (2, 2) and "1 rows for 2 points" in row["error"]
@@ -239,7 +262,15 @@ def test_metadata_rows_must_match_points(tmp_path):
 
 @pytest.mark.parametrize(
     "text, lines, empty",
-    [(b"", 0, 0), (b"a\n", 1, 0), (b"a", 1, 0), (b"\n\n\n", 3, 3), (b"a\r\n\r\nb\r\n", 3, 1), (b"\na\n\n", 3, 2), (b"a\n\r", 2, 1)],
+    [
+        (b"", 0, 0),
+        (b"a\n", 1, 0),
+        (b"a", 1, 0),
+        (b"\n\n\n", 3, 3),
+        (b"a\r\n\r\nb\r\n", 3, 1),
+        (b"\na\n\n", 3, 2),
+        (b"a\n\r", 2, 1),
+    ],
 )
 def test_count_lines(tmp_path, text, lines, empty):
     (tmp_path / "f").write_bytes(text)
@@ -257,7 +288,9 @@ def test_listing_counts_rows_across_blocks(tmp_path, monkeypatch, block):
     monkeypatch.setattr(_projector, "BLOCK", block)
     (tmp_path / "t.tsv").write_bytes(b"1.5\t2\t3\r\n\r\n4\t5\t6.25\n\n\n7\t8\t9")
     (tmp_path / "m.tsv").write_bytes(b"a\tb\n1\t2\n\t\n3\t4\n")
-    (tmp_path / "projector_config.pbtxt").write_text('embeddings { tensor_name: "t" tensor_path: "t.tsv" metadata_path: "m.tsv" }')
+    (tmp_path / "projector_config.pbtxt").write_text(
+        'embeddings { tensor_name: "t" tensor_path: "t.tsv" metadata_path: "m.tsv" }'
+    )
     row = tbscope.scan(tmp_path).embeddings().to_arrow().to_pylist()[0]
     assert (row["points"], row["dimensions"], row["error"]) == (3, 3, None)
     assert row["metadata_columns"] == ["a", "b"]
@@ -277,7 +310,12 @@ def test_text_format_parser():
     assert msg["embeddings"][1] == {"unknown_field": [1500.0], "flag": ["true"]}
     entries, ckpt = _projector.parse_config('embeddings { tensor_path: "x" }')
     assert entries[0].tensor_path == "x" and entries[0].tensor_name == "" and ckpt == ""
-    for bad, where in (('embeddings { tensor_name "x" }', "line 1, column 26"), ("a: }", "line 1, column 4"), ("a: 'x\\q'", "unknown escape"), ("emb @", "line 1, column 5")):
+    for bad, where in (
+        ('embeddings { tensor_name "x" }', "line 1, column 26"),
+        ("a: }", "line 1, column 4"),
+        ("a: 'x\\q'", "unknown escape"),
+        ("emb @", "line 1, column 5"),
+    ):
         with pytest.raises(_projector.ConfigError, match=where):
             _projector.parse_text_proto(bad)
     with pytest.raises(_projector.ConfigError, match="non-negative integers"):
@@ -356,7 +394,9 @@ def test_embeddings_table_in_sql(tmp_path):
     with tbscope.SummaryWriter(str(tmp_path / "b")) as w:
         w.add_scalar("x", 1.0, 0)
         w.add_embedding(np.ones((2, 5)), tag="f")
-    got = tbscope.sql(tmp_path, "SELECT run, tag, points, dimensions, len(metadata_columns) AS cols FROM embeddings ORDER BY run").to_pandas()
+    got = tbscope.sql(
+        tmp_path, "SELECT run, tag, points, dimensions, len(metadata_columns) AS cols FROM embeddings ORDER BY run"
+    ).to_pandas()
     assert got.to_dict("records") == [
         {"run": "a", "tag": "e:00000", "points": 4, "dimensions": 3, "cols": 1},
         {"run": "b", "tag": "f:00000", "points": 2, "dimensions": 5, "cols": 0},
@@ -373,7 +413,7 @@ def test_config_parser_fuzz(tmp_path):
         '# c\nmodel_checkpoint_path: "m"\nembeddings {\n  tensor_name: "a:00001"\n  tensor_path: "t.tsv"\n'
         "  metadata_path: 'm.tsv'\n  tensor_shape: [2, 3]\n  sprite { image_path: \"s.png\" single_image_dim: 4 single_image_dim: 4 }\n}\n"
     )
-    alphabet = '{}<>[]:;,"\'\\#\n\t 0x9.e-fAz_'
+    alphabet = "{}<>[]:;,\"'\\#\n\t 0x9.e-fAz_"
     rng = random.Random(14)
     for _ in range(3000):
         text = list(good)
@@ -392,6 +432,6 @@ def test_config_parser_fuzz(tmp_path):
             pass
     with pytest.raises(_projector.ConfigError, match="nested more than"):
         _projector.parse_text_proto("a {" * 5000 + "}" * 5000)
-    (tmp_path / "projector_config.pbtxt").write_bytes(b"embeddings { tensor_path: \"\xff\xfe\" }")
+    (tmp_path / "projector_config.pbtxt").write_bytes(b'embeddings { tensor_path: "\xff\xfe" }')
     rows = tbscope.scan(tmp_path).embeddings().to_arrow().to_pylist()
     assert len(rows) == 1 and "projector_config.pbtxt" in rows[0]["error"]

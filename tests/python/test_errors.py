@@ -9,10 +9,16 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
 import tbscope
 from tbscope import _core
-from tbscope.errors import CorruptRecordError, QueryError, QueryTimeoutError, QueryTooLargeError, RewriteError, TbscopeError
+from tbscope.errors import (
+    CorruptRecordError,
+    QueryError,
+    QueryTimeoutError,
+    QueryTooLargeError,
+    RewriteError,
+    TbscopeError,
+)
 
 
 def test_one_base_class_and_the_old_names_still_work():

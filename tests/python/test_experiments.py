@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tbscope
 from tbscope.experiments import hparams_children
 
@@ -45,11 +44,19 @@ def _torch_hparams_summaries(hparam_dict: dict, metric_dict: dict):
     TensorBoard's proto classes (same messages, fields and plugin metadata as torch)."""
     from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
     from tensorboard.plugins.hparams.api_pb2 import DataType, Experiment, HParamInfo, MetricInfo, MetricName, Status
-    from tensorboard.plugins.hparams.metadata import EXPERIMENT_TAG, PLUGIN_DATA_VERSION, PLUGIN_NAME, SESSION_END_INFO_TAG, SESSION_START_INFO_TAG
+    from tensorboard.plugins.hparams.metadata import (
+        EXPERIMENT_TAG,
+        PLUGIN_DATA_VERSION,
+        PLUGIN_NAME,
+        SESSION_END_INFO_TAG,
+        SESSION_START_INFO_TAG,
+    )
     from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData, SessionEndInfo, SessionStartInfo
 
     def wrap(tag: str, content: HParamsPluginData) -> Summary:
-        md = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name=PLUGIN_NAME, content=content.SerializeToString()))
+        md = SummaryMetadata(
+            plugin_data=SummaryMetadata.PluginData(plugin_name=PLUGIN_NAME, content=content.SerializeToString())
+        )
         return Summary(value=[Summary.Value(tag=tag, metadata=md)])
 
     ssi = SessionStartInfo()
@@ -68,7 +75,12 @@ def _torch_hparams_summaries(hparam_dict: dict, metric_dict: dict):
     return (
         wrap(EXPERIMENT_TAG, HParamsPluginData(experiment=exp, version=PLUGIN_DATA_VERSION)),
         wrap(SESSION_START_INFO_TAG, HParamsPluginData(session_start_info=ssi, version=PLUGIN_DATA_VERSION)),
-        wrap(SESSION_END_INFO_TAG, HParamsPluginData(session_end_info=SessionEndInfo(status=Status.Value("STATUS_SUCCESS")), version=PLUGIN_DATA_VERSION)),
+        wrap(
+            SESSION_END_INFO_TAG,
+            HParamsPluginData(
+                session_end_info=SessionEndInfo(status=Status.Value("STATUS_SUCCESS")), version=PLUGIN_DATA_VERSION
+            ),
+        ),
     )
 
 

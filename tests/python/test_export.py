@@ -12,7 +12,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 import tbscope
 from tbscope.export import ExportStats, export
 
@@ -87,16 +86,31 @@ def test_partitioned_dataset_by_run(any_logdir, tmp_path):
     assert st.bytes == sum((tmp_path / f).stat().st_size for f in st.files)
     got = ds.dataset(out, format="parquet", partitioning="hive").to_table().to_pandas()
     key = ["run", "tag", "step", "wall_time"]
-    got = got.assign(run=got["run"].astype(str), tag=got["tag"].astype(str)).sort_values(key, kind="stable").reset_index(drop=True)
-    want = ref.assign(run=ref["run"].astype(str), tag=ref["tag"].astype(str)).sort_values(key, kind="stable").reset_index(drop=True)
+    got = (
+        got.assign(run=got["run"].astype(str), tag=got["tag"].astype(str))
+        .sort_values(key, kind="stable")
+        .reset_index(drop=True)
+    )
+    want = (
+        ref.assign(run=ref["run"].astype(str), tag=ref["tag"].astype(str))
+        .sort_values(key, kind="stable")
+        .reset_index(drop=True)
+    )
     _assert_same(got[want.columns].astype({"run": str, "tag": str}), want.astype({"run": str, "tag": str}))
     # One folder per run (names URI-escaped).
     assert len({p.parent for p in out.rglob("*.parquet")}) == ref["run"].nunique()
 
 
 def test_filters_kinds_and_logdir_source(tb_logdir, tmp_path):
-    st = export(tb_logdir, tmp_path / "multi", kinds=["scalars", "histograms", "text", "tensors"], format="jsonl", steps=(0, 3))
-    assert sorted(p.name for p in (tmp_path / "multi").iterdir()) == ["histograms.jsonl", "scalars.jsonl", "tensors.jsonl", "text.jsonl"]
+    st = export(
+        tb_logdir, tmp_path / "multi", kinds=["scalars", "histograms", "text", "tensors"], format="jsonl", steps=(0, 3)
+    )
+    assert sorted(p.name for p in (tmp_path / "multi").iterdir()) == [
+        "histograms.jsonl",
+        "scalars.jsonl",
+        "tensors.jsonl",
+        "text.jsonl",
+    ]
     lg = tbscope.scan(tb_logdir, steps=(0, 3))
     for kind in ("histograms", "text", "tensors"):
         lines = (tmp_path / "multi" / f"{kind}.jsonl").read_text(encoding="utf-8").splitlines()
@@ -220,7 +234,13 @@ def test_a_failed_export_leaves_nothing_behind(tbx_logdir, tmp_path, shape):
         raise RuntimeError("disk full")
 
     out = tmp_path / ("out.parquet" if shape == "file" else "out")
-    kw = {"kinds": ["scalars", "text"], "format": "csv"} if shape == "kinds" else {"partition_by": "run"} if shape == "dataset" else {}
+    kw = (
+        {"kinds": ["scalars", "text"], "format": "csv"}
+        if shape == "kinds"
+        else {"partition_by": "run"}
+        if shape == "dataset"
+        else {}
+    )
     with pytest.raises(RuntimeError, match="disk full"):
         export(tbx_logdir, out, progress=boom, max_rows=1, **kw)
     assert list(tmp_path.iterdir()) == []

@@ -12,9 +12,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-
 import tbscope
+from click.testing import CliRunner
 from tbscope.cli import main
 
 pytest.importorskip("tensorboard")
@@ -51,9 +50,13 @@ def test_text_tensors_keep_their_shape(tmp_path):
     cells = np.array([b"a", b"b", b"c", b"d"], dtype=object)
     shapes = {"t2x2": (2, 2), "t1x4": (1, 4), "t4x1": (4, 1), "t4": (4,)}
     for tag, shape in shapes.items():
-        value = summary_pb2.Summary.Value(tag=tag, metadata=_text_md(), tensor=tensor_util.make_tensor_proto(cells.reshape(shape)))
+        value = summary_pb2.Summary.Value(
+            tag=tag, metadata=_text_md(), tensor=tensor_util.make_tensor_proto(cells.reshape(shape))
+        )
         w.add_event(event_pb2.Event(step=1, wall_time=10.0, summary=summary_pb2.Summary(value=[value])))
-    value = summary_pb2.Summary.Value(tag="scalar_text", metadata=_text_md(), tensor=tensor_util.make_tensor_proto(b"only"))
+    value = summary_pb2.Summary.Value(
+        tag="scalar_text", metadata=_text_md(), tensor=tensor_util.make_tensor_proto(b"only")
+    )
     w.add_event(event_pb2.Event(step=2, wall_time=11.0, summary=summary_pb2.Summary(value=[value])))
     w.close()
 
@@ -82,7 +85,11 @@ def test_text_tensors_keep_their_shape(tmp_path):
     # The shape is a column of the SQL table too.
     got = tbscope.sql(tmp_path, "SELECT DISTINCT tag, shape FROM text ORDER BY tag").to_pandas()
     assert {t: list(s) for t, s in zip(got["tag"], got["shape"])} == {
-        "scalar_text": [], "t1x4": [1, 4], "t2x2": [2, 2], "t4": [4], "t4x1": [4, 1]
+        "scalar_text": [],
+        "t1x4": [1, 4],
+        "t2x2": [2, 2],
+        "t4": [4],
+        "t4x1": [4, 1],
     }
 
 
@@ -91,10 +98,19 @@ def _legacy_histogram(step, limits, counts, lo, hi):
 
     values = np.repeat(np.linspace(lo, hi, 4), 1)
     histo = summary_pb2.HistogramProto(
-        min=lo, max=hi, num=float(sum(counts)), sum=float(values.sum()), sum_squares=float((values**2).sum()),
-        bucket_limit=limits, bucket=counts,
+        min=lo,
+        max=hi,
+        num=float(sum(counts)),
+        sum=float(values.sum()),
+        sum_squares=float((values**2).sum()),
+        bucket_limit=limits,
+        bucket=counts,
     )
-    return event_pb2.Event(step=step, wall_time=100.0 + step, summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="h", histo=histo)]))
+    return event_pb2.Event(
+        step=step,
+        wall_time=100.0 + step,
+        summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="h", histo=histo)]),
+    )
 
 
 def test_legacy_histograms_never_run_backwards(tmp_path):
@@ -189,8 +205,18 @@ def _tf1_logdir(root):
     SL = event_pb2.SessionLog
     LM = event_pb2.LogMessage
     w.add_event(event_pb2.Event(step=0, wall_time=5.0, session_log=SL(status=SL.START, msg="starting")))
-    w.add_event(event_pb2.Event(step=1, wall_time=6.0, summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=0.5)])))
-    w.add_event(event_pb2.Event(step=10, wall_time=7.0, session_log=SL(status=SL.CHECKPOINT, checkpoint_path="/ckpt/model.ckpt-10")))
+    w.add_event(
+        event_pb2.Event(
+            step=1,
+            wall_time=6.0,
+            summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=0.5)]),
+        )
+    )
+    w.add_event(
+        event_pb2.Event(
+            step=10, wall_time=7.0, session_log=SL(status=SL.CHECKPOINT, checkpoint_path="/ckpt/model.ckpt-10")
+        )
+    )
     w.add_event(event_pb2.Event(step=11, wall_time=8.0, log_message=LM(level=LM.WARN, message="loss is <b>NaN</b>")))
     w.add_event(event_pb2.Event(step=12, wall_time=9.0, log_message=LM(level=LM.ERROR, message="stopping")))
     w.add_event(event_pb2.Event(step=12, wall_time=9.5, session_log=SL(status=SL.STOP)))
@@ -219,7 +245,17 @@ def test_logs_table_matches_tensorboards_loader(tmp_path):
 
     _tf1_logdir(tmp_path)
     logs = tbscope.scan(tmp_path).logs().to_pandas()
-    assert list(logs.columns) == ["run", "step", "wall_time", "timestamp", "source", "status", "level", "message", "checkpoint_path"]
+    assert list(logs.columns) == [
+        "run",
+        "step",
+        "wall_time",
+        "timestamp",
+        "source",
+        "status",
+        "level",
+        "message",
+        "checkpoint_path",
+    ]
     for run in ("train", "eval"):
         rows = logs[logs["run"] == run]
         events = _loader_events(tmp_path / run)
@@ -238,7 +274,10 @@ def test_logs_table_matches_tensorboards_loader(tmp_path):
                 assert row["level"] == event_pb2.LogMessage.Level.Name(m.level)
                 assert row["message"] == m.message
     # The runs table still counts restarts from session logs only.
-    assert tbscope.scan(tmp_path).run_info().to_pandas().set_index("run")["restarts"].to_dict() == {"eval": 0, "train": 0}
+    assert tbscope.scan(tmp_path).run_info().to_pandas().set_index("run")["restarts"].to_dict() == {
+        "eval": 0,
+        "train": 0,
+    }
 
 
 def test_logs_filters_cache_sql_and_cli(tmp_path):
@@ -253,7 +292,16 @@ def test_logs_filters_cache_sql_and_cli(tmp_path):
     assert tbscope.scan(tmp_path, cache=str(cache_dir), runs="eval").logs().to_pandas()["run"].tolist() == ["eval"]
     got = tbscope.sql(tmp_path, "SELECT checkpoint_path FROM logs WHERE status = 'CHECKPOINT'").fetchall()
     assert got == [("/ckpt/model.ckpt-10",)]
-    result = CliRunner().invoke(main, ["sql", str(tmp_path), "SELECT level, message FROM logs WHERE source = 'log_message' ORDER BY step", "--format", "csv"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "sql",
+            str(tmp_path),
+            "SELECT level, message FROM logs WHERE source = 'log_message' ORDER BY step",
+            "--format",
+            "csv",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["level,message", "WARN,loss is <b>NaN</b>", "ERROR,stopping"]
 
@@ -274,6 +322,7 @@ def test_sql_names_every_table(tbx_logdir):
     bad = CliRunner().invoke(main, ["sql", str(tbx_logdir), "SELECT * FROM nonsense"])
     assert bad.exit_code == 2 and "blobs" in bad.output and "logs" in bad.output
 
+
 def test_sql_blobs_table(tmp_path):
     """A graph, as PyTorch's and TensorFlow's graph writers store it, is a row of `blobs`."""
     from tensorboardX import SummaryWriter
@@ -281,7 +330,9 @@ def test_sql_blobs_table(tmp_path):
     from tensorboardX.proto.graph_pb2 import GraphDef
     from tensorboardX.proto.node_def_pb2 import NodeDef
 
-    graph = GraphDef(node=[NodeDef(name="x", op="Placeholder"), NodeDef(name="y", op="Relu", input=["x"])]).SerializeToString()
+    graph = GraphDef(
+        node=[NodeDef(name="x", op="Placeholder"), NodeDef(name="y", op="Relu", input=["x"])]
+    ).SerializeToString()
     with SummaryWriter(str(tmp_path / "run")) as w:
         w.file_writer.add_event(Event(graph_def=graph, step=0))
     got = tbscope.sql(tmp_path, "SELECT tag, plugin, blob_length FROM blobs").fetchall()

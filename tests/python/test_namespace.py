@@ -13,10 +13,14 @@ def run(code: str) -> str:
 
 def test_functions_named_like_their_modules_stay_functions():
     # Importing the modules first (as the CLI does) must not leave the package's attribute a module.
-    out = run("import tbscope.rewrite, tbscope.export, tbscope.query, tbscope.curves, tbscope.server; import tbscope, types; print([isinstance(getattr(tbscope, n), types.ModuleType) for n in ('rewrite', 'export', 'sql', 'downsample', 'serve')])")
+    out = run(
+        "import tbscope.rewrite, tbscope.export, tbscope.query, tbscope.curves, tbscope.server; import tbscope, types; print([isinstance(getattr(tbscope, n), types.ModuleType) for n in ('rewrite', 'export', 'sql', 'downsample', 'serve')])"
+    )
     assert out == "[False, False, False, False, False]"
 
 
 def test_the_server_and_writer_load_on_first_use():
-    out = run("import sys, tbscope; before = [m in sys.modules for m in ('tbscope.writer', 'tbscope.server', 'tbscope.query')]; tbscope.SummaryWriter; tbscope.sql; print(before, 'tbscope.writer' in sys.modules, 'tbscope.query' in sys.modules, sorted(set(tbscope.__all__) - set(dir(tbscope))))")
+    out = run(
+        "import sys, tbscope; before = [m in sys.modules for m in ('tbscope.writer', 'tbscope.server', 'tbscope.query')]; tbscope.SummaryWriter; tbscope.sql; print(before, 'tbscope.writer' in sys.modules, 'tbscope.query' in sys.modules, sorted(set(tbscope.__all__) - set(dir(tbscope))))"
+    )
     assert out == "[False, False, False] True True []"

@@ -90,9 +90,8 @@ def test_magic_usage_errors_do_not_raise(shell: Any) -> None:
 
 
 def test_display_from_code(shell: Any, logdir: Path) -> None:
-    from IPython.utils.capture import capture_output
-
     import tbscope.notebook
+    from IPython.utils.capture import capture_output
 
     with capture_output() as cap:
         server = tbscope.notebook.display(logdir, height=600)

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tbscope
 from tbscope.plugins import merge_layouts
 
 LAYOUT_A = {
-    "Losses": {"train": ["Multiline", ["loss/train.*", "loss/total"]], "band": ["Margin", ["acc/mid", "acc/lo", "acc/hi"]]},
+    "Losses": {
+        "train": ["Multiline", ["loss/train.*", "loss/total"]],
+        "band": ["Margin", ["acc/mid", "acc/lo", "acc/hi"]],
+    },
     "Other": {"lr": ["Multiline", ["lr"]]},
 }
 LAYOUT_B = {
@@ -83,7 +85,9 @@ def test_merged_layout_matches_tensorboards_plugin(plugin_logdir):
     mux.AddRunsFromDirectory(str(plugin_logdir))
     mux.Reload()
     provider = data_provider.MultiplexerDataProvider(mux, str(plugin_logdir))
-    plugin = custom_scalars_plugin.CustomScalarsPlugin(base_plugin.TBContext(data_provider=provider, logdir=str(plugin_logdir), multiplexer=mux))
+    plugin = custom_scalars_plugin.CustomScalarsPlugin(
+        base_plugin.TBContext(data_provider=provider, logdir=str(plugin_logdir), multiplexer=mux)
+    )
     want = plugin.layout_impl(RequestContext(), "")
     proto = json_format.Parse(want, layout_pb2.Layout())
     got = merge_layouts(tbscope.scan(plugin_logdir).custom_scalars())

@@ -16,7 +16,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-
 import tbscope
 from server_util import get_json, request
 
@@ -29,7 +28,11 @@ def expected_events(path: Path) -> tuple[list[dict], dict, dict]:
     raw = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())
     events = raw["traceEvents"] if isinstance(raw, dict) else raw
     procs = {str(e["pid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
-    threads = {(str(e["pid"]), str(e["tid"])): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    threads = {
+        (str(e["pid"]), str(e["tid"])): e["args"]["name"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
     return [e for e in events if e.get("ph") != "M"], procs, threads
 
 
@@ -67,14 +70,30 @@ def test_profiles_are_listed(logdir):
     df = tbscope.scan(logdir).profiles().to_pandas()
     assert list(df.columns) == ["run", "session", "host", "time", "size", "format", "source", "path"]
     rows = {r["path"]: r for r in df.to_dict("records")}
-    assert set(rows) == {f"torch_run/{TRACE.name}", f"tf_run/plugins/profile/{SESSION}/worker0.trace.json.gz", f"tf_run/plugins/profile/{SESSION}/worker0.xplane.pb"}
+    assert set(rows) == {
+        f"torch_run/{TRACE.name}",
+        f"tf_run/plugins/profile/{SESSION}/worker0.trace.json.gz",
+        f"tf_run/plugins/profile/{SESSION}/worker0.xplane.pb",
+    }
     t = rows[f"torch_run/{TRACE.name}"]
-    assert (t["run"], t["session"], t["host"], t["format"], t["source"]) == ("torch_run", "", "hostA", "chrome_trace", "torch")
+    assert (t["run"], t["session"], t["host"], t["format"], t["source"]) == (
+        "torch_run",
+        "",
+        "hostA",
+        "chrome_trace",
+        "torch",
+    )
     assert t["size"] == TRACE.stat().st_size
     # The file name's time stamp (nanoseconds) is when torch wrote it.
     assert abs(t["time"].value - 1795710513538474591) < 10_000
     p = rows[f"tf_run/plugins/profile/{SESSION}/worker0.trace.json.gz"]
-    assert (p["run"], p["session"], p["host"], p["format"], p["source"]) == ("tf_run", SESSION, "worker0", "chrome_trace", "profile_plugin")
+    assert (p["run"], p["session"], p["host"], p["format"], p["source"]) == (
+        "tf_run",
+        SESSION,
+        "worker0",
+        "chrome_trace",
+        "profile_plugin",
+    )
     assert str(p["time"]) == "2026-11-26 16:00:00+00:00"
     assert rows[f"tf_run/plugins/profile/{SESSION}/worker0.xplane.pb"]["format"] == "xplane"
     # Profiles are not runs of the event logs.
@@ -86,7 +105,19 @@ def test_torch_trace_opens_as_its_events(logdir):
     prof = lg.profile(f"torch_run/{TRACE.name}")
     assert prof.info["host"] == "hostA"
     df = prof.events.to_pandas()
-    assert list(df.columns) == ["name", "category", "phase", "start", "duration", "self_duration", "process", "thread", "pid", "tid", "args"]
+    assert list(df.columns) == [
+        "name",
+        "category",
+        "phase",
+        "start",
+        "duration",
+        "self_duration",
+        "process",
+        "thread",
+        "pid",
+        "tid",
+        "args",
+    ]
     events, procs, threads = expected_events(TRACE)
     assert len(df) == len(events)  # every non-metadata event, in order (no B/E here)
     for (_, row), ev in zip(df.iterrows(), events):
@@ -104,8 +135,22 @@ def test_torch_trace_opens_as_its_events(logdir):
     # Self time: a ProfilerStep's duration less its direct children's on the same thread.
     timed = [e for e in events if e["ph"] == "X"]
     step = next(e for e in timed if e["name"].startswith("ProfilerStep#"))
-    inside = [e for e in timed if e is not step and (e["pid"], e["tid"]) == (step["pid"], step["tid"]) and step["ts"] <= e["ts"] and e["ts"] + e["dur"] <= step["ts"] + step["dur"]]
-    direct = [e for e in inside if not any(o is not e and o["ts"] <= e["ts"] and e["ts"] + e["dur"] <= o["ts"] + o["dur"] and o["dur"] > e["dur"] for o in inside)]
+    inside = [
+        e
+        for e in timed
+        if e is not step
+        and (e["pid"], e["tid"]) == (step["pid"], step["tid"])
+        and step["ts"] <= e["ts"]
+        and e["ts"] + e["dur"] <= step["ts"] + step["dur"]
+    ]
+    direct = [
+        e
+        for e in inside
+        if not any(
+            o is not e and o["ts"] <= e["ts"] and e["ts"] + e["dur"] <= o["ts"] + o["dur"] and o["dur"] > e["dur"]
+            for o in inside
+        )
+    ]
     row = df[(df["name"] == step["name"]) & (df["start"] == step["ts"])].iloc[0]
     assert row["self_duration"] == pytest.approx(step["dur"] - sum(e["dur"] for e in direct))
     # The same file by row number (the listing is sorted by run: tf_run's two files first).
@@ -138,7 +183,11 @@ def test_plugin_trace_pairs_begin_and_end(logdir):
     rows = {r["name"]: r for r in df.to_dict("records")}
     assert rows["MatMul"]["self_duration"] == 70.0 and rows["BiasAdd"]["self_duration"] == 30.0
     assert rows["MatMul"]["process"] == "/device:CPU:0" and rows["MatMul"]["thread"] == "tf_Compute"
-    assert (rows["Iterator::GetNext"]["phase"], rows["Iterator::GetNext"]["duration"], rows["Iterator::GetNext"]["thread"]) == ("X", 50.0, "3")
+    assert (
+        rows["Iterator::GetNext"]["phase"],
+        rows["Iterator::GetNext"]["duration"],
+        rows["Iterator::GetNext"]["thread"],
+    ) == ("X", 50.0, "3")
 
 
 def test_profile_errors_say_what_to_do(logdir, tmp_path):
@@ -184,14 +233,24 @@ def test_server_profile_endpoints(server, logdir):
     win = get_json(server.url, f"api/v1/profile/events?{q}&start={lo}&end={lo + 50}")
     assert win["total"] == sum(1 for e in timed if e["ts"] + e["dur"] >= lo and e["ts"] <= lo + 50)
     two = get_json(server.url, f"api/v1/profile/events?{q}&limit=2")
-    assert two["truncated"] and sorted(two["columns"]["duration"], reverse=True) == sorted((e["dur"] for e in timed), reverse=True)[:2]
+    assert (
+        two["truncated"]
+        and sorted(two["columns"]["duration"], reverse=True) == sorted((e["dur"] for e in timed), reverse=True)[:2]
+    )
     ops = get_json(server.url, f"api/v1/profile/operations?{q}&limit=5")["columns"]
     want = tbscope.scan(logdir).profile(file).top_operations(5)
     assert ops["name"] == want["name"].tolist() and ops["calls"] == want["calls"].tolist()
     # ETags from the file: a revalidation is a 304 until the file changes.
     r = request(server.url, f"api/v1/profile/events?{q}")
     assert request(server.url, f"api/v1/profile/events?{q}", headers={"If-None-Match": r.headers["etag"]}).status == 304
-    assert request(server.url, "api/v1/profiles", headers={"If-None-Match": request(server.url, "api/v1/profiles").headers["etag"]}).status == 304
+    assert (
+        request(
+            server.url,
+            "api/v1/profiles",
+            headers={"If-None-Match": request(server.url, "api/v1/profiles").headers["etag"]},
+        ).status
+        == 304
+    )
 
 
 @pytest.mark.parametrize(
@@ -216,7 +275,6 @@ def test_server_profile_errors(server, path, status):
 def test_server_sql_has_the_new_tables(server, logdir):
     """The server's SQL names the same tables as `tbscope sql`: profiles, logs, meshes, blobs."""
     from tbscope.query import TABLES
-
     from tbscope.server.sql import TABLES as SERVER_TABLES
 
     assert set(SERVER_TABLES) == set(TABLES)

@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 import tbscope
-from tbscope.query import QueryError, Result, TABLES, pushdown, sql
+from tbscope.query import TABLES, QueryError, Result, pushdown, sql
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -222,14 +221,18 @@ def _expected_aggregate(written, group_of) -> pd.DataFrame:
     for (g, tag, step), per_run in sorted(by_key.items()):
         vals = np.array(list(per_run.values()))
         ok = vals[~np.isnan(vals)]
-        rows.append({
-            "group": g, "tag": tag, "step": step,
-            "mean": ok.mean() if len(ok) else np.nan,
-            "std": ok.std(ddof=1) if len(ok) > 1 else np.nan,
-            "min": ok.min() if len(ok) else np.nan,
-            "max": ok.max() if len(ok) else np.nan,
-            "count": len(ok),
-        })
+        rows.append(
+            {
+                "group": g,
+                "tag": tag,
+                "step": step,
+                "mean": ok.mean() if len(ok) else np.nan,
+                "std": ok.std(ddof=1) if len(ok) > 1 else np.nan,
+                "min": ok.min() if len(ok) else np.nan,
+                "max": ok.max() if len(ok) else np.nan,
+                "count": len(ok),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -293,12 +296,19 @@ def test_aggregate_options_and_errors(sweep_dir):
 
 
 def test_sql_group_by_run_matches_pandas(sweep_dir):
-    r = sql(sweep_dir, "SELECT run, count(*) AS n, max(step) AS last_step, avg(value) AS mean FROM scalars GROUP BY run ORDER BY run")
+    r = sql(
+        sweep_dir,
+        "SELECT run, count(*) AS n, max(step) AS last_step, avg(value) AS mean FROM scalars GROUP BY run ORDER BY run",
+    )
     assert isinstance(r, Result)
     got = r.to_pandas()
     sc = tbscope.read_scalars(sweep_dir)
     # SQL's avg() keeps NaN (pandas' mean would skip it).
-    want = sc.groupby("run", observed=True).agg(n=("value", "size"), last_step=("step", "max"), mean=("value", lambda v: v.to_numpy().mean())).reset_index()
+    want = (
+        sc.groupby("run", observed=True)
+        .agg(n=("value", "size"), last_step=("step", "max"), mean=("value", lambda v: v.to_numpy().mean()))
+        .reset_index()
+    )
     want = want.assign(run=want["run"].astype(str)).sort_values("run").reset_index(drop=True)
     assert got["run"].tolist() == want["run"].tolist()
     assert got["n"].tolist() == want["n"].tolist()
@@ -309,9 +319,19 @@ def test_sql_group_by_run_matches_pandas(sweep_dir):
 def test_every_table_is_queryable(sweep_dir):
     lg = tbscope.scan(sweep_dir)
     frames = {
-        "scalars": lg.scalars(), "tensors": lg.tensors(), "histograms": lg.histograms(), "text": lg.text(),
-        "images": lg.images(), "audio": lg.audio(), "series": lg.series(), "runs": lg.run_info(), "hparams": lg.hparams(),
-        "blobs": lg.blobs(), "meshes": lg.meshes(), "logs": lg.logs(), "profiles": lg.profiles(),
+        "scalars": lg.scalars(),
+        "tensors": lg.tensors(),
+        "histograms": lg.histograms(),
+        "text": lg.text(),
+        "images": lg.images(),
+        "audio": lg.audio(),
+        "series": lg.series(),
+        "runs": lg.run_info(),
+        "hparams": lg.hparams(),
+        "blobs": lg.blobs(),
+        "meshes": lg.meshes(),
+        "logs": lg.logs(),
+        "profiles": lg.profiles(),
         "embeddings": lg.embeddings(),
     }
     for name in TABLES:
@@ -330,8 +350,8 @@ def test_summary_table_equals_method(sweep_dir):
 
 
 def test_result_conversions(sweep_dir):
-    import pyarrow as pa
     import polars as pl
+    import pyarrow as pa
 
     r = sql(sweep_dir, "SELECT run, tag, step, value, timestamp FROM scalars WHERE tag = 'loss' ORDER BY run, step")
     assert r.columns == ["run", "tag", "step", "value", "timestamp"]
@@ -386,7 +406,9 @@ def test_errors(sweep_dir, monkeypatch):
 def test_pushdown_extraction():
     p = pushdown("SELECT * FROM scalars WHERE tag = 'loss' AND step BETWEEN 10 AND 20 AND run LIKE 'a%'")["scalars"]
     assert (p.tags, p.steps, p.runs) == ("^loss$", (10, 21), "^(?s:a.*)$")
-    p = pushdown("SELECT * FROM scalars s JOIN runs r ON s.run = r.run WHERE s.tag IN ('b', 'a') AND r.run = 'x' AND step > 3")
+    p = pushdown(
+        "SELECT * FROM scalars s JOIN runs r ON s.run = r.run WHERE s.tag IN ('b', 'a') AND r.run = 'x' AND step > 3"
+    )
     assert p["scalars"].tags == "(?:^a$)|(?:^b$)" and p["scalars"].steps == (None, None)  # unqualified step: ambiguous
     assert p["runs"].runs == "^x$"
     p = pushdown("SELECT * FROM scalars WHERE tag = 'a.b' OR (tag = 'c' AND step < 5)")["scalars"]
@@ -399,14 +421,20 @@ def test_pushdown_extraction():
     # One use without a filter turns pushdown off for the table.
     assert pushdown("SELECT * FROM scalars WHERE tag = 'a' UNION ALL SELECT * FROM scalars")["scalars"].empty
     # ...and two filtered uses combine.
-    p = pushdown("SELECT * FROM scalars WHERE tag = 'a' UNION ALL SELECT * FROM scalars WHERE tag = 'b' AND step < 3")["scalars"]
+    p = pushdown("SELECT * FROM scalars WHERE tag = 'a' UNION ALL SELECT * FROM scalars WHERE tag = 'b' AND step < 3")[
+        "scalars"
+    ]
     assert p.tags == "(?:^a$)|(?:^b$)" and p.steps == (None, None)
     # A sample drawn before WHERE, or an ASOF join, must see unfiltered rows.
     assert pushdown("SELECT * FROM scalars WHERE tag = 'a' USING SAMPLE 10")["scalars"].empty
     assert pushdown("SELECT * FROM scalars TABLESAMPLE 10 ROWS WHERE tag = 'a'")["scalars"].empty
-    assert pushdown("SELECT * FROM scalars a ASOF JOIN scalars b ON a.step >= b.step WHERE b.tag = 'x' AND a.tag = 'x'")["scalars"].empty
+    assert pushdown(
+        "SELECT * FROM scalars a ASOF JOIN scalars b ON a.step >= b.step WHERE b.tag = 'x' AND a.tag = 'x'"
+    )["scalars"].empty
     # A CTE named like a table, or columns renamed by an alias list, can swap meanings.
-    assert pushdown("WITH scalars AS (SELECT run AS tag, tag AS run, step FROM scalars) SELECT * FROM scalars WHERE tag = 'x'")["scalars"].empty
+    assert pushdown(
+        "WITH scalars AS (SELECT run AS tag, tag AS run, step FROM scalars) SELECT * FROM scalars WHERE tag = 'x'"
+    )["scalars"].empty
     assert pushdown("SELECT * FROM scalars AS s(tag, run) WHERE tag = 'x'")["scalars"].empty
     # Only tables tbscope provides, and series/runs take no step.
     assert set(pushdown("WITH q AS (SELECT 1) SELECT * FROM q, series WHERE step = 1")) == {"series"}
@@ -431,14 +459,40 @@ def test_tables_with_the_same_filters_share_one_scan(sweep_dir):
 
 
 ATOMS = [
-    "{p}tag = 'loss'", "{p}tag = 'acc'", "{p}tag IN ('loss', 'a.b+c')", "{p}tag IN ('x[1]', 'pct%_under', 'nope')",
-    "{p}tag LIKE 'l%'", "{p}tag LIKE '%c'", "{p}tag LIKE 'pct\\%%'", "{p}tag LIKE 'a_b%'", "{p}tag GLOB 'x*'",
-    "{p}tag GLOB 'a.b?c'", "{p}tag GLOB 'x[[]1]'", "starts_with({p}tag, 'ac')", "{p}run = 'sweep/lr0.1_seed0'",
-    "{p}run LIKE '%seed1'", "{p}run GLOB '*/val'", "{p}run IN ('sweep/lr0.01_seed0', 'sweep/lr0.01_seed1/val')",
-    "{p}step >= 5", "{p}step < 3", "{p}step > 2.5", "{p}step <= 7.9", "{p}step = 4", "{p}step BETWEEN 2 AND 6",
-    "{p}step IN (0, 9, 11)", "8 <= {p}step", "{p}step > -1e30", "{p}step < 9223372036854775807",
-    "NOT {p}tag = 'loss'", "{p}tag <> 'acc'", "{p}value > 0.5", "lower({p}tag) = 'loss'", "{p}value IS NULL",
-    "{p}step IS NOT NULL", "coalesce({p}tag = 'acc', true)", "{p}step::VARCHAR = '3'",
+    "{p}tag = 'loss'",
+    "{p}tag = 'acc'",
+    "{p}tag IN ('loss', 'a.b+c')",
+    "{p}tag IN ('x[1]', 'pct%_under', 'nope')",
+    "{p}tag LIKE 'l%'",
+    "{p}tag LIKE '%c'",
+    "{p}tag LIKE 'pct\\%%'",
+    "{p}tag LIKE 'a_b%'",
+    "{p}tag GLOB 'x*'",
+    "{p}tag GLOB 'a.b?c'",
+    "{p}tag GLOB 'x[[]1]'",
+    "starts_with({p}tag, 'ac')",
+    "{p}run = 'sweep/lr0.1_seed0'",
+    "{p}run LIKE '%seed1'",
+    "{p}run GLOB '*/val'",
+    "{p}run IN ('sweep/lr0.01_seed0', 'sweep/lr0.01_seed1/val')",
+    "{p}step >= 5",
+    "{p}step < 3",
+    "{p}step > 2.5",
+    "{p}step <= 7.9",
+    "{p}step = 4",
+    "{p}step BETWEEN 2 AND 6",
+    "{p}step IN (0, 9, 11)",
+    "8 <= {p}step",
+    "{p}step > -1e30",
+    "{p}step < 9223372036854775807",
+    "NOT {p}tag = 'loss'",
+    "{p}tag <> 'acc'",
+    "{p}value > 0.5",
+    "lower({p}tag) = 'loss'",
+    "{p}value IS NULL",
+    "{p}step IS NOT NULL",
+    "coalesce({p}tag = 'acc', true)",
+    "{p}step::VARCHAR = '3'",
 ]
 
 # Predicates that select rows only where run and tag have traded names (a CTE or an alias list
@@ -488,8 +542,13 @@ def test_pushdown_never_changes_results(sweep_dir):
     pushed_any = 0
     for i in range(150):
         tpl = TEMPLATES[i % len(TEMPLATES)]
-        q = tpl.format(w=_where(rng, ""), ws=_where(rng, "s."), wa=_where(rng, "a."), w2=_where(rng, "", series=True),
-                       sw=f"{rng.choice(SWAPPED)} AND {_where(rng, '')}" if rng.random() < 0.5 else rng.choice(SWAPPED))
+        q = tpl.format(
+            w=_where(rng, ""),
+            ws=_where(rng, "s."),
+            wa=_where(rng, "a."),
+            w2=_where(rng, "", series=True),
+            sw=f"{rng.choice(SWAPPED)} AND {_where(rng, '')}" if rng.random() < 0.5 else rng.choice(SWAPPED),
+        )
         with_pd = sql(sweep_dir, q)
         without = sql(memory, q)
         assert not without.stats, "a read Logdir is queried from memory"

@@ -15,15 +15,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
-
 import tbscope
+from click.testing import CliRunner
+from s3_util import AWS_ENV, environ, s3_server
+from server_util import get_json
 from tbscope import _mirror
 from tbscope.cli import main
 from tbscope.reader import KINDS
-
-from s3_util import AWS_ENV, environ, s3_server
-from server_util import get_json
 
 BUCKET = "tbscope-tests"
 
@@ -74,24 +72,49 @@ def test_every_kind_over_s3_equals_local(s3, which, tbx_logdir, tb_logdir):
     assert remote.report == local.report
     assert remote.url == url and url in repr(remote)
     # The eager readers and SQL take the URL and the options too.
-    pd.testing.assert_frame_equal(tbscope.read_scalars(url, storage_options=s3.options), tbscope.read_scalars(local_dir))
+    pd.testing.assert_frame_equal(
+        tbscope.read_scalars(url, storage_options=s3.options), tbscope.read_scalars(local_dir)
+    )
     q = "SELECT run, tag, count(*) AS n, max(value) AS top FROM scalars GROUP BY run, tag ORDER BY run, tag"
-    pd.testing.assert_frame_equal(tbscope.sql(url, q, storage_options=s3.options).to_pandas(), tbscope.sql(local_dir, q).to_pandas())
+    pd.testing.assert_frame_equal(
+        tbscope.sql(url, q, storage_options=s3.options).to_pandas(), tbscope.sql(local_dir, q).to_pandas()
+    )
 
 
 def test_export_over_s3_equals_local(s3, tbx_logdir, tmp_path):
     url = f"s3://{BUCKET}/tbx"
-    tbscope.export(url, tmp_path / "remote", format="parquet", kinds=("scalars", "histograms"), storage_options=s3.options)
+    tbscope.export(
+        url, tmp_path / "remote", format="parquet", kinds=("scalars", "histograms"), storage_options=s3.options
+    )
     tbscope.export(tbx_logdir, tmp_path / "local", format="parquet", kinds=("scalars", "histograms"))
     for kind in ("scalars", "histograms"):
-        assert same_table(pq.read_table(tmp_path / "remote" / f"{kind}.parquet"), pq.read_table(tmp_path / "local" / f"{kind}.parquet"))
+        assert same_table(
+            pq.read_table(tmp_path / "remote" / f"{kind}.parquet"),
+            pq.read_table(tmp_path / "local" / f"{kind}.parquet"),
+        )
 
 
 def test_cli_over_s3_equals_local(s3, tbx_logdir):
     url = f"s3://{BUCKET}/tbx"
     runner = CliRunner()
-    for args in (["summary", "--format", "csv"], ["ls", "--format", "csv"], ["tags", "--format", "csv"], ["check", "--format", "json"]):
-        remote = runner.invoke(main, [args[0], url, *args[1:], "--storage-option", f"endpoint_url={s3.endpoint}", "--storage-option", "anon=false"])
+    for args in (
+        ["summary", "--format", "csv"],
+        ["ls", "--format", "csv"],
+        ["tags", "--format", "csv"],
+        ["check", "--format", "json"],
+    ):
+        remote = runner.invoke(
+            main,
+            [
+                args[0],
+                url,
+                *args[1:],
+                "--storage-option",
+                f"endpoint_url={s3.endpoint}",
+                "--storage-option",
+                "anon=false",
+            ],
+        )
         local = runner.invoke(main, [args[0], str(tbx_logdir), *args[1:]])
         assert remote.exit_code == local.exit_code, remote.output
         if args[0] in ("ls", "check"):
@@ -100,8 +123,13 @@ def test_cli_over_s3_equals_local(s3, tbx_logdir):
         else:
             assert remote.output == local.output
     sql = "SELECT count(*) AS n FROM scalars"
-    remote = runner.invoke(main, ["sql", url, sql, "--format", "csv", "--storage-option", f"endpoint_url={s3.endpoint}"])
-    assert remote.exit_code == 0 and remote.output == runner.invoke(main, ["sql", str(tbx_logdir), sql, "--format", "csv"]).output
+    remote = runner.invoke(
+        main, ["sql", url, sql, "--format", "csv", "--storage-option", f"endpoint_url={s3.endpoint}"]
+    )
+    assert (
+        remote.exit_code == 0
+        and remote.output == runner.invoke(main, ["sql", str(tbx_logdir), sql, "--format", "csv"]).output
+    )
     bad = runner.invoke(main, ["summary", url, "--storage-option", "endpoint_url"])
     assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
 
@@ -128,7 +156,9 @@ def test_serve_over_s3_equals_local(s3, tbx_logdir):
             assert get_json(remote.url, path) == get_json(local.url, path), path
         tags = get_json(local.url, "api/v1/tags?kind=scalars")["columns"]["tag"]
         for tag in tags[:3]:
-            assert get_json(remote.url, f"api/v1/scalars?tag={tag}&points=50") == get_json(local.url, f"api/v1/scalars?tag={tag}&points=50")
+            assert get_json(remote.url, f"api/v1/scalars?tag={tag}&points=50") == get_json(
+                local.url, f"api/v1/scalars?tag={tag}&points=50"
+            )
     finally:
         remote.stop()
         local.stop()
@@ -184,7 +214,9 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
         fs = server.fs()
         fs.mkdir(BUCKET)
         fs.put(str(logdir) + "/", f"{BUCKET}/logs", recursive=True)
-        mirror = _mirror.Mirror(f"s3://{BUCKET}/logs", {**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}})
+        mirror = _mirror.Mirror(
+            f"s3://{BUCKET}/logs", {**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}}
+        )
 
         def kill_when_b_arrives() -> None:
             deadline = time.monotonic() + 60
@@ -198,12 +230,19 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
         killer = threading.Thread(target=kill_when_b_arrives)
         killer.start()
         t0 = time.monotonic()
-        lg = tbscope.scan(f"s3://{BUCKET}/logs", storage_options={**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}, "mirror": mirror.dir})
+        lg = tbscope.scan(
+            f"s3://{BUCKET}/logs",
+            storage_options={**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}, "mirror": mirror.dir},
+        )
         killer.join()
         took = time.monotonic() - t0
     errors = lg.report.by_severity("error")
-    assert sorted(p.run for p in errors) == list("bcdef") and all(p.file.startswith(p.run + "/") for p in errors), lg.report
-    assert all(p.reason.startswith(f"s3://{BUCKET}/logs/{p.file}: fetching bytes") and "failed" in p.reason for p in errors)
+    assert sorted(p.run for p in errors) == list("bcdef") and all(p.file.startswith(p.run + "/") for p in errors), (
+        lg.report
+    )
+    assert all(
+        p.reason.startswith(f"s3://{BUCKET}/logs/{p.file}: fetching bytes") and "failed" in p.reason for p in errors
+    )
     assert not lg.report.ok
     assert lg.runs == ["a"]
     pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(logdir, runs="a"))
@@ -213,7 +252,10 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
     assert lg.runs == ["a"] and f"error: .: listing s3://{BUCKET}/logs failed" in str(lg.report)
     # A new scan with nothing fetched before cannot show anything: it raises, saying why.
     with pytest.raises(OSError, match="could not list"):
-        tbscope.scan(f"s3://{BUCKET}/other", storage_options={**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}})
+        tbscope.scan(
+            f"s3://{BUCKET}/other",
+            storage_options={**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}},
+        )
 
 
 def test_writer_upload_reads_back(s3):
@@ -286,4 +328,6 @@ def test_compat_readers_over_s3(s3, tbx_logdir):
             assert [(e.step, e.value) for e in remote.Scalars(tag)] == [(e.step, e.value) for e in local.Scalars(tag)]
         remote.Reload()  # refreshes the mirror, finds nothing new
         assert remote.Tags() == local.Tags()
-        pd.testing.assert_frame_equal(SummaryReader(f"s3://{BUCKET}/tbx").scalars, SummaryReader(str(tbx_logdir)).scalars)
+        pd.testing.assert_frame_equal(
+            SummaryReader(f"s3://{BUCKET}/tbx").scalars, SummaryReader(str(tbx_logdir)).scalars
+        )

@@ -95,7 +95,10 @@ def drop_rows(tabs: dict[str, pa.Table], *, tags=(), steps=None) -> dict[str, pa
         keep = pc.invert(pc.is_in(t["tag"], value_set=pa.array(sorted(tags), pa.string())))
         if steps is not None:
             lo, hi = steps
-            inside = pc.and_(pc.greater_equal(t["step"], lo if lo is not None else -(2**63)), pc.less(t["step"], hi if hi is not None else 2**63 - 1))
+            inside = pc.and_(
+                pc.greater_equal(t["step"], lo if lo is not None else -(2**63)),
+                pc.less(t["step"], hi if hi is not None else 2**63 - 1),
+            )
             keep = pc.and_(keep, pc.invert(inside))
         out[kind] = t.filter(keep)
     return out
@@ -145,7 +148,7 @@ def _write_surgery_logdir(root: Path) -> None:
     """``multi``: events holding several values of several kinds; ``meta``: TF2 tensors with
     metadata only on the first value (plus a description); ``restart``: two files, the second
     going back in steps; ``ranks``: two writers' files in one run."""
-    from fixtures import BASE_WALL, _TBWriter, _png
+    from fixtures import BASE_WALL, _png, _TBWriter
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.plugins.scalar import metadata as scalar_md
     from tensorboard.plugins.text import metadata as text_md
@@ -164,7 +167,12 @@ def _write_surgery_logdir(root: Path) -> None:
             wall(s),
             V(tag="loss", tensor=tensor_util.make_tensor_proto(np.float32(1 / (s + 1))), metadata=smd),
             V(tag="lr", simple_value=0.1 * s),
-            V(tag="img", image=summary_pb2.Summary.Image(height=2, width=3, colorspace=3, encoded_image_string=_png(2, 3, seed=s))),
+            V(
+                tag="img",
+                image=summary_pb2.Summary.Image(
+                    height=2, width=3, colorspace=3, encoded_image_string=_png(2, 3, seed=s)
+                ),
+            ),
             V(tag="note", tensor=tensor_util.make_tensor_proto([f"step {s}", "b"]), metadata=tmd),
             V(tag="lr", simple_value=-1.0 * s),  # the same tag twice in one event
         )
@@ -180,12 +188,22 @@ def _write_surgery_logdir(root: Path) -> None:
 
     w = _TBWriter(root / "restart", ".0")
     for s in range(10):
-        w.values(s, wall(s), V(tag="acc", simple_value=s / 10), V(tag="x", tensor=tensor_util.make_tensor_proto(np.float64(s)), metadata=smd))
+        w.values(
+            s,
+            wall(s),
+            V(tag="acc", simple_value=s / 10),
+            V(tag="x", tensor=tensor_util.make_tensor_proto(np.float64(s)), metadata=smd),
+        )
     w.close()
     _next_second()
     w = _TBWriter(root / "restart", ".1")
     for s in range(5, 12):
-        w.values(s, wall(100 + s), V(tag="acc", simple_value=10 + s / 10), V(tag="x", tensor=tensor_util.make_tensor_proto(np.float64(100 + s)), metadata=smd))
+        w.values(
+            s,
+            wall(100 + s),
+            V(tag="acc", simple_value=10 + s / 10),
+            V(tag="x", tensor=tensor_util.make_tensor_proto(np.float64(100 + s)), metadata=smd),
+        )
     w.close()
 
     for rank in range(2):
@@ -266,12 +284,17 @@ def test_drop_tags_and_keep_tags(tbx_logdir, tmp_path):
     stats = tbscope.rewrite(tbx_logdir, dropped, drop_tags=["loss/*", "img/*", "hist/[0-9]"])
     want = oracle_tables(tbx_logdir)
     got = oracle_tables(dropped)
-    gone = {"loss/odd", "loss/train", "img/chw_u8", "img/hwc_float", "img/gray", "img/hw", "img/rgba"} | {f"hist/{k}" for k in range(5)}
+    gone = {"loss/odd", "loss/train", "img/chw_u8", "img/hwc_float", "img/gray", "img/hw", "img/rgba"} | {
+        f"hist/{k}" for k in range(5)
+    }
     for kind in ORACLE_KINDS:
         assert got[kind] == [r for r in want[kind] if r[1] not in gone], kind
     # Every dropped value was one row (legacy scalars, histograms and images).
     rows = tables(tbx_logdir)
-    gone_rows = sum(pc.sum(pc.is_in(rows[k]["tag"], value_set=pa.array(sorted(gone)))).as_py() for k in ("scalars", "histograms", "images"))
+    gone_rows = sum(
+        pc.sum(pc.is_in(rows[k]["tag"], value_set=pa.array(sorted(gone)))).as_py()
+        for k in ("scalars", "histograms", "images")
+    )
     assert stats.values_dropped == gone_rows > 0
     kept = tmp_path / "kept"
     tbscope.rewrite(tbx_logdir, kept, tags="hist/*")
@@ -306,7 +329,9 @@ def test_drop_steps_drops_whole_records_but_not_session_logs(tb_logdir, out):
     for kind in ORACLE_KINDS:
         assert got[kind] == [r for r in want[kind] if not 1 <= r[2] < 3], kind
     # Session logs (restarts, checkpoints) are not points: every one is still there.
-    sessions = lambda root: [(e.step, e.session_log.status) for e in raw_events(root / "events") if e.HasField("session_log")]  # noqa: E731
+    sessions = lambda root: [
+        (e.step, e.session_log.status) for e in raw_events(root / "events") if e.HasField("session_log")
+    ]  # noqa: E731
     assert sessions(out) == sessions(tb_logdir) and any(1 <= s < 3 for s, _ in sessions(out))
     assert stats.records_dropped > 0
 
@@ -375,7 +400,9 @@ def test_preempt_trims_a_run_that_went_back_in_steps(surgery, out):
         s = got[got["tag"] == tag]
         assert s["step"].tolist() == list(range(12))
         # Steps 5..9 come from the restart (the second file), 0..4 from the first.
-        assert s["value"].tolist()[5:] == pytest.approx([base + (st / 10 if tag == "acc" else st) for st in range(5, 12)])
+        assert s["value"].tolist()[5:] == pytest.approx(
+            [base + (st / 10 if tag == "acc" else st) for st in range(5, 12)]
+        )
     assert len(event_files(out)) == 1
 
 
@@ -424,7 +451,9 @@ def test_corrupt_records_and_truncated_tails_are_left_out_and_reported(tbx_logdi
     before = fingerprint(src)
     stats = tbscope.rewrite(src, out)
     assert fingerprint(src) == before
-    assert [(p.file, p.severity, p.offset, p.length) for p in stats.report.problems] == [(p.file, p.severity, p.offset, p.length) for p in lost]
+    assert [(p.file, p.severity, p.offset, p.length) for p in stats.report.problems] == [
+        (p.file, p.severity, p.offset, p.length) for p in lost
+    ]
     assert not stats.report.ok and stats.bytes_skipped == sum(p.length for p in lost)
     # The output holds every intact record and nothing else: it reads cleanly.
     assert tables(out) == tables(src)
@@ -543,7 +572,9 @@ def _cli(*args: str):
 
 def test_cli_rewrite(tbx_logdir, tmp_path):
     out = tmp_path / "out"
-    r = _cli("rewrite", str(tbx_logdir), "-o", str(out), "--restarts", "preempt", "--drop-tags", "loss/*", "--format", "json")
+    r = _cli(
+        "rewrite", str(tbx_logdir), "-o", str(out), "--restarts", "preempt", "--drop-tags", "loss/*", "--format", "json"
+    )
     assert r.exit_code == 0, r.output
     row = json.loads(r.stdout)[0]
     assert row["output"] == str(out) and row["verified"] is True
@@ -557,11 +588,29 @@ def test_cli_rewrite(tbx_logdir, tmp_path):
     assert r.exit_code == 2 and "inside the input" in r.output
     r = _cli("rewrite", str(tbx_logdir), "-o", str(tmp_path / "o2"), "--drop-steps", ":")
     assert r.exit_code == 2 and "every step" in r.output
-    r = _cli("rewrite", str(tbx_logdir), "-o", str(out), "--force", "--no-merge", "--runs", "train", "--tags", "img/*", "--drop-steps", "1:", "--format", "csv")
+    r = _cli(
+        "rewrite",
+        str(tbx_logdir),
+        "-o",
+        str(out),
+        "--force",
+        "--no-merge",
+        "--runs",
+        "train",
+        "--tags",
+        "img/*",
+        "--drop-steps",
+        "1:",
+        "--format",
+        "csv",
+    )
     assert r.exit_code == 0, r.output
     assert event_files(out) == [f for f in event_files(tbx_logdir) if f.startswith("train/") and f.count("/") == 1]
     got = tbscope.read_images(out)
-    assert set(got["tag"].astype(str)) == {"img/chw_u8", "img/hwc_float", "img/gray", "img/hw", "img/rgba"} and (got["step"] < 1).all()
+    assert (
+        set(got["tag"].astype(str)) == {"img/chw_u8", "img/hwc_float", "img/gray", "img/hw", "img/rgba"}
+        and (got["step"] < 1).all()
+    )
 
 
 def test_cli_reports_damage_as_warnings(tbx_logdir, tmp_path):

@@ -27,9 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 import tbscope
-from tfrecord_util import masked_crc, frame, child_result
+from tfrecord_util import child_result, frame, masked_crc
 
 crc32c = pytest.importorskip("crc32c")
 event_pb2 = pytest.importorskip("tensorboard.compat.proto.event_pb2")
@@ -37,8 +36,6 @@ summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
 
 STEPS = list(range(20))
 NAME = "events.out.tfevents.1700000000.test"
-
-
 
 
 def header(length: int) -> bytes:
@@ -121,7 +118,9 @@ def test_intact_file(base, tmp_path):
     tbscope.scan(tmp_path, strict=True).scalars()
 
 
-@pytest.mark.parametrize("into", [1, 11, 12, 30, -1], ids=["in-length", "in-length-crc", "after-header", "in-payload", "no-data-crc"])
+@pytest.mark.parametrize(
+    "into", [1, 11, 12, 30, -1], ids=["in-length", "in-length-crc", "after-header", "in-payload", "no-data-crc"]
+)
 def test_truncated_tail_is_kept_for_later(base, tmp_path, into):
     recs = spans(base)
     k = 8  # record index; record 0 is file_version, so steps 0..6 are complete before it
@@ -289,8 +288,13 @@ def test_max_record_bytes(base, tmp_path):
     big = event_pb2.Event(
         wall_time=1.0,
         step=100,
-        summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(
-            tag="pic", image=summary_pb2.Summary.Image(height=1, width=1, encoded_image_string=os.urandom(5000)))]),
+        summary=summary_pb2.Summary(
+            value=[
+                summary_pb2.Summary.Value(
+                    tag="pic", image=summary_pb2.Summary.Image(height=1, width=1, encoded_image_string=os.urandom(5000))
+                )
+            ]
+        ),
     ).SerializeToString()
     off, _ = spans(base)[10]
     put(tmp_path, base[:off] + frame(big) + base[off:])
@@ -489,8 +493,6 @@ def test_dangling_symlink(base, tmp_path):
     assert_strict_raises(tmp_path, "cannot open")
 
 
-
-
 def _scan_as_nobody(root: str) -> dict:
     """Scan ``root`` in a forked child that dropped root's rights (permission bits then apply)."""
     r, w = os.pipe()
@@ -501,7 +503,12 @@ def _scan_as_nobody(root: str) -> dict:
             os.setgid(65534)
             os.setuid(65534)
             lg = tbscope.scan(root)
-            out = {"runs": lg.runs, "rows": len(lg.scalars()), "report": [p.__dict__ for p in lg.report.problems], "ok": lg.report.ok}
+            out = {
+                "runs": lg.runs,
+                "rows": len(lg.scalars()),
+                "report": [p.__dict__ for p in lg.report.problems],
+                "ok": lg.report.ok,
+            }
             try:
                 tbscope.scan(root, strict=True).scalars()
                 out["strict"] = None
@@ -533,7 +540,12 @@ def test_unreadable_file_and_directory(base):
             out = _scan_as_nobody(str(root))
         else:
             lg = tbscope.scan(root)
-            out = {"runs": lg.runs, "rows": len(lg.scalars()), "report": [p.__dict__ for p in lg.report.problems], "ok": lg.report.ok}
+            out = {
+                "runs": lg.runs,
+                "rows": len(lg.scalars()),
+                "report": [p.__dict__ for p in lg.report.problems],
+                "ok": lg.report.ok,
+            }
         assert "exception" not in out, out
         assert out["rows"] == len(STEPS)  # run a, intact
         assert "a" in out["runs"]
@@ -635,7 +647,13 @@ def test_report_names_the_file_relative_to_the_logdir(base, tmp_path):
     put(tmp_path, flip(base, recs[2][0] + 20), run="deep/er/run")
     lg = tbscope.scan(tmp_path)
     (p,) = lg.report.problems
-    assert (p.run, p.file, p.severity, p.offset, p.length) == ("deep/er/run", f"deep/er/run/{NAME}", "corrupt", recs[2][0], recs[2][1])
+    assert (p.run, p.file, p.severity, p.offset, p.length) == (
+        "deep/er/run",
+        f"deep/er/run/{NAME}",
+        "corrupt",
+        recs[2][0],
+        recs[2][1],
+    )
     # Opening a single file names it by its file name.
     single = tbscope.scan(tmp_path / "deep" / "er" / "run" / NAME)
     assert single.report.problems[0].file == NAME

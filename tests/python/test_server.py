@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-
 import tbscope
 from server_util import get_json, request
 
@@ -136,7 +135,9 @@ def test_scalars_smoothing_per_point_weight_near_one(server):
 
 
 def test_scalars_arrow_and_post(server):
-    r = request(server.url, "api/v1/scalars?tag=loss&points=0", headers={"Accept": "application/vnd.apache.arrow.stream"})
+    r = request(
+        server.url, "api/v1/scalars?tag=loss&points=0", headers={"Accept": "application/vnd.apache.arrow.stream"}
+    )
     assert r.status == 200 and r.headers["content-type"] == "application/vnd.apache.arrow.stream"
     t = pa.ipc.open_stream(r.body).read_all()
     assert t.num_rows == 2 * LOSS_STEPS
@@ -158,7 +159,15 @@ def test_scalars_window_and_relative(server):
 
 
 def test_scalars_bad_parameters(server):
-    for q in ("points=3", "points=-1", "points=100001", "smoothing=1.5", "smoothing=1", "x=time", "step_min=5&step_max=1"):
+    for q in (
+        "points=3",
+        "points=-1",
+        "points=100001",
+        "smoothing=1.5",
+        "smoothing=1",
+        "x=time",
+        "step_min=5&step_max=1",
+    ):
         r = request(server.url, f"api/v1/scalars?tag=loss&{q}")
         assert r.status == 400, q
         assert r.json()["error"]["code"] == "bad_request" and "Traceback" not in r.body.decode()
@@ -230,7 +239,10 @@ def test_health(server):
 
 
 def test_sql_locked_down(server, tmp_path):
-    r = get_json(server.url, "api/v1/sql?q=SELECT%20run,%20count(*)%20AS%20n%20FROM%20scalars%20WHERE%20tag%3D'loss'%20GROUP%20BY%20run%20ORDER%20BY%20run")
+    r = get_json(
+        server.url,
+        "api/v1/sql?q=SELECT%20run,%20count(*)%20AS%20n%20FROM%20scalars%20WHERE%20tag%3D'loss'%20GROUP%20BY%20run%20ORDER%20BY%20run",
+    )
     assert r["columns"]["n"] == [LOSS_STEPS, LOSS_STEPS] and r["truncated"] is False
     lim = get_json(server.url, "api/v1/sql?q=SELECT%20*%20FROM%20scalars&limit=5")
     assert len(lim["columns"]["step"]) == 5 and lim["truncated"] is True
@@ -254,7 +266,13 @@ def test_sql_locked_down(server, tmp_path):
         assert rr.json()["error"]["code"] == "bad_request"
         assert b"root:" not in rr.body
     assert not target.exists() and not (tmp_path / "x.db").exists()
-    post = request(server.url, "api/v1/sql", method="POST", headers={"Content-Type": "application/json"}, body=b'{"q": "SELECT 42 AS x"}')
+    post = request(
+        server.url,
+        "api/v1/sql",
+        method="POST",
+        headers={"Content-Type": "application/json"},
+        body=b'{"q": "SELECT 42 AS x"}',
+    )
     assert post.json()["columns"]["x"] == [42]
 
 
@@ -270,7 +288,12 @@ def test_downloads(server):
 
 
 def test_errors_have_one_shape(server):
-    for path, status in (("api/v1/nope", 404), ("api/v1/scalars?tag=loss&points=x", 400), ("nowhere", 404), ("api/v1/histograms?tag=x&run=nope", 404)):
+    for path, status in (
+        ("api/v1/nope", 404),
+        ("api/v1/scalars?tag=loss&points=x", 400),
+        ("nowhere", 404),
+        ("api/v1/histograms?tag=x&run=nope", 404),
+    ):
         r = request(server.url, path)
         assert r.status == status, path
         err = r.json()["error"]
@@ -285,7 +308,14 @@ def test_answers_while_a_read_holds_the_reader(server):
     make them wait."""
     st = server.store.sources[0]
     with st.lock:
-        for path in ("api/v1/status", "api/v1/runs", "api/v1/tags?kind=scalars", "api/v1/series", "api/v1/health", "api/v1/changes?since=0"):
+        for path in (
+            "api/v1/status",
+            "api/v1/runs",
+            "api/v1/tags?kind=scalars",
+            "api/v1/series",
+            "api/v1/health",
+            "api/v1/changes?since=0",
+        ):
             assert request(server.url, path, timeout=5).status == 200, path
 
 
@@ -317,7 +347,13 @@ def test_no_path_outside_the_logdir(server, path):
 
 
 def test_big_bodies_refused(server):
-    r = request(server.url, "api/v1/sql", method="POST", headers={"Content-Type": "application/json"}, body=b'{"q": "' + b" " * (2 << 20) + b'"}')
+    r = request(
+        server.url,
+        "api/v1/sql",
+        method="POST",
+        headers={"Content-Type": "application/json"},
+        body=b'{"q": "' + b" " * (2 << 20) + b'"}',
+    )
     assert r.status == 413 and r.json()["error"]["code"] == "too_large"
 
 
@@ -332,7 +368,14 @@ def test_token(logdir):
     with pytest.raises(ValueError, match="token"):
         tbscope.serve(logdir, host="0.0.0.0", port=0, token=None)
     with tbscope.serve(logdir, port=0, cache=False, reload_interval=0, token="s3cret-token") as s:
-        for path in ("api/v1/status", "api/openapi.json", "api/docs", "api/v1/blob/" + "0" * 32, "static/../api/v1/runs", "static/%2e%2e/api/v1/runs"):
+        for path in (
+            "api/v1/status",
+            "api/openapi.json",
+            "api/docs",
+            "api/v1/blob/" + "0" * 32,
+            "static/../api/v1/runs",
+            "static/%2e%2e/api/v1/runs",
+        ):
             r = request(s.url, path)
             assert r.status == 401 and r.json()["error"]["code"] == "unauthorized", path
         # The dashboard's page and assets are the public build: they load without the token, so the
@@ -378,7 +421,9 @@ def test_two_logdirs(logdir, tmp_path):
         sc = get_json(s.url, "api/v1/scalars?tag=loss&points=0")
         assert [x["run"] for x in sc["series"]] == ["a/exp/seed0", "a/exp/seed1", "b/other"]
         assert get_json(s.url, "api/v1/images?tag=pic&run=a/exp/seed0")["columns"]["width"] == [8]
-        q = get_json(s.url, "api/v1/sql?q=SELECT%20DISTINCT%20run%20FROM%20scalars%20WHERE%20tag%3D'loss'%20ORDER%20BY%20run")
+        q = get_json(
+            s.url, "api/v1/sql?q=SELECT%20DISTINCT%20run%20FROM%20scalars%20WHERE%20tag%3D'loss'%20ORDER%20BY%20run"
+        )
         assert q["columns"]["run"] == ["a/exp/seed0", "a/exp/seed1", "b/other"]
 
 
@@ -457,7 +502,6 @@ def test_cache_is_used_by_default(logdir, tmp_path, monkeypatch):
 
 def test_cli_serve_help_and_refusal(logdir):
     from click.testing import CliRunner
-
     from tbscope.cli import main
 
     r = CliRunner().invoke(main, ["serve", "--help"])
@@ -497,7 +541,11 @@ def test_ctrl_c_stops_cleanly(logdir):
     import subprocess
     import sys
 
-    p = subprocess.Popen([sys.executable, "-m", "tbscope", "serve", str(logdir), "--port", "0", "--no-cache"], stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tbscope", "serve", str(logdir), "--port", "0", "--no-cache"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = None
         deadline = time.time() + 60
@@ -577,7 +625,9 @@ def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path, monkeyp
         writers["r4"].flush()
         deadline = time.time() + 20
         while time.time() < deadline:
-            t = pa.ipc.open_stream(request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow).body).read_all()
+            t = pa.ipc.open_stream(
+                request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow).body
+            ).read_all()
             if 999 in t.column("step").to_pylist():
                 break
             time.sleep(0.1)

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tbscope
-from tbscope import _projector
 from server_util import get_json, request
+from tbscope import _projector
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +24,23 @@ def logdir(tmp_path_factory) -> Path:
     with TbxWriter(str(root / "tbx")) as w:
         w.add_scalar("loss", 1.0, 0)
         labels = [[f"w{i}", str(i % 4), f"{i * 0.5}" if i % 5 else ""] for i in range(36)]
-        w.add_embedding(rng.normal(size=(36, 6)), metadata=labels, metadata_header=["word", "class", "score"],
-                        label_img=rng.random((36, 3, 4, 4)), global_step=1, tag="words")
+        w.add_embedding(
+            rng.normal(size=(36, 6)),
+            metadata=labels,
+            metadata_header=["word", "class", "score"],
+            label_img=rng.random((36, 3, 4, 4)),
+            global_step=1,
+            tag="words",
+        )
     with tbscope.SummaryWriter(str(root / "own")) as w:
         w.add_scalar("loss", 1.0, 0)
         w.add_embedding(rng.normal(size=(6, 3)), metadata=list("abcdef"))
     (root / "outside.tsv").write_text("1\t2\n")
     with tbscope.SummaryWriter(str(root / "escape")) as w:
         w.add_scalar("loss", 1.0, 0)
-    (root / "escape" / "projector_config.pbtxt").write_text('embeddings { tensor_name: "leak" tensor_path: "../outside.tsv" }\n')
+    (root / "escape" / "projector_config.pbtxt").write_text(
+        'embeddings { tensor_name: "leak" tensor_path: "../outside.tsv" }\n'
+    )
     return root
 
 
@@ -55,7 +62,9 @@ def test_listing_is_the_readers(server, logdir):
     errors = dict(zip(zip(cols["run"], cols["tag"]), cols["error"]))
     assert errors[("tbx", "words:00001")] is None
     # The message says what is wrong without the server's own paths.
-    assert "outside the config's directory" in errors[("escape", "leak")] and str(logdir) not in errors[("escape", "leak")]
+    assert (
+        "outside the config's directory" in errors[("escape", "leak")] and str(logdir) not in errors[("escape", "leak")]
+    )
     only = get_json(server.url, "api/v1/embeddings?run=own")["columns"]
     assert only["run"] == ["own"] and only["tag"] == ["default:00000"]
     assert get_json(server.url, "api/v1/embeddings?filter=t*")["columns"]["run"] == ["tbx"]
@@ -132,7 +141,14 @@ def test_new_embedding_changes_listing_and_etag_without_new_events(server, logdi
     etag = first.headers["etag"]
     assert request(server.url, "api/v1/embeddings", headers={"If-None-Match": etag}).status == 304
     proj = request(server.url, "api/v1/embeddings/projection?run=own&tag=default:00000")
-    assert request(server.url, "api/v1/embeddings/projection?run=own&tag=default:00000", headers={"If-None-Match": proj.headers["etag"]}).status == 304
+    assert (
+        request(
+            server.url,
+            "api/v1/embeddings/projection?run=own&tag=default:00000",
+            headers={"If-None-Match": proj.headers["etag"]},
+        ).status
+        == 304
+    )
     # Only projector files change (write_embedding writes no event): the data generation stays.
     write_embedding(logdir / "own", np.eye(4), metadata=["p", "q", "r", "s"], global_step=7, tag="late")
     again = request(server.url, "api/v1/embeddings", headers={"If-None-Match": etag})
@@ -140,7 +156,11 @@ def test_new_embedding_changes_listing_and_etag_without_new_events(server, logdi
     # The same step and tag written again replaces the tensor: the projection follows.
     new = np.random.default_rng(9).normal(size=(6, 3)) * 100
     write_embedding(logdir / "own", new, metadata=list("uvwxyz"))
-    after = request(server.url, "api/v1/embeddings/projection?run=own&tag=default:00000", headers={"If-None-Match": proj.headers["etag"]})
+    after = request(
+        server.url,
+        "api/v1/embeddings/projection?run=own&tag=default:00000",
+        headers={"If-None-Match": proj.headers["etag"]},
+    )
     assert after.status == 200
     np.testing.assert_allclose(after.json()["columns"]["x"], _projector.project(new, 2)[0][:, 0])
     assert after.json()["columns"]["meta:label"] == list("uvwxyz")
@@ -160,5 +180,9 @@ def test_token_and_prefixed_runs(logdir, tmp_path):
 
 
 def test_embeddings_table_in_sql(server):
-    got = get_json(server.url, "api/v1/sql?q=" + "SELECT%20run,%20tag,%20points%20FROM%20embeddings%20WHERE%20error%20IS%20NULL%20AND%20run%20%3D%20'tbx'")
+    got = get_json(
+        server.url,
+        "api/v1/sql?q="
+        + "SELECT%20run,%20tag,%20points%20FROM%20embeddings%20WHERE%20error%20IS%20NULL%20AND%20run%20%3D%20'tbx'",
+    )
     assert got["columns"] == {"run": ["tbx"], "tag": ["words:00001"], "points": [36]}

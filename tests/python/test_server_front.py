@@ -7,7 +7,6 @@ import asyncio
 from typing import Any
 
 import numpy as np
-
 import tbscope
 from tbscope.server import make_config
 from tbscope.server.front import Front
@@ -16,7 +15,9 @@ from tbscope.server.store import Store
 ARROW = "application/vnd.apache.arrow.stream"
 
 
-async def call(app: Any, path: str, query: str = "", headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+async def call(
+    app: Any, path: str, query: str = "", headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     """One GET through an ASGI application."""
     scope = {
         "type": "http",

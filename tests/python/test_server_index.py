@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-
 from tbscope import _core
 from tbscope.server.scalars import build_index
 
@@ -47,7 +46,16 @@ def test_index_groups_every_point_of_the_tag_by_run_in_reading_order(seed):
     rng = np.random.default_rng(seed)
     runs = [f"run{i:02d}/{'abc'[i % 3]}" for i in range(int(rng.integers(1, 30)))]
     tags = ["loss", "acc", "lr", "eval/loss"][: int(rng.integers(1, 5))]
-    batches = [chunk(rng, list(rng.choice(runs, int(rng.integers(1, len(runs) + 1)), replace=False)), tags, int(rng.integers(0, 3000)), seed % 2 == 0) for _ in range(int(rng.integers(1, 5)))]
+    batches = [
+        chunk(
+            rng,
+            list(rng.choice(runs, int(rng.integers(1, len(runs) + 1)), replace=False)),
+            tags,
+            int(rng.integers(0, 3000)),
+            seed % 2 == 0,
+        )
+        for _ in range(int(rng.integers(1, 5)))
+    ]
     table = pa.Table.from_batches(batches)
     if seed % 3 == 0:
         table = table.slice(int(rng.integers(0, 50)))  # chunks that start inside a batch
@@ -59,7 +67,10 @@ def test_index_groups_every_point_of_the_tag_by_run_in_reading_order(seed):
         for i, name in enumerate(idx.names):
             a, b = idx.starts[i], idx.ends[i]
             got = list(zip(idx.step[a:b].tolist(), idx.wall_time[a:b].tolist(), idx.value[a:b].tolist()))
-            assert np.array_equal(np.array(got, dtype=float), np.array(want[name], dtype=float), equal_nan=True), (tag, name)
+            assert np.array_equal(np.array(got, dtype=float), np.array(want[name], dtype=float), equal_nan=True), (
+                tag,
+                name,
+            )
         assert idx.at == {n: i for i, n in enumerate(idx.names)}
 
 

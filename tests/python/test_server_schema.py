@@ -10,10 +10,9 @@ import math
 import numpy as np
 import pytest
 import schemathesis
+import tbscope
 from hypothesis import HealthCheck, settings
 from schemathesis import checks
-
-import tbscope
 
 CHECKS = (
     checks.not_a_server_error,
@@ -61,7 +60,9 @@ def test_api_matches_its_schema(api_server):
         ran += 1
 
         @given(case=op.as_strategy())
-        @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
+        @settings(
+            max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None
+        )
         def run(case: schemathesis.Case) -> None:
             case.call_and_validate(base_url=base, checks=CHECKS)
 

@@ -19,7 +19,7 @@ print(len(df))
 """
 
 
-def _read(logdir: Path, threads: int, out: Path, split_bytes: int) -> "object":
+def _read(logdir: Path, threads: int, out: Path, split_bytes: int) -> object:
     import pandas as pd
 
     env = dict(os.environ, TBSCOPE_SPLIT_BYTES=str(split_bytes))
@@ -39,6 +39,9 @@ def test_split_file_reads_like_one_thread(tmp_path: Path) -> None:
     many = _read(tmp_path, 2, tmp_path / "many.pkl", split_bytes=size // 10)
     assert len(one) == 40000
     for col in ("run", "tag", "step", "value", "offset"):
-        assert one[col].astype(str if col in ("run", "tag") else one[col].dtype).tolist() == many[col].astype(str if col in ("run", "tag") else many[col].dtype).tolist(), col
+        assert (
+            one[col].astype(str if col in ("run", "tag") else one[col].dtype).tolist()
+            == many[col].astype(str if col in ("run", "tag") else many[col].dtype).tolist()
+        ), col
     # Offsets strictly increase: no record read twice or skipped at a cut.
     assert many["offset"].is_monotonic_increasing and many["offset"].is_unique

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
 import tbscope
 
 tbx = pytest.importorskip("tensorboardX")

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tbscope
 from PIL import Image
+from tbscope import _pb
+from tbscope import _summary as S
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea
 from tensorboard.compat.proto import event_pb2, graph_pb2, node_def_pb2, summary_pb2, tensor_pb2
 from tensorboard.compat.tensorflow_stub import dtypes as tb_dtypes
@@ -31,10 +34,6 @@ from tensorboard.plugins.pr_curve import plugin_data_pb2 as pr_pb2
 from tensorboard.plugins.projector import projector_config_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
-
-import tbscope
-from tbscope import _pb
-from tbscope import _summary as S
 
 tbx_summary = pytest.importorskip("tensorboardX.summary")
 
@@ -140,8 +139,20 @@ def test_to_numpy_duck_types():
 
 
 _NUMPY_DTYPES = [
-    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-    np.float16, np.float32, np.float64, np.complex64, np.complex128,
+    np.bool_,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.complex64,
+    np.complex128,
 ]
 
 
@@ -225,7 +236,9 @@ def test_image_float_matches_tensorboardx(shape, dataformats):
         theirs.image.width,
         theirs.image.colorspace,
     )
-    np.testing.assert_array_equal(decode_png(ours.image.encoded_image_string), decode_png(theirs.image.encoded_image_string))
+    np.testing.assert_array_equal(
+        decode_png(ours.image.encoded_image_string), decode_png(theirs.image.encoded_image_string)
+    )
 
 
 def test_image_gray_and_uint8_match_tensorboardx():
@@ -237,7 +250,9 @@ def test_image_gray_and_uint8_match_tensorboardx():
     assert ours.colorspace == 1 and decode_png(ours.encoded_image_string).ndim == 2
     np.testing.assert_array_equal(rgb(ours.encoded_image_string), rgb(theirs.encoded_image_string))
     hw = RNG.integers(0, 256, (5, 6), dtype=np.uint8)
-    np.testing.assert_array_equal(decode_png(parse(S.image("hw", hw, dataformats="HW")).value[0].image.encoded_image_string), hw)
+    np.testing.assert_array_equal(
+        decode_png(parse(S.image("hw", hw, dataformats="HW")).value[0].image.encoded_image_string), hw
+    )
 
 
 def test_image_scaling_clips_like_torch():
@@ -245,7 +260,9 @@ def test_image_scaling_clips_like_torch():
     decoded = decode_png(parse(S.image("c", img)).value[0].image.encoded_image_string)
     # torch: (x.astype(float32) * 255).clip(0, 255).astype(uint8); NaN is 0 here.
     assert decoded.tolist() == [[0, 0, 127, 255, 255, 0, 255, 254]]
-    assert decode_png(parse(S.image("i", np.ones((1, 2, 2), dtype=np.int64))).value[0].image.encoded_image_string).tolist() == [[255, 255], [255, 255]]
+    assert decode_png(
+        parse(S.image("i", np.ones((1, 2, 2), dtype=np.int64))).value[0].image.encoded_image_string
+    ).tolist() == [[255, 255], [255, 255]]
 
 
 @pytest.mark.parametrize("dataformats", ["NCHW", "NHWC"])
@@ -459,7 +476,12 @@ def test_audio_mono_samples_like_torch(tmp_path):
     clip = np.sin(np.linspace(0, 40, 1000)).astype(np.float32) * 1.2  # peaks clip at +-1
     b = S.audio("a", clip, sample_rate=8000)
     audio = parse(b).value[0].audio
-    assert (audio.sample_rate, audio.num_channels, audio.length_frames, audio.content_type) == (8000, 1, 1000, "audio/wav")
+    assert (audio.sample_rate, audio.num_channels, audio.length_frames, audio.content_type) == (
+        8000,
+        1,
+        1000,
+        "audio/wav",
+    )
     samples, rate, channels = wav_samples(audio.encoded_audio_string)
     assert (rate, channels) == (8000, 1)
     # torch: (clip.clip(-1, 1) * np.iinfo(np.int16).max).astype("<i2")
@@ -481,7 +503,9 @@ def test_audio_stereo_squeeze_int16_and_errors():
     squeezed = parse(S.audio("m", RNG.uniform(-1, 1, (1, 300)))).value[0].audio
     assert (squeezed.num_channels, squeezed.length_frames) == (1, 300)
     pcm = np.array([0, 1000, -32768, 32767], dtype=np.int16)
-    np.testing.assert_array_equal(wav_samples(parse(S.audio("p", pcm)).value[0].audio.encoded_audio_string)[0][:, 0], pcm)
+    np.testing.assert_array_equal(
+        wav_samples(parse(S.audio("p", pcm)).value[0].audio.encoded_audio_string)[0][:, 0], pcm
+    )
     with pytest.raises(ValueError, match=r"waveform\.T"):
         S.audio("x", np.zeros((2, 100)))
     with pytest.raises(ValueError, match="empty"):
@@ -558,15 +582,27 @@ def test_hparams_domains_and_values_read_by_tensorboard_and_tbscope(tmp_path):
     assert session.hparams["nesterov"].bool_value is True
     assert session.hparams["optimizer"].string_value == "adam"
     assert "dropout" not in session.hparams
-    assert hp_metadata.parse_session_end_info_plugin_data(content[S.SESSION_END_INFO_TAG]).status == api_pb2.STATUS_SUCCESS
+    assert (
+        hp_metadata.parse_session_end_info_plugin_data(content[S.SESSION_END_INFO_TAG]).status == api_pb2.STATUS_SUCCESS
+    )
     row = tbscope.scan(tmp_path).hparams().to_pandas().iloc[0]
-    assert (row["hparam:lr"], row["hparam:layers"], row["hparam:optimizer"], bool(row["hparam:nesterov"])) == (0.01, 3.0, "adam", True)
+    assert (row["hparam:lr"], row["hparam:layers"], row["hparam:optimizer"], bool(row["hparam:nesterov"])) == (
+        0.01,
+        3.0,
+        "adam",
+        True,
+    )
 
 
 def test_hparams_typed_scalars_and_errors():
     values = {"a": np.float32(0.5), "b": np.array([7]), "c": np.bool_(False), "d": np.array([True]), "f": abs}
     hp = plugin_content(S.hparams(values, {})[1]).session_start_info.hparams
-    assert (hp["a"].number_value, hp["b"].number_value, hp["c"].bool_value, hp["f"].string_value) == (0.5, 7.0, False, "abs")
+    assert (hp["a"].number_value, hp["b"].number_value, hp["c"].bool_value, hp["f"].string_value) == (
+        0.5,
+        7.0,
+        False,
+        "abs",
+    )
     assert hp["c"].WhichOneof("kind") == hp["d"].WhichOneof("kind") == "bool_value"
     with pytest.raises(TypeError, match="'bad' is a list"):
         S.hparams({"bad": [1, 2]}, {})
@@ -594,9 +630,9 @@ def test_pr_curve_matches_tensorboardx(tmp_path, dtype, weighted):
     np.testing.assert_array_equal(tensor_util.make_ndarray(ours.tensor), tensor_util.make_ndarray(theirs.tensor))
     assert tensor_util.make_ndarray(ours.tensor).dtype == np.float32
     assert ours.metadata.plugin_data.plugin_name == theirs.metadata.plugin_data.plugin_name == "pr_curves"
-    assert pr_pb2.PrCurvePluginData.FromString(ours.metadata.plugin_data.content) == pr_pb2.PrCurvePluginData.FromString(
-        theirs.metadata.plugin_data.content
-    )
+    assert pr_pb2.PrCurvePluginData.FromString(
+        ours.metadata.plugin_data.content
+    ) == pr_pb2.PrCurvePluginData.FromString(theirs.metadata.plugin_data.content)
     acc = accumulate(write(tmp_path, S.pr_curve("pr", labels, predictions, weights=weights)))
     assert tensor_util.make_ndarray(acc.Tensors("pr")[0].tensor_proto).shape == (6, 127)
 
@@ -660,7 +696,13 @@ def test_mesh_one_summary_per_component_like_tensorboard(tmp_path):
         value = parse(b).value[0]
         assert value.tag == mesh_metadata.get_instance_name("m", content_type)
         expected = mesh_metadata.create_summary_metadata(
-            "m", None, content_type, components, arr.shape, "a tetrahedron", json_config=json.dumps(config, sort_keys=True)
+            "m",
+            None,
+            content_type,
+            components,
+            arr.shape,
+            "a tetrahedron",
+            json_config=json.dumps(config, sort_keys=True),
         )
         assert value.metadata == expected
         np.testing.assert_array_equal(tensor_util.make_ndarray(value.tensor), arr)
@@ -678,7 +720,9 @@ def test_mesh_one_summary_per_component_like_tensorboard(tmp_path):
 
 
 def test_graph_event_from_graphdef_and_bytes(tmp_path):
-    graph = graph_pb2.GraphDef(node=[node_def_pb2.NodeDef(name="x", op="Placeholder"), node_def_pb2.NodeDef(name="y", op="Relu", input=["x"])])
+    graph = graph_pb2.GraphDef(
+        node=[node_def_pb2.NodeDef(name="x", op="Placeholder"), node_def_pb2.NodeDef(name="y", op="Relu", input=["x"])]
+    )
     event = event_pb2.Event.FromString(S.graph_event(graph, wall_time=1.7e9))
     assert event.wall_time == 1.7e9 and event.graph_def == graph.SerializeToString()
     assert event_pb2.Event.FromString(S.graph_event(graph.SerializeToString())).graph_def == graph.SerializeToString()
@@ -726,8 +770,17 @@ def test_write_embedding_files_like_torch(tmp_path):
     images = RNG.random((5, 3, 6, 6), dtype=np.float32)
     S.write_embedding(tmp_path, mat, metadata=labels, label_img=images, global_step=3, tag="feat/1")
     folder = tmp_path / "00003" / "feat%2f1"
-    np.testing.assert_array_equal(np.loadtxt(folder / "tensors.tsv", delimiter="\t", dtype=np.float64).astype(np.float32), mat)
-    assert (folder / "metadata.tsv").read_text(encoding="utf-8").split("\n") == ["cat", "dog with tab", "é", "4", "5", ""]
+    np.testing.assert_array_equal(
+        np.loadtxt(folder / "tensors.tsv", delimiter="\t", dtype=np.float64).astype(np.float32), mat
+    )
+    assert (folder / "metadata.tsv").read_text(encoding="utf-8").split("\n") == [
+        "cat",
+        "dog with tab",
+        "é",
+        "4",
+        "5",
+        "",
+    ]
     sprite = decode_png((folder / "sprite.png").read_bytes())
     assert sprite.shape == (18, 18, 3)  # 3x3 cells of 6x6: ceil(sqrt(5)) = 3 to a row
     np.testing.assert_array_equal(sprite[6:12, 0:6], (images[3] * 255).astype(np.uint8).transpose(1, 2, 0))
@@ -741,11 +794,18 @@ def test_write_embedding_files_like_torch(tmp_path):
 def test_write_embedding_appends_and_replaces_per_step_and_tag(tmp_path):
     mat = RNG.normal(size=(3, 2))
     S.write_embedding(tmp_path, mat)
-    S.write_embedding(tmp_path, mat, tag="other", metadata=[["a", 1], ["b", 2], ["c", 3]], metadata_header=["name", "n"])
+    S.write_embedding(
+        tmp_path, mat, tag="other", metadata=[["a", 1], ["b", 2], ["c", 3]], metadata_header=["name", "n"]
+    )
     S.write_embedding(tmp_path, mat * 2)  # same step and tag: replaced, not duplicated
     infos = read_config(tmp_path).embeddings
     assert [i.tensor_name for i in infos] == ["other:00000", "default:00000"]
-    assert (tmp_path / "00000" / "other" / "metadata.tsv").read_text().splitlines() == ["name\tn", "a\t1", "b\t2", "c\t3"]
+    assert (tmp_path / "00000" / "other" / "metadata.tsv").read_text().splitlines() == [
+        "name\tn",
+        "a\t1",
+        "b\t2",
+        "c\t3",
+    ]
     np.testing.assert_array_equal(np.loadtxt(tmp_path / "00000" / "default" / "tensors.tsv", delimiter="\t"), mat * 2)
     with pytest.raises(ValueError, match="2 labels for 3 points"):
         S.write_embedding(tmp_path, mat, metadata=["a", "b"])
@@ -793,7 +853,11 @@ def test_every_encoder_read_back_by_tensorboard_and_tbscope(tmp_path):
     writer = EventFileWriter(str(tmp_path))
     for i, b in enumerate(summaries):
         writer.add_event(event_pb2.Event(step=1, wall_time=1.7e9 + i, summary=parse(b)))
-    writer.add_event(event_pb2.Event.FromString(S.graph_event(graph_pb2.GraphDef(node=[node_def_pb2.NodeDef(name="x", op="Placeholder")]))))
+    writer.add_event(
+        event_pb2.Event.FromString(
+            S.graph_event(graph_pb2.GraphDef(node=[node_def_pb2.NodeDef(name="x", op="Placeholder")]))
+        )
+    )
     writer.close()
     acc = accumulate(tmp_path)
     tb_plugins = {t: acc.SummaryMetadata(t).plugin_data.plugin_name for t in acc.Tags()["tensors"]}

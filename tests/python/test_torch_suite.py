@@ -14,8 +14,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def pytest_run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
 
 
 def test_without_torch_the_suite_fails():
@@ -35,9 +41,8 @@ def test_a_skip_in_the_suite_is_a_failure(tmp_path):
     suite.mkdir()
     shutil.copy(REPO / "tests" / "torch" / "conftest.py", suite / "conftest.py")
     (suite / "test_skipping.py").write_text(
-        "import pytest\n\n"
-        "def test_skips():\n    pytest.skip('no reason')\n\n"
-        "def test_passes():\n    pass\n")
+        "import pytest\n\ndef test_skips():\n    pytest.skip('no reason')\n\ndef test_passes():\n    pass\n"
+    )
     (suite / "test_module_skip.py").write_text("import pytest\n\npytest.importorskip('no_such_module')\n")
     args = ["-c", os.devnull, "--rootdir", str(suite)]
     r = pytest_run([*args, str(suite / "test_skipping.py")], suite, PYTHONPATH=str(stand_in))

@@ -15,7 +15,6 @@ import re
 
 import numpy as np
 import pytest
-
 import tbscope
 import tbscope.torch
 from tbscope.torch import Handle, watch
@@ -255,7 +254,10 @@ def test_module_selection_by_glob_regex_and_list():
     cases = {
         "block.*": (["block.act", "block.fc"], ["block.fc.bias", "block.fc.weight"]),
         "head": (["head"], ["head.bias", "head.weight"]),
-        re.compile(r"fc|head"): (["block.fc", "head"], ["block.fc.bias", "block.fc.weight", "head.bias", "head.weight"]),
+        re.compile(r"fc|head"): (
+            ["block.fc", "head"],
+            ["block.fc.bias", "block.fc.weight", "head.bias", "head.weight"],
+        ),
         ("block", "head"): (["block", "head"], ["head.bias", "head.weight"]),
     }
     for pattern, (modules, params) in cases.items():
@@ -276,7 +278,9 @@ def test_what_selects_hooks_and_raw_logs_tensors():
     assert model.hook_count() == 1  # only the call counter on the model itself
     forward_backward(model)
     assert {t.split("/")[0] for t in writer.histograms} == {"weights"}
-    np.testing.assert_array_equal(writer.tensors["weights_raw/0.weight"][0][1], model.children["0"].params["weight"].data)
+    np.testing.assert_array_equal(
+        writer.tensors["weights_raw/0.weight"][0][1], model.children["0"].params["weight"].data
+    )
     handle.remove()
     with pytest.raises(ValueError, match="what= takes one or more of"):
         watch(model, writer, what=("activations", "outputs"))
@@ -369,7 +373,9 @@ def test_with_tbscope_writer_read_by_tbscope(tmp_path):
     scalars = logdir.scalars().to_pandas()
     norms = scalars[scalars["tag"] == "activations_norm/2"]
     assert norms["step"].tolist() == [0, 2]
-    np.testing.assert_allclose(norms["value"], [np.linalg.norm(outputs[0].data), np.linalg.norm(outputs[2].data)], rtol=1e-6)
+    np.testing.assert_allclose(
+        norms["value"], [np.linalg.norm(outputs[0].data), np.linalg.norm(outputs[2].data)], rtol=1e-6
+    )
     hist = logdir.histograms().to_pandas()
     assert set(hist["tag"]) >= {"activations/0", "gradients/1", "weights/2.weight"}
     first = hist[(hist["tag"] == "activations/2") & (hist["step"] == 0)].iloc[0]

@@ -13,14 +13,12 @@ import math
 import os
 import re
 import socket
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tbscope
 from tbscope import _core
 
@@ -34,6 +32,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:tensorboard.
 
 # --------------------------------------------------------------------------------------------
 # Reading back with TensorBoard
+
 
 def event_files(d) -> list[Path]:
     return sorted(p for p in Path(d).rglob("*") if "tfevents" in p.name and p.is_file())
@@ -75,7 +74,9 @@ def tb_scalars(run_dir) -> dict[str, list[tuple[int, float, float]]]:
         md = acc.SummaryMetadata(tag)
         if md.plugin_data.plugin_name != "scalars":
             continue
-        out[tag] = [(e.step, e.wall_time, float(tensor_util.make_ndarray(e.tensor_proto).item())) for e in acc.Tensors(tag)]
+        out[tag] = [
+            (e.step, e.wall_time, float(tensor_util.make_ndarray(e.tensor_proto).item())) for e in acc.Tensors(tag)
+        ]
     return out
 
 
@@ -85,6 +86,7 @@ def f32(x: float) -> float:
 
 # --------------------------------------------------------------------------------------------
 # Scalars
+
 
 def test_add_scalar_round_trip(tmp_path):
     values = [0.5, 3, np.float32(1.25), np.float64(-2.5), np.int64(7), np.array(4.5), np.array([5.5]), True, 1e30, -0.0]
@@ -98,7 +100,7 @@ def test_add_scalar_round_trip(tmp_path):
     got = tb_scalars(tmp_path)
     assert got["loss"] == want
     assert got["step_types"] == [(10, 2000.25, 1.0), (11, 2001.5, 2.0)]
-    (step, wall, value), = got["no_step"]
+    ((step, wall, value),) = got["no_step"]
     assert (step, value) == (0, 9.0) and abs(wall - time.time()) < 60
     df = tbscope.read_scalars(tmp_path, tags="loss")
     assert df["step"].tolist() == [s for s, _, _ in want]
@@ -208,6 +210,7 @@ def test_add_scalars_torch_layout(tmp_path):
 # --------------------------------------------------------------------------------------------
 # Histograms: torch's algorithm, re-implemented from its documented behaviour, is the oracle.
 
+
 def tf_default_edges() -> np.ndarray:
     """TensorFlow's default bucket limits the way torch builds them: v = 1e-12, times 1.1 while
     below 1e20 (float64 arithmetic), mirrored to the negatives around 0."""
@@ -237,8 +240,15 @@ def torch_histogram(values, edges, max_bins=None) -> dict:
         bucket = counts[first - 1 : last + 1]
     else:
         bucket = np.concatenate([[0], counts[: last + 1]])
-    return dict(min=v.min(), max=v.max(), num=float(v.size), sum=v.sum(), sum_squares=v.dot(v),
-                bucket_limit=limits[first : last + 2].tolist(), bucket=[float(c) for c in bucket])
+    return dict(
+        min=v.min(),
+        max=v.max(),
+        num=float(v.size),
+        sum=v.sum(),
+        sum_squares=v.dot(v),
+        bucket_limit=limits[first : last + 2].tolist(),
+        bucket=[float(c) for c in bucket],
+    )
 
 
 def read_histos(run_dir, tag) -> list:
@@ -302,8 +312,9 @@ def test_histogram_max_bins_match_torch(tmp_path, max_bins):
         w.add_histogram("h", values, 0, max_bins=max_bins)
         w.add_histogram("h10", values, 0, bins=100, max_bins=max_bins)
     assert_histo_equal(read_histos(tmp_path, "h")[0], torch_histogram(values, tf_default_edges(), max_bins))
-    assert_histo_equal(read_histos(tmp_path, "h10")[0],
-                       torch_histogram(values, np.histogram_bin_edges(values, 100), max_bins))
+    assert_histo_equal(
+        read_histos(tmp_path, "h10")[0], torch_histogram(values, np.histogram_bin_edges(values, 100), max_bins)
+    )
 
 
 def test_histogram_same_as_tensorboardx(tmp_path):
@@ -321,7 +332,9 @@ def test_histogram_same_as_tensorboardx(tmp_path):
         assert list(ours.bucket_limit) == list(theirs.bucket_limit), tag
         assert list(ours.bucket) == list(theirs.bucket), tag
         assert (ours.min, ours.max, ours.num) == (theirs.min, theirs.max, theirs.num), tag
-        assert ours.sum == pytest.approx(theirs.sum, rel=1e-12) and ours.sum_squares == pytest.approx(theirs.sum_squares, rel=1e-12)
+        assert ours.sum == pytest.approx(theirs.sum, rel=1e-12) and ours.sum_squares == pytest.approx(
+            theirs.sum_squares, rel=1e-12
+        )
 
 
 def test_histogram_read_by_tbscope(tmp_path):
@@ -338,8 +351,17 @@ def test_histogram_empty_and_raw(tmp_path):
     with SummaryWriter(tmp_path) as w:
         with pytest.raises(ValueError, match="The input has no element"):
             w.add_histogram("h", np.zeros(0))
-        w.add_histogram_raw("raw", min=0.0, max=4.0, num=6, sum=10.0, sum_squares=22.0,
-                            bucket_limits=np.array([1.0, 2.0, 4.0]), bucket_counts=[1, 2, 3], global_step=2)
+        w.add_histogram_raw(
+            "raw",
+            min=0.0,
+            max=4.0,
+            num=6,
+            sum=10.0,
+            sum_squares=22.0,
+            bucket_limits=np.array([1.0, 2.0, 4.0]),
+            bucket_counts=[1, 2, 3],
+            global_step=2,
+        )
         with pytest.raises(ValueError, match=re.escape("len(bucket_limits) != len(bucket_counts)")):
             w.add_histogram_raw("raw", 0, 1, 1, 1, 1, [1.0, 2.0], [1.0])
     (h,) = read_histos(tmp_path, "raw")
@@ -355,8 +377,22 @@ def test_default_bins_attribute():
 # --------------------------------------------------------------------------------------------
 # Tensors
 
-TENSOR_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "complex64", "complex128"]
+TENSOR_DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
 def sample(dtype: str) -> np.ndarray:
@@ -365,7 +401,13 @@ def sample(dtype: str) -> np.ndarray:
         return a > 0
     if dtype.startswith("complex"):
         return (a + 1j * a[::-1]).astype(dtype)
-    return a.astype(dtype) if dtype.startswith("float") else np.abs(a).astype(dtype) if dtype.startswith("u") else a.astype(dtype)
+    return (
+        a.astype(dtype)
+        if dtype.startswith("float")
+        else np.abs(a).astype(dtype)
+        if dtype.startswith("u")
+        else a.astype(dtype)
+    )
 
 
 @pytest.mark.parametrize("dtype", TENSOR_DTYPES)
@@ -538,7 +580,9 @@ def test_file_writer_protobufs(tmp_path):
     with SummaryWriter(tmp_path) as w:
         assert w.file_writer.get_logdir() == str(tmp_path) == w._get_file_writer().get_logdir()
         w.file_writer.add_summary(Summary(value=[Summary.Value(tag="p", simple_value=2.5)]), 4, 10.0)
-        w.file_writer.add_event(Event(session_log=SessionLog(status=SessionLog.CHECKPOINT, msg="hi")), step=5, walltime=11.0)
+        w.file_writer.add_event(
+            Event(session_log=SessionLog(status=SessionLog.CHECKPOINT, msg="hi")), step=5, walltime=11.0
+        )
         w.file_writer.add_summary(Summary(value=[Summary.Value(tag="p", simple_value=3.5)]).SerializeToString(), 6)
     assert [(s, v) for s, _, v in tb_scalars(tmp_path)["p"]] == [(4, 2.5), (6, 3.5)]
     (ev,) = [e for e in raw_events(tmp_path) if e.HasField("session_log")]
@@ -575,10 +619,14 @@ def test_export_scalars_to_json(tmp_path):
 # Where the two writers disagree about a positional slot, ours follows torch and recognises
 # tensorboardX's value by its type (tested in the test_*_positional tests below).
 TBX_POSITIONAL_EXCEPTIONS = {
-    ("__init__", "log_dir"), ("__init__", "logdir"),
-    ("add_scalar", "display_name"), ("add_scalar", "summary_description"),
-    ("add_hparams", "name"), ("add_hparams", "global_step"),
-    ("add_image_with_boxes", "dataformats"), ("add_image_with_boxes", "labels"),
+    ("__init__", "log_dir"),
+    ("__init__", "logdir"),
+    ("add_scalar", "display_name"),
+    ("add_scalar", "summary_description"),
+    ("add_hparams", "name"),
+    ("add_hparams", "global_step"),
+    ("add_image_with_boxes", "dataformats"),
+    ("add_image_with_boxes", "labels"),
 }
 
 
@@ -598,7 +646,8 @@ def check_compatible(ours, their_names: list[str], method: str, exceptions=froze
             continue
         i, p = by_name[name]
         assert i == pos and p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY), (
-            f"{method}: {name!r} is at {i} ({p.kind}), theirs at {pos}")
+            f"{method}: {name!r} is at {i} ({p.kind}), theirs at {pos}"
+        )
 
 
 def test_tensorboardx_signatures():
@@ -610,9 +659,12 @@ def test_tensorboardx_signatures():
         if not callable(theirs):
             continue
         assert hasattr(SummaryWriter, name), f"tensorboardX's SummaryWriter.{name} is missing"
-        check_compatible(getattr(SummaryWriter, name), [p.name for p in params(theirs) if p.kind not in
-                                                        (p.VAR_KEYWORD, p.VAR_POSITIONAL, p.KEYWORD_ONLY)],
-                         name, TBX_POSITIONAL_EXCEPTIONS)
+        check_compatible(
+            getattr(SummaryWriter, name),
+            [p.name for p in params(theirs) if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL, p.KEYWORD_ONLY)],
+            name,
+            TBX_POSITIONAL_EXCEPTIONS,
+        )
         for p in params(theirs):
             if p.kind is p.KEYWORD_ONLY:
                 assert p.name in inspect.signature(getattr(SummaryWriter, name)).parameters, (name, p.name)
@@ -639,6 +691,7 @@ def test_public_methods_are_documented():
 
 # --------------------------------------------------------------------------------------------
 # Rich kinds: encoded by tbscope._summary, written here
+
 
 def need_summary(name: str):
     mod = pytest.importorskip("tbscope._summary", reason="tbscope._summary (the encoders) has not landed")
@@ -680,8 +733,10 @@ def test_add_hparams_default_layout_in_the_run(tmp_path):
     (row,) = hp.to_dict("records")
     assert row["run"] == "." and row["hparam:lr"] == 0.1 and row["hparam:opt"] == "adam" and row["hparam:wd"] is True
     assert tb_scalars(tmp_path)["hparam/acc"][0][2] == f32(0.9)
-    plugins = {accumulator(tmp_path).SummaryMetadata(t).plugin_data.plugin_name
-               for t in accumulator(tmp_path).Tags()["tensors"]}
+    plugins = {
+        accumulator(tmp_path).SummaryMetadata(t).plugin_data.plugin_name
+        for t in accumulator(tmp_path).Tags()["tensors"]
+    }
     assert "hparams" in plugins
 
 
@@ -721,6 +776,7 @@ def test_add_hparams_tensorboardx_positional_name(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # fsspec URLs: one new object per flush
+
 
 def test_memory_url_rotates_objects(tmp_path):
     fsspec = pytest.importorskip("fsspec")
@@ -804,8 +860,9 @@ def write_rich(w, tmp_path, media: bool) -> None:
         w.add_video("vid", rng.random((1, 3, 3, 8, 8)), 1, fps=2)
         w.add_audio("snd", np.sin(np.linspace(0, 40, 800)), 1, sample_rate=8000)
     w.add_pr_curve("pr", rng.random(50) > 0.5, rng.random(50), 1)
-    w.add_pr_curve_raw("prraw", [5, 3, 1], [4, 2, 0], [1, 3, 5], [0, 2, 4], [0.5, 0.6, 1.0], [1.0, 0.6, 0.2], 1,
-                       num_thresholds=3)
+    w.add_pr_curve_raw(
+        "prraw", [5, 3, 1], [4, 2, 0], [1, 3, 5], [0, 2, 4], [0.5, 0.6, 1.0], [1.0, 0.6, 0.2], 1, num_thresholds=3
+    )
     w.add_custom_scalars({"cat": {"chart": ["Multiline", ["a", "b"]]}})
     w.add_mesh("mesh", np.array([[[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]]), faces=np.array([[[0, 1, 2]]]), global_step=1)
     if media:  # tensorboardX's add_graph needs torch
@@ -816,8 +873,19 @@ def write_rich(w, tmp_path, media: bool) -> None:
 def test_every_rich_kind_reaches_tensorboard_like_tensorboardx(tmp_path):
     """Each rich method writes what tensorboardX writes for the same call: the same tags under
     the same plugins, as TensorBoard's own accumulator reads them."""
-    for name in ("text", "image", "images", "image_boxes", "audio", "pr_curve", "pr_curve_raw", "custom_scalars",
-                 "mesh", "graph_event", "write_embedding"):
+    for name in (
+        "text",
+        "image",
+        "images",
+        "image_boxes",
+        "audio",
+        "pr_curve",
+        "pr_curve_raw",
+        "custom_scalars",
+        "mesh",
+        "graph_event",
+        "write_embedding",
+    ):
         need_summary(name)
     pytest.importorskip("PIL")
     from tensorboardX import SummaryWriter as TbxWriter

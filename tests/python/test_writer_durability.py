@@ -20,16 +20,14 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import tbscope
 from tbscope import _core
 
 if not hasattr(_core, "EventWriter"):
     pytest.skip("the native EventWriter is not built yet (make build)", allow_module_level=True)
 
-from tfrecord_util import child_result  # noqa: E402
-
 from tbscope import SummaryWriter  # noqa: E402
+from tfrecord_util import child_result  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:tensorboard.*")
 
@@ -88,8 +86,12 @@ def test_sigkill_at_random_moments_keeps_every_flushed_point(tmp_path):
         every = rng.choice([1, 7, 100, 1000])
         max_queue = rng.choice([1, 10, 100000])
         d = tmp_path / f"trial{trial}"
-        p = subprocess.Popen([sys.executable, "-c", CRASH_CHILD, str(d), str(every), str(max_queue)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-c", CRASH_CHILD, str(d), str(every), str(max_queue)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert p.stdout.readline().strip() == "ready", p.stderr.read()
         time.sleep(rng.uniform(0.0, 0.3))
         p.send_signal(signal.SIGKILL)
@@ -135,8 +137,12 @@ time.sleep(60)
 
 @pytest.mark.parametrize("previous", ["default", "chain", "before-import"])
 def test_sigterm_flushes(tmp_path, previous):
-    p = subprocess.Popen([sys.executable, "-c", WRITE_THEN_WAIT, str(tmp_path), previous],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", WRITE_THEN_WAIT, str(tmp_path), previous],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "written", p.stderr.read()
     p.send_signal(signal.SIGTERM)
     p.wait(30)
@@ -181,13 +187,18 @@ print(json.dumps({"after_writers": ours(), "sigterm_changed": signal.getsignal(s
 def test_import_registers_nothing_until_the_first_writer(tmp_path):
     # Before: `import tbscope` registered an atexit hook and a fork hook.
     SummaryWriter(tmp_path / "run").close()
-    r = subprocess.run([sys.executable, "-c", IMPORT_THEN_WRITE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", IMPORT_THEN_WRITE, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     first, second = (json.loads(line) for line in r.stdout.splitlines())
     assert first == {"after_import": [], "signals_unchanged": True}
     # The first writer sets them, once (a second writer adds none).
     hooks = sorted(tuple(h) for h in second["after_writers"])
-    assert hooks == sorted([("atexit", "tbscope._writer.lifecycle")] + ([("fork", "tbscope._writer.lifecycle")] if hasattr(os, "register_at_fork") else []))
+    assert hooks == sorted(
+        [("atexit", "tbscope._writer.lifecycle")]
+        + ([("fork", "tbscope._writer.lifecycle")] if hasattr(os, "register_at_fork") else [])
+    )
     assert second["sigterm_changed"]
 
 
@@ -218,14 +229,19 @@ print(json.dumps({"helper": found, "all": sorted(os.sched_getaffinity(0))}))
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2, reason="the helper thread is tuned on Linux with 2+ CPUs")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+    reason="the helper thread is tuned on Linux with 2+ CPUs",
+)
 @pytest.mark.parametrize("mode", ["tuned", "plain", "off"])
 def test_histogram_helper_opt_out(tmp_path, mode):
     env = dict(os.environ)
     env.pop("TBSCOPE_HISTOGRAM_HELPER", None)
     if mode != "tuned":
         env["TBSCOPE_HISTOGRAM_HELPER"] = mode
-    r = subprocess.run([sys.executable, "-c", HELPER_THREAD, str(tmp_path), mode], capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", HELPER_THREAD, str(tmp_path), mode], capture_output=True, text=True, timeout=120, env=env
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     if mode == "off":
@@ -270,8 +286,9 @@ def test_exit_without_close_writes_everything_and_does_not_hang(tmp_path):
     pytest.importorskip("fsspec")
     url = "local://" + str(tmp_path / "remote")  # fsspec's local filesystem through a URL: the upload path
     t0 = time.monotonic()
-    res = run_child(EXIT_WITHOUT_CLOSE, str(tmp_path / "local"), url, str(tmp_path / "thread"),
-                    str(tmp_path / "held"), timeout=60)
+    res = run_child(
+        EXIT_WITHOUT_CLOSE, str(tmp_path / "local"), url, str(tmp_path / "thread"), str(tmp_path / "held"), timeout=60
+    )
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - t0 < 30
     assert tb_steps(tmp_path / "local") == [(i, float(i)) for i in range(500)]
@@ -283,6 +300,7 @@ def test_exit_without_close_writes_everything_and_does_not_hang(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # fork
+
 
 def forked(child) -> tuple[bytes, int]:
     """Run ``child()`` in a forked child; return what it reported and its exit status."""

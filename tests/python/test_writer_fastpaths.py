@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from tbscope import _core
 
 if not hasattr(_core, "EventWriter") or not hasattr(_core.EventWriter, "scalars_dict"):
@@ -51,6 +50,7 @@ def expect(step: int, d: dict) -> tuple[int, list[tuple[str, float]]]:
 # --------------------------------------------------------------------------------------------
 # log(step, dict)
 
+
 def test_log_follows_dicts_that_change_from_step_to_step(tmp_path):
     keys = [f"train/m{i}" for i in range(20)]
     base = {k: i * 0.5 for i, k in enumerate(keys)}
@@ -59,8 +59,17 @@ def test_log_follows_dicts_that_change_from_step_to_step(tmp_path):
     reordered = dict(reversed(list(base.items())))
     grown = {**base, "extra": 3.0}
     shrunk = {k: v for k, v in base.items() if k != keys[7]}
-    mixed = {"int": 7, "big": 2**70, "bool": True, "np32": np.float32(1.25), "np64": np.float64(-2.5),
-             "zero_d": np.array(4.5), "npint": np.int64(-3), "nan": float("nan"), "inf": -math.inf}
+    mixed = {
+        "int": 7,
+        "big": 2**70,
+        "bool": True,
+        "np32": np.float32(1.25),
+        "np64": np.float64(-2.5),
+        "zero_d": np.array(4.5),
+        "npint": np.int64(-3),
+        "nan": float("nan"),
+        "inf": -math.inf,
+    }
     steps = [base, base, same_objects, equal_strings, reordered, grown, shrunk, base, mixed, mixed, {}, base]
     want = []
     with SummaryWriter(tmp_path) as w:
@@ -145,10 +154,12 @@ class Counted:
 def test_each_value_is_converted_once(tmp_path):
     # Same keys, then the same first keys and a different tail, then fewer keys: the reused
     # prefix and the fresh tail together convert every value exactly once.
-    steps = [{"a": Counted(1), "b": Counted(2), "c": Counted(3)},
-             {"a": Counted(4), "b": Counted(5), "c": Counted(6)},
-             {"a": Counted(7), "b": Counted(8), "z": Counted(9), "c": Counted(10)},
-             {"a": Counted(11)}]
+    steps = [
+        {"a": Counted(1), "b": Counted(2), "c": Counted(3)},
+        {"a": Counted(4), "b": Counted(5), "c": Counted(6)},
+        {"a": Counted(7), "b": Counted(8), "z": Counted(9), "c": Counted(10)},
+        {"a": Counted(11)},
+    ]
     Counted.calls = 0
     with SummaryWriter(tmp_path) as w:
         for i, d in enumerate(steps):
@@ -195,6 +206,7 @@ def test_log_without_a_file(tmp_path):
 # --------------------------------------------------------------------------------------------
 # add_histogram
 
+
 def tf_default_edges() -> np.ndarray:
     pos = []
     v = 1e-12
@@ -214,9 +226,9 @@ def assert_like_numpy(h, values, edges) -> None:
     counts, _ = np.histogram(v, bins=edges)
     nz = np.flatnonzero(counts)
     first, last = int(nz[0]), int(nz[-1])
-    bucket = counts[first - 1:last + 1] if first > 0 else np.concatenate([[0], counts[:last + 1]])
+    bucket = counts[first - 1 : last + 1] if first > 0 else np.concatenate([[0], counts[: last + 1]])
     assert list(h.bucket) == [float(c) for c in bucket]
-    assert [x.hex() for x in h.bucket_limit] == [float(x).hex() for x in edges[first:last + 2]]
+    assert [x.hex() for x in h.bucket_limit] == [float(x).hex() for x in edges[first : last + 2]]
     assert h.num == v.size
     if np.isnan(v).any():
         assert math.isnan(h.min) and math.isnan(h.max)
@@ -236,8 +248,14 @@ def assert_like_numpy(h, values, edges) -> None:
 def special_values(edges: np.ndarray) -> np.ndarray:
     e = edges[np.isfinite(edges)]
     picks = e[:: max(1, len(e) // 50)]
-    return np.concatenate([picks, np.nextafter(picks, np.inf), np.nextafter(picks, -np.inf),
-                           [0.0, -0.0, 5e-324, -5e-324, 1e-45, np.inf, -np.inf, 3e38, -3e38]])
+    return np.concatenate(
+        [
+            picks,
+            np.nextafter(picks, np.inf),
+            np.nextafter(picks, -np.inf),
+            [0.0, -0.0, 5e-324, -5e-324, 1e-45, np.inf, -np.inf, 3e38, -3e38],
+        ]
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -309,4 +327,6 @@ def test_same_as_tensorboardx_on_a_million_float32(tmp_path):
     (ours,), (theirs,) = histos(tmp_path / "ours", "h"), histos(tmp_path / "tbx", "h")
     assert list(ours.bucket) == list(theirs.bucket) and list(ours.bucket_limit) == list(theirs.bucket_limit)
     assert (ours.min, ours.max, ours.num) == (theirs.min, theirs.max, theirs.num)
-    assert ours.sum == pytest.approx(theirs.sum, rel=1e-9) and ours.sum_squares == pytest.approx(theirs.sum_squares, rel=1e-12)
+    assert ours.sum == pytest.approx(theirs.sum, rel=1e-9) and ours.sum_squares == pytest.approx(
+        theirs.sum_squares, rel=1e-12
+    )

@@ -19,8 +19,11 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
         a = json_format.MessageToDict(a) if isinstance(a, Message) else a
         b = json_format.MessageToDict(b) if isinstance(b, Message) else b
     if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b) and type(a) is type(b):
-        return [d for f in dataclasses.fields(a)
-                for d in differences(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")]
+        return [
+            d
+            for f in dataclasses.fields(a)
+            for d in differences(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+        ]
     if isinstance(a, dict) and isinstance(b, dict):
         out = [f"{path}: key {k!r} only in the first" for k in a.keys() - b.keys()]
         out += [f"{path}: key {k!r} only in the second" for k in b.keys() - a.keys()]
@@ -40,7 +43,9 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
             if a.dtype.kind in "biufc":
                 bad = np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind in "fc" else (a == b)))
                 first = tuple(bad[0])
-                return [f"{path}: {len(bad)} of {a.size} elements differ, first at {first}: {a[first]!r} vs {b[first]!r}"]
+                return [
+                    f"{path}: {len(bad)} of {a.size} elements differ, first at {first}: {a[first]!r} vs {b[first]!r}"
+                ]
             return [f"{path}: {a!r} vs {b!r}"]
         return []
     if isinstance(a, float) and isinstance(b, float):

@@ -23,13 +23,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tbscope
 import torch
 from compare import assert_same
+from tbscope import SummaryWriter
 from tensorboard_view import Unreadable, decode_image, decode_wav, projector, view
 from torch.utils.tensorboard import SummaryWriter as TorchWriter
-
-import tbscope
-from tbscope import SummaryWriter
 
 WT = 1_700_000_000.25  # an explicit wall time, so both files hold the same one
 
@@ -123,8 +122,18 @@ def _histogram(w, _):
 
 @case("add_histogram_raw")
 def _histogram_raw(w, _):
-    w.add_histogram_raw("raw", min=-1.0, max=3.0, num=10, sum=8.5, sum_squares=20.25,
-                        bucket_limits=[0.0, 1.0, 3.0], bucket_counts=[2, 5, 3], global_step=4, walltime=WT)
+    w.add_histogram_raw(
+        "raw",
+        min=-1.0,
+        max=3.0,
+        num=10,
+        sum=8.5,
+        sum_squares=20.25,
+        bucket_limits=[0.0, 1.0, 3.0],
+        bucket_counts=[2, 5, 3],
+        global_step=4,
+        walltime=WT,
+    )
     w.add_histogram_raw("raw", -2, 2, 4, 0, 6, torch.tensor([0.0, 2.0]), torch.tensor([2, 2]), 5, WT)
 
 
@@ -178,8 +187,8 @@ def _same_off_the_outlines(tf: np.ndarray, of: np.ndarray) -> None:
     assert np.array_equal(of[~near], tf[~near])  # the rest, the labels included, does not
     red = np.zeros_like(of)
     red[..., 0], red[..., 3] = 255, 255
-    for x0, y0, x1, y1 in BOXES.tolist():  # our outline: the 2 rows just inside the top edge
-        np.testing.assert_array_equal(of[y0: y0 + 2, x0: x1 + 1], red[y0: y0 + 2, x0: x1 + 1])
+    for x0, y0, x1, _y1 in BOXES.tolist():  # our outline: the 2 rows just inside the top edge
+        np.testing.assert_array_equal(of[y0 : y0 + 2, x0 : x1 + 1], red[y0 : y0 + 2, x0 : x1 + 1])
 
 
 def _boxes_differ_only_at_the_outlines(theirs, ours):
@@ -252,7 +261,7 @@ def _video(w, _):
     # Few colours: a GIF holds them exactly, whichever encoder made it.
     frames = torch.zeros(1, 6, 3, 16, 20, dtype=torch.uint8)
     for t in range(6):
-        frames[0, t, 0, :, 3 * t:3 * t + 3] = 255
+        frames[0, t, 0, :, 3 * t : 3 * t + 3] = 255
         frames[0, t, 2, 4:8, :] = 40 * t
     w.add_video("bar", frames, 0, fps=5, walltime=WT)
     # Every uint8 level, in a batch of 3 clips (tiled 1 x 4 with a black one): torch's float32
@@ -287,21 +296,38 @@ def _pr_curve(w, _):
     w.add_pr_curve("default", labels, predictions, 0, walltime=WT)
     w.add_pr_curve("eleven", labels.bool(), predictions.double(), 1, num_thresholds=11, walltime=WT)
     # torch multiplies a numpy array by `weights` as given: a torch tensor fails there (TypeError).
-    w.add_pr_curve("weighted", labels, predictions, 2, num_thresholds=20, weights=torch.rand(300, generator=g).numpy(),
-                   walltime=WT)
+    w.add_pr_curve(
+        "weighted", labels, predictions, 2, num_thresholds=20, weights=torch.rand(300, generator=g).numpy(), walltime=WT
+    )
 
 
 @case("add_pr_curve_raw")
 def _pr_curve_raw(w, _):
-    w.add_pr_curve_raw("raw", [5, 3, 1], [4, 2, 0], [1, 3, 5], [0, 2, 4], [0.5, 0.6, 1.0], [1.0, 0.6, 0.2], 3,
-                       num_thresholds=3, walltime=WT)
+    w.add_pr_curve_raw(
+        "raw",
+        [5, 3, 1],
+        [4, 2, 0],
+        [1, 3, 5],
+        [0, 2, 4],
+        [0.5, 0.6, 1.0],
+        [1.0, 0.6, 0.2],
+        3,
+        num_thresholds=3,
+        walltime=WT,
+    )
 
 
 @case("add_custom_scalars", own_walltime=True)
 def _custom_scalars(w, _):
-    w.add_custom_scalars({"Training": {"loss": ["Multiline", ["loss/train", "loss/val"]],
-                                       "acc": ["Margin", ["acc", "acc_lo", "acc_hi"]]},
-                          "Other": {"lr": ["Multiline", [r"lr.*"]]}})
+    w.add_custom_scalars(
+        {
+            "Training": {
+                "loss": ["Multiline", ["loss/train", "loss/val"]],
+                "acc": ["Margin", ["acc", "acc_lo", "acc_hi"]],
+            },
+            "Other": {"lr": ["Multiline", [r"lr.*"]]},
+        }
+    )
 
 
 @case("add_custom_scalars_multilinechart", own_walltime=True)
@@ -342,8 +368,9 @@ def _mesh(w, _):
     vertices = torch.tensor([[[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.5]]])
     colors = torch.tensor([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [10, 20, 30]]], dtype=torch.int32)
     faces = torch.tensor([[[0, 1, 2], [0, 1, 3], [1, 2, 3]]], dtype=torch.int32)
-    w.add_mesh("tetra", vertices, colors=colors, faces=faces, config_dict={"camera": {"fov": 75}}, global_step=2,
-               walltime=WT)
+    w.add_mesh(
+        "tetra", vertices, colors=colors, faces=faces, config_dict={"camera": {"fov": 75}}, global_step=2, walltime=WT
+    )
     w.add_mesh("points", vertices * 2, global_step=3, walltime=WT)
 
 
@@ -368,14 +395,20 @@ def onnx_model_file(path: Path) -> Path:
     import onnx
     from onnx import TensorProto, helper
 
-    nodes = [helper.make_node("MatMul", ["x", "W"], ["xw"], name="matmul"),
-             helper.make_node("Add", ["xw", "b"], ["z"], name="add"),
-             helper.make_node("Relu", ["z"], ["y"], name="relu")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["xw"], name="matmul"),
+        helper.make_node("Add", ["xw", "b"], ["z"], name="add"),
+        helper.make_node("Relu", ["z"], ["y"], name="relu"),
+    ]
     graph = helper.make_graph(
-        nodes, "tiny",
+        nodes,
+        "tiny",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
-        [helper.make_tensor("W", TensorProto.FLOAT, [3, 2], [0.1] * 6), helper.make_tensor("b", TensorProto.FLOAT, [2], [0.0, 1.0])],
+        [
+            helper.make_tensor("W", TensorProto.FLOAT, [3, 2], [0.1] * 6),
+            helper.make_tensor("b", TensorProto.FLOAT, [2], [0.0, 1.0]),
+        ],
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(helper.make_model(graph), str(path))
@@ -412,12 +445,20 @@ def _embedding(w, _):
     g = gen()
     mat = torch.randn(12, 5, generator=g)
     w.add_embedding(mat, metadata=[f"point {i}" for i in range(12)], global_step=3)
-    w.add_embedding(mat[:4] * 2, metadata=[["a", 1], ["b", 2], ["c", 3], ["d", 4]], metadata_header=["name", "n"],
-                    label_img=torch.rand(4, 3, 5, 5, generator=g), tag="with/sprite")
+    w.add_embedding(
+        mat[:4] * 2,
+        metadata=[["a", 1], ["b", 2], ["c", 3], ["d", 4]],
+        metadata_header=["name", "n"],
+        label_img=torch.rand(4, 3, 5, 5, generator=g),
+        tag="with/sprite",
+    )
     w.add_embedding(torch.arange(6.0).reshape(3, 2), label_img=torch.rand(3, 3, 4, 6, generator=g), tag="wide")
     w.add_embedding(torch.randn(5, 3, generator=g), label_img=torch.rand(5, 1, 4, 4, generator=g), tag="gray")
-    w.add_embedding(torch.randn(2, 3, generator=g), label_img=torch.randint(0, 3, (2, 3, 4, 4), generator=g, dtype=torch.uint8),
-                    tag="uint8")
+    w.add_embedding(
+        torch.randn(2, 3, generator=g),
+        label_img=torch.randint(0, 3, (2, 3, 4, 4), generator=g, dtype=torch.uint8),
+        tag="uint8",
+    )
 
 
 def _bools_stay_bools(theirs, ours):
@@ -440,11 +481,25 @@ def _bools_stay_bools(theirs, ours):
 @case("add_hparams", own_walltime=True, normalise=_bools_stay_bools)
 def _hparams(w, _):
     # torch indexes a tensor hparam's first element, so a 0-d tensor fails there: one element.
-    w.add_hparams({"lr": 0.01, "batch": 32, "optimizer": "adam", "nesterov": True, "skipped": None,
-                   "tensor_hp": torch.tensor([0.5])},
-                  {"hparam/accuracy": 0.9, "hparam/loss": torch.tensor(0.25)}, run_name="trial-1")
-    w.add_hparams({"lr": 0.1, "optimizer": "sgd"}, {"hparam/accuracy": 0.7},
-                  hparam_domain_discrete={"optimizer": ["adam", "sgd"]}, run_name="trial-2", global_step=5)
+    w.add_hparams(
+        {
+            "lr": 0.01,
+            "batch": 32,
+            "optimizer": "adam",
+            "nesterov": True,
+            "skipped": None,
+            "tensor_hp": torch.tensor([0.5]),
+        },
+        {"hparam/accuracy": 0.9, "hparam/loss": torch.tensor(0.25)},
+        run_name="trial-1",
+    )
+    w.add_hparams(
+        {"lr": 0.1, "optimizer": "sgd"},
+        {"hparam/accuracy": 0.7},
+        hparam_domain_discrete={"optimizer": ["adam", "sgd"]},
+        run_name="trial-2",
+        global_step=5,
+    )
 
 
 @case("flush")
@@ -490,29 +545,55 @@ def tbscope_view(logdir: Path) -> dict[str, Any]:
     lg = tbscope.scan(logdir)
     out: dict[str, Any] = {}
     series = lg.series().to_pandas()
-    out["series"] = sorted((r.run, r.tag, r.kind, r.plugin, r.points, r.first_step, r.last_step)
-                           for r in series.itertuples())
-    out["scalars"] = sorted(map(tuple, lg.scalars().to_pandas()[["run", "tag", "step", "value"]].astype(object).values.tolist()),
-                            key=repr)
+    out["series"] = sorted(
+        (r.run, r.tag, r.kind, r.plugin, r.points, r.first_step, r.last_step) for r in series.itertuples()
+    )
+    out["scalars"] = sorted(
+        map(tuple, lg.scalars().to_pandas()[["run", "tag", "step", "value"]].astype(object).values.tolist()), key=repr
+    )
     h = lg.histograms().to_pandas()
     out["histograms"] = sorted(
-        ((r.run, r.tag, r.step, list(r.left), list(r.right), list(r.count), r.min, r.max, r.num) for r in h.itertuples()),
-        key=repr)
+        (
+            (r.run, r.tag, r.step, list(r.left), list(r.right), list(r.count), r.min, r.max, r.num)
+            for r in h.itertuples()
+        ),
+        key=repr,
+    )
     t = lg.tensors()
     tp = t.to_arrow().select(["run", "tag", "step", "dtype", "shape"]).to_pylist()
-    out["tensors"] = sorted(((r["run"], r["tag"], r["step"], r["dtype"], tuple(r["shape"]),
-                              v.tolist() if v.dtype == object else v.tobytes())
-                             for r, v in zip(tp, t.values())), key=repr)
+    out["tensors"] = sorted(
+        (
+            (
+                r["run"],
+                r["tag"],
+                r["step"],
+                r["dtype"],
+                tuple(r["shape"]),
+                v.tolist() if v.dtype == object else v.tobytes(),
+            )
+            for r, v in zip(tp, t.values())
+        ),
+        key=repr,
+    )
     out["text"] = sorted(map(tuple, lg.text().to_pandas()[["run", "tag", "step", "index", "text"]].values.tolist()))
     images = lg.images()
     rows = images.to_arrow().select(["run", "tag", "step", "index", "width", "height"]).to_pylist()
-    out["images"] = sorted(((r["run"], r["tag"], r["step"], r["index"], r["width"], r["height"],
-                             decode_image(images.blob(i)).frames) for i, r in enumerate(rows)),
-                           key=lambda row: row[:6])
+    out["images"] = sorted(
+        (
+            (r["run"], r["tag"], r["step"], r["index"], r["width"], r["height"], decode_image(images.blob(i)).frames)
+            for i, r in enumerate(rows)
+        ),
+        key=lambda row: row[:6],
+    )
     audio = lg.audio()
-    rows = audio.to_arrow().select(["run", "tag", "step", "index", "sample_rate", "num_channels", "length_frames"]).to_pylist()
-    out["audio"] = sorted((tuple(r.values()) + (decode_wav(audio.blob(i)),) for i, r in enumerate(rows)),
-                          key=lambda row: row[:7])
+    rows = (
+        audio.to_arrow()
+        .select(["run", "tag", "step", "index", "sample_rate", "num_channels", "length_frames"])
+        .to_pylist()
+    )
+    out["audio"] = sorted(
+        (tuple(r.values()) + (decode_wav(audio.blob(i)),) for i, r in enumerate(rows)), key=lambda row: row[:7]
+    )
     return out
 
 
@@ -569,7 +650,8 @@ def test_signature_accepts_torchs_calls(method):
         assert ours[i].name == p.name, f"{method}: parameter {i} is {ours[i].name!r}, torch's is {p.name!r}"
         assert ours[i].kind is p.kind, f"{method}({p.name}): {ours[i].kind} vs torch's {p.kind}"
         assert ours[i].default == p.default or (isinstance(p.default, float) and ours[i].default == p.default), (
-            f"{method}({p.name}): default {ours[i].default!r} vs torch's {p.default!r}")
+            f"{method}({p.name}): default {ours[i].default!r} vs torch's {p.default!r}"
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -583,9 +665,12 @@ def test_add_tensor_dtypes_torch_encodes_wrongly(tmp_path):
     themselves, which TensorBoard reads (bfloat16 excepted: TensorBoard's make_ndarray has no
     bfloat16 without TensorFlow), and tbscope's reader reads torch's files as torch meant them."""
     g = gen()
-    tensors = {"f16": torch.randn(5, generator=g).half(), "bf16": torch.randn(2, 3, generator=g).bfloat16(),
-               "u8": torch.tensor([250, 3, 0], dtype=torch.uint8)}
-    tensors["f16"][0] = 2 ** -24  # the smallest subnormal
+    tensors = {
+        "f16": torch.randn(5, generator=g).half(),
+        "bf16": torch.randn(2, 3, generator=g).bfloat16(),
+        "u8": torch.tensor([250, 3, 0], dtype=torch.uint8),
+    }
+    tensors["f16"][0] = 2**-24  # the smallest subnormal
     tensors["f16"][1] = -0.0
 
     def write(w, _):
@@ -602,8 +687,12 @@ def test_add_tensor_dtypes_torch_encodes_wrongly(tmp_path):
     assert isinstance(ov["bf16"].points[0].value, Unreadable)
     for logdir in (theirs, ours):
         frame = tbscope.scan(logdir).tensors()
-        got = dict(zip(frame.to_arrow().column("tag").to_pylist(), zip(frame.to_arrow().column("dtype").to_pylist(),
-                                                                         frame.values())))
+        got = dict(
+            zip(
+                frame.to_arrow().column("tag").to_pylist(),
+                zip(frame.to_arrow().column("dtype").to_pylist(), frame.values()),
+            )
+        )
         assert {tag: dtype for tag, (dtype, _) in got.items()} == {"f16": "float16", "bf16": "bfloat16", "u8": "uint8"}
         for tag, t in tensors.items():
             value = got[tag][1]
@@ -617,6 +706,7 @@ def test_default_layout_holds_the_same_points(tmp_path):
     """docs/writer.md: without layout="torch", add_scalars writes tags ``main/tag`` into the run
     itself, add_hparams writes into the run itself, and add_text keeps the tag as given. The
     points are the ones torch writes into its extra runs and tags."""
+
     def write(w):
         for step in range(3):
             w.add_scalars("loss", {"train": 1.0 / (step + 1), "val": 2.0 + step}, step, WT + step)
@@ -642,8 +732,16 @@ def test_public_attributes_match(tmp_path):
     ours = SummaryWriter(str(tmp_path / "ours"), purge_step=None, max_queue=7, flush_secs=30, filename_suffix=".x")
     try:
         public = sorted(n for n in vars(theirs) if not n.startswith("_"))
-        assert public == ["all_writers", "default_bins", "file_writer", "filename_suffix", "flush_secs", "log_dir",
-                          "max_queue", "purge_step"]
+        assert public == [
+            "all_writers",
+            "default_bins",
+            "file_writer",
+            "filename_suffix",
+            "flush_secs",
+            "log_dir",
+            "max_queue",
+            "purge_step",
+        ]
         for name in ("default_bins", "filename_suffix", "flush_secs", "max_queue", "purge_step"):
             assert getattr(ours, name) == getattr(theirs, name), name
         assert Path(ours.log_dir).name == "ours" and Path(theirs.log_dir).name == "torch"

@@ -4,11 +4,10 @@ TensorBoard's projector plugin serves it: tensor, metadata columns and rows, spr
 from __future__ import annotations
 
 import numpy as np
-import torch
-from torch.utils.tensorboard import SummaryWriter as TorchWriter
-
 import tbscope
+import torch
 from tensorboard_view import projector
+from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
 
 def metadata_columns(text: str) -> dict[str, list[str]]:
@@ -26,8 +25,13 @@ def test_torch_add_embedding_round_trip(tmp_path):
     with TorchWriter(str(tmp_path / "run")) as w:
         w.add_scalar("loss", 1.0, 0)
         w.add_embedding(torch.randn(16, 7, generator=g), metadata=[f"p{i}" for i in range(16)], global_step=2)
-        w.add_embedding(torch.randn(5, 3, generator=g, dtype=torch.float64), metadata=[["a", 1], ["b", 2], ["c", 3], ["d", 4], ["e", 5]],
-                        metadata_header=["name", "n"], label_img=torch.rand(5, 3, 6, 6, generator=g), tag="with/sprite")
+        w.add_embedding(
+            torch.randn(5, 3, generator=g, dtype=torch.float64),
+            metadata=[["a", 1], ["b", 2], ["c", 3], ["d", 4], ["e", 5]],
+            metadata_header=["name", "n"],
+            label_img=torch.rand(5, 3, 6, 6, generator=g),
+            tag="with/sprite",
+        )
         w.add_embedding(torch.arange(12.0).reshape(4, 3), tag="bare")
     want = projector(tmp_path)
     ld = tbscope.scan(tmp_path)

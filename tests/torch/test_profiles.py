@@ -9,11 +9,10 @@ import json
 from collections import Counter
 
 import pytest
+import tbscope
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 from torch.utils.tensorboard import SummaryWriter
-
-import tbscope
 
 
 @pytest.mark.parametrize("use_gzip", [False, True])

@@ -12,14 +12,13 @@ import warnings
 
 import numpy as np
 import pytest
+import tbscope
 import torch
 from compare import assert_same
-from tensorboard_view import Unreadable, view
-from torch.utils.tensorboard import SummaryWriter as TorchWriter
-
-import tbscope
 from tbscope import SummaryWriter
 from tbscope.torch import watch
+from tensorboard_view import Unreadable, view
+from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
 
 class RecordingWriter:
@@ -50,7 +49,7 @@ def test_values_are_the_modules_outputs_gradients_and_parameters():
     handle = watch(model, writer)
     x = torch.randn(5, 4)
     out = model(x)
-    (out ** 2).sum().backward()
+    (out**2).sum().backward()
     with torch.no_grad():  # the same forward pass again, by hand, without hooks
         h0 = x @ model[0].weight.T + model[0].bias
         h1 = h0.clamp(min=0)
@@ -59,8 +58,14 @@ def test_values_are_the_modules_outputs_gradients_and_parameters():
     g2 = 2 * h2
     g1 = g2 @ model[2].weight.detach()
     g0 = g1 * (h0 > 0)
-    expected = {"activations/0": h0, "activations/1": h1, "activations/2": h2,
-                "gradients/2": g2, "gradients/1": g1, "gradients/0": g0}
+    expected = {
+        "activations/0": h0,
+        "activations/1": h1,
+        "activations/2": h2,
+        "gradients/2": g2,
+        "gradients/1": g1,
+        "gradients/0": g0,
+    }
     for name, p in model.named_parameters():
         expected[f"weights/{name}"] = p.detach()
     assert set(writer.histograms) == set(expected)
@@ -94,9 +99,20 @@ def test_training_loop_read_back_by_tensorboard(tmp_path):
     assert handle.calls == 12 and not handle.active
     run = view(tmp_path)["."]
     assert sorted(run.series) == sorted(
-        f"{kind}/{name}" for kind in ("activations", "activations_norm", "activations_raw", "gradients",
-                                     "gradients_norm", "gradients_raw", "weights", "weights_norm", "weights_raw")
-        for name in (("2.weight", "2.bias") if kind.startswith("weights") else ("2",)))
+        f"{kind}/{name}"
+        for kind in (
+            "activations",
+            "activations_norm",
+            "activations_raw",
+            "gradients",
+            "gradients_norm",
+            "gradients_raw",
+            "weights",
+            "weights_norm",
+            "weights_raw",
+        )
+        for name in (("2.weight", "2.bias") if kind.startswith("weights") else ("2",))
+    )
     raw = run.series["weights_raw/2.weight"]
     assert raw.plugin == "tensor"
     assert [p.step for p in raw.points] == [100, 105, 110]
@@ -104,7 +120,8 @@ def test_training_loop_read_back_by_tensorboard(tmp_path):
         np.testing.assert_array_equal(p.value, snapshots[p.step].numpy())
     norms = run.series["weights_norm/2.weight"]
     assert [p.value for p in norms.points] == [
-        pytest.approx(float(torch.linalg.vector_norm(snapshots[s].double())), rel=1e-6) for s in (100, 105, 110)]
+        pytest.approx(float(torch.linalg.vector_norm(snapshots[s].double())), rel=1e-6) for s in (100, 105, 110)
+    ]
     hist = run.series["weights/2.weight"]
     assert hist.plugin == "histograms" and all(p.value[:, 2].sum() == 6 for p in hist.points)
     # tbscope's reader agrees.
@@ -172,7 +189,7 @@ def test_first_layer_backward_warning_is_filtered_and_nothing_else():
         warnings.simplefilter("always")
         with watch(model, RecordingWriter()):
             model(torch.randn(2, 4)).sum().backward()
-            warnings.warn("another warning", UserWarning)
+            warnings.warn("another warning", UserWarning, stacklevel=2)
     assert [str(w.message) for w in caught] == ["another warning"]
 
 

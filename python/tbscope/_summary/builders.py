@@ -262,14 +262,16 @@ def tensor_summary(tag: str, array: object, metadata: bytes | None = None) -> by
     if dtype == DT_STRING:
         proto = _tensor(DT_STRING, arr.shape, strings=_string_items(arr, "tensor_summary"))
     else:
-        little = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype)
+        little = np.ascontiguousarray(
+            arr, dtype=arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
+        )
         proto = _tensor(dtype, arr.shape, content=little.tobytes())
     return _summary(_value(tag, _V_TENSOR, proto, metadata))
 
 
-
 # ------------------------------------------------------------------------------------------------
 # Images, figures and video (encoded by .codecs)
+
 
 def _image_proto(hwc: np.ndarray, encoded: bytes) -> bytes:
     h, w, c = hwc.shape
@@ -371,7 +373,9 @@ def video(tag: str, tensor: object, fps: float = 4) -> bytes:
     taken to be in [0, 1]. C is 1 (gray), 3 (RGB) or 4 (RGBA, alpha dropped)."""
     arr = to_numpy(tensor)
     if arr.ndim != 5:
-        raise ValueError(f"video: expected a 5-D tensor [N, T, C, H, W] (batch, time, channel, height, width), got shape {arr.shape}")
+        raise ValueError(
+            f"video: expected a 5-D tensor [N, T, C, H, W] (batch, time, channel, height, width), got shape {arr.shape}"
+        )
     if arr.shape[2] not in (1, 3, 4):
         raise ValueError(f"video: C (axis 2 of [N, T, C, H, W]) must be 1, 3 or 4, got shape {arr.shape}")
     if 0 in arr.shape:
@@ -411,7 +415,11 @@ def audio(tag: str, tensor: object, sample_rate: float = 44100) -> bytes:
         # float32/float64 are scaled in their own precision, as torch's
         # `array * np.iinfo(np.int16).max` is; float16 cannot hold 32767, so it is widened, and so
         # are bools and other integer dtypes (whose values outside [-1, 1] are clipped).
-        x = arr if arr.dtype in (np.float32, np.float64) else arr.astype(np.float32 if arr.dtype.itemsize <= 2 else np.float64)
+        x = (
+            arr
+            if arr.dtype in (np.float32, np.float64)
+            else arr.astype(np.float32 if arr.dtype.itemsize <= 2 else np.float64)
+        )
         x = np.clip(np.nan_to_num(x), -1, 1)
         pcm = (x * np.iinfo(np.int16).max).astype("<i2")
     else:
@@ -523,7 +531,9 @@ def hparams(
         raise TypeError(f"hparams: metric_dict must be a dict of metric tag -> value, got {type(metric_dict).__name__}")
     domains = hparam_domain_discrete or {}
     if not isinstance(domains, Mapping):
-        raise TypeError(f"hparams: hparam_domain_discrete must be a dict of name -> list of values, got {type(domains).__name__}")
+        raise TypeError(
+            f"hparams: hparam_domain_discrete must be a dict of name -> list of values, got {type(domains).__name__}"
+        )
     values: dict[str, str | bool | float] = {}
     for name, raw in hparam_dict.items():
         if not isinstance(name, str):
@@ -637,12 +647,24 @@ def pr_curve_raw(
     """A pr_curves-plugin summary from precomputed counts: six 1-D sequences of length
     ``num_thresholds``. ``weights`` is accepted for torch's signature and ignored, as in torch."""
     n = _check_thresholds(num_thresholds, "pr_curve_raw")
-    names = ("true_positive_counts", "false_positive_counts", "true_negative_counts", "false_negative_counts", "precision", "recall")
+    names = (
+        "true_positive_counts",
+        "false_positive_counts",
+        "true_negative_counts",
+        "false_negative_counts",
+        "precision",
+        "recall",
+    )
     rows = []
-    for name, series in zip(names, (true_positive_counts, false_positive_counts, true_negative_counts, false_negative_counts, precision, recall)):
+    for name, series in zip(
+        names,
+        (true_positive_counts, false_positive_counts, true_negative_counts, false_negative_counts, precision, recall),
+    ):
         arr = to_numpy(series)
         if arr.shape != (n,) or arr.dtype.kind not in "biuf":
-            raise ValueError(f"pr_curve_raw: {name} must be {n} numbers (num_thresholds), got shape {arr.shape} dtype {arr.dtype}")
+            raise ValueError(
+                f"pr_curve_raw: {name} must be {n} numbers (num_thresholds), got shape {arr.shape} dtype {arr.dtype}"
+            )
         rows.append(arr.astype(np.float64))
     return _pr_summary(tag, np.stack(rows), n)
 
@@ -662,15 +684,21 @@ def custom_scalars(layout: Mapping[str, Mapping[str, Sequence[Any]]]) -> bytes:
     Tags in Multiline charts are regexes (TensorBoard's rule). Written under the tag
     ``custom_scalars__config__`` as a DT_STRING scalar holding the serialized Layout."""
     if not isinstance(layout, Mapping):
-        raise TypeError(f"custom_scalars: layout must be a dict of category -> {{chart title: [kind, tags]}}, got {type(layout).__name__}")
+        raise TypeError(
+            f"custom_scalars: layout must be a dict of category -> {{chart title: [kind, tags]}}, got {type(layout).__name__}"
+        )
     categories = []
     for category, charts in layout.items():
         if not isinstance(charts, Mapping):
-            raise TypeError(f"custom_scalars: layout[{category!r}] must be a dict of chart title -> [kind, tags], got {charts!r}")
+            raise TypeError(
+                f"custom_scalars: layout[{category!r}] must be a dict of chart title -> [kind, tags], got {charts!r}"
+            )
         body = _pb.bytes_field(1, str(category))  # Category.title
         for title, spec in charts.items():
             if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence) or len(spec) != 2:
-                raise ValueError(f"custom_scalars: chart {title!r} must be ['Multiline', [tags]] or ['Margin', [value, lower, upper]], got {spec!r}")
+                raise ValueError(
+                    f"custom_scalars: chart {title!r} must be ['Multiline', [tags]] or ['Margin', [value, lower, upper]], got {spec!r}"
+                )
             kind, tags = spec
             if isinstance(tags, str) or not isinstance(tags, Sequence) or not all(isinstance(t, str) for t in tags):
                 raise TypeError(f"custom_scalars: chart {title!r} needs a list of tag strings, got {tags!r}")
@@ -678,7 +706,9 @@ def custom_scalars(layout: Mapping[str, Mapping[str, Sequence[Any]]]) -> bytes:
                 content = _pb.message_field(2, b"".join(_pb.bytes_field(1, t, keep_default=True) for t in tags))
             elif kind == "Margin":
                 if len(tags) != 3:
-                    raise ValueError(f"custom_scalars: Margin chart {title!r} needs [value, lower, upper] tags, got {tags!r}")
+                    raise ValueError(
+                        f"custom_scalars: Margin chart {title!r} needs [value, lower, upper] tags, got {tags!r}"
+                    )
                 series = b"".join(_pb.bytes_field(i + 1, t) for i, t in enumerate(tags))
                 content = _pb.message_field(3, _pb.message_field(1, series))  # Chart.margin{series}
             else:
@@ -717,7 +747,9 @@ def mesh(
             continue
         arr = to_numpy(given)
         if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype.kind not in "biuf":
-            raise ValueError(f"mesh: {name.lower()} must be numbers of shape [B, N, 3], got shape {arr.shape} dtype {arr.dtype}")
+            raise ValueError(
+                f"mesh: {name.lower()} must be numbers of shape [B, N, 3], got shape {arr.shape} dtype {arr.dtype}"
+            )
         if name == "FACE" and arr.dtype.kind == "f" and not np.array_equal(arr, np.floor(arr)):
             raise ValueError("mesh: faces must be integer vertex indices")
         if name == "COLOR" and arr.dtype.kind == "f":
@@ -737,7 +769,9 @@ def mesh(
             + _pb.int_field(7, components)
         )
         metadata = tensor_metadata("mesh", content, display_name, description)
-        proto = _tensor(dtype, arr.shape, content=np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes())
+        proto = _tensor(
+            dtype, arr.shape, content=np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+        )
         out.append(_summary(_value(f"{tag}_{name}", _V_TENSOR, proto, metadata)))
     return out
 
@@ -784,7 +818,9 @@ def graph_events(
         graph = model_or_graph.SerializeToString()
     elif _is_torch_module(model_or_graph):
         if input_to_model is None:
-            raise ValueError("graph_event: tracing a torch module needs input_to_model (a tensor or tuple of tensors it accepts)")
+            raise ValueError(
+                "graph_event: tracing a torch module needs input_to_model (a tensor or tuple of tensors it accepts)"
+            )
         try:
             from torch.utils.tensorboard._pytorch_graph import graph as trace_graph
         except ImportError as err:
@@ -805,7 +841,9 @@ def graph_events(
     head = _pb.double_field(_EV_WALL_TIME, now, keep_default=True)
     events = [head + _pb.bytes_field(_EV_GRAPH_DEF, graph, keep_default=True)]
     if run_metadata is not None:
-        tagged = _pb.bytes_field(_TRM_TAG, "step1") + _pb.bytes_field(_TRM_RUN_METADATA, run_metadata, keep_default=True)
+        tagged = _pb.bytes_field(_TRM_TAG, "step1") + _pb.bytes_field(
+            _TRM_RUN_METADATA, run_metadata, keep_default=True
+        )
         events.append(head + _pb.message_field(_EV_TAGGED_RUN_METADATA, tagged))
     return events
 
@@ -831,8 +869,10 @@ def onnx_graph_event(path: str | os.PathLike[str], *, wall_time: float | None = 
     except ImportError:
         pass
     if not converters:
-        raise ImportError("add_onnx_graph converts ONNX graphs with torch's (or tensorboardX's) converter: "
-                          "pip install torch onnx (or tensorboardX onnx)")
+        raise ImportError(
+            "add_onnx_graph converts ONNX graphs with torch's (or tensorboardX's) converter: "
+            "pip install torch onnx (or tensorboardX onnx)"
+        )
     try:
         import onnx  # noqa: F401 - both converters import it lazily; say so before they fail
     except ImportError:

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-
 # ------------------------------------------------------------------------------------------------
 # Images
 
@@ -29,7 +28,9 @@ def _check_formats(dataformats: object, ndim: int, shape: tuple[int, ...], what:
             "'NCHW' or 'NHWC' (4-D), 'CHW' or 'HWC' (3-D), 'HW' (2-D)"
         )
     if ndim != len(fmt):
-        raise ValueError(f"{what}: dataformats={dataformats!r} describes a {len(fmt)}-D tensor, but the shape is {shape}")
+        raise ValueError(
+            f"{what}: dataformats={dataformats!r} describes a {len(fmt)}-D tensor, but the shape is {shape}"
+        )
     return fmt
 
 

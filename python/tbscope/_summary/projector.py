@@ -15,7 +15,6 @@ import numpy as np
 from tbscope._summary.builders import to_numpy
 from tbscope._summary.codecs import _grid, _to_uint8, encode_png
 
-
 # ------------------------------------------------------------------------------------------------
 # Embeddings (the projector plugin reads files, not events)
 
@@ -51,18 +50,24 @@ def write_embedding(
     writing the same step and tag again replaces the files)."""
     arr = to_numpy(mat)
     if arr.ndim != 2 or arr.dtype.kind not in "biuf":
-        raise ValueError(f"write_embedding: mat must be a 2-D array of numbers [points, dimensions], got shape {arr.shape} dtype {arr.dtype}")
+        raise ValueError(
+            f"write_embedding: mat must be a 2-D array of numbers [points, dimensions], got shape {arr.shape} dtype {arr.dtype}"
+        )
     n = arr.shape[0]
     step = 0 if global_step is None else int(global_step)
     subdir = f"{step:05d}/{_encode_path_part(tag)}"
     save_path = os.path.join(os.fspath(logdir), *subdir.split("/"))
     if os.path.exists(save_path) and not os.path.isdir(save_path):
-        raise NotADirectoryError(f"write_embedding: {save_path} exists and is a file; remove it or use another tag/step")
+        raise NotADirectoryError(
+            f"write_embedding: {save_path} exists and is a file; remove it or use another tag/step"
+        )
     rows: list[str] | None = None
     if metadata is not None:
         labels = list(metadata)
         if len(labels) != n:
-            raise ValueError(f"write_embedding: metadata has {len(labels)} labels for {n} points; give one per row of mat")
+            raise ValueError(
+                f"write_embedding: metadata has {len(labels)} labels for {n} points; give one per row of mat"
+            )
         if metadata_header:
             header = [_tsv_cell(h) for h in metadata_header]
             for label in labels:
@@ -78,9 +83,13 @@ def write_embedding(
     if label_img is not None:
         imgs = to_numpy(label_img)
         if imgs.ndim != 4 or imgs.shape[0] != n:
-            raise ValueError(f"write_embedding: label_img must be [N, C, H, W] with N = {n} points, got shape {imgs.shape}")
+            raise ValueError(
+                f"write_embedding: label_img must be [N, C, H, W] with N = {n} points, got shape {imgs.shape}"
+            )
         if imgs.shape[1] not in (1, 3, 4) or 0 in imgs.shape:
-            raise ValueError(f"write_embedding: label_img needs 1, 3 or 4 channels on axis 1 and non-empty images, got shape {imgs.shape}")
+            raise ValueError(
+                f"write_embedding: label_img needs 1, 3 or 4 channels on axis 1 and non-empty images, got shape {imgs.shape}"
+            )
         side = math.ceil(math.sqrt(n))
         tiles = _grid(_to_uint8(imgs, "write_embedding"), ncols=side)
         # A square grid of side x side cells, as torch makes it; the projector finds each

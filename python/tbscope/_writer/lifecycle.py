@@ -131,7 +131,6 @@ def install_hooks() -> None:
         os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-
 def register(writer: _Live) -> None:
     """Count ``writer`` among the live ones (it leaves the set when it is garbage)."""
     with _LIVE_LOCK:

@@ -14,7 +14,6 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tbscope._mirror import split_url as _split_url
 from tbscope._writer.lifecycle import _leak
 
 if TYPE_CHECKING:
@@ -24,17 +23,50 @@ if TYPE_CHECKING:
 class _Sink(Protocol):
     """What a run's event destination offers: the native ``EventWriter`` or a stand-in."""
 
-    def scalar(self, tag: str, value: float, step: int | None = None, wall_time: float | None = None,
-               new_style: bool = False, double_precision: bool = False) -> None: ...
-    def scalars(self, tags: Sequence[str], values: Sequence[float], step: int | None = None,
-                wall_time: float | None = None) -> None: ...
-    def histogram(self, tag: str, values: Any, step: int | None = None, wall_time: float | None = None,
-                  edges: Any = None, max_bins: int | None = None) -> None: ...
-    def histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
-                      bucket_limits: Sequence[float], bucket_counts: Sequence[float],
-                      step: int | None = None, wall_time: float | None = None) -> None: ...
-    def tensor(self, tag: str, data: Any, dtype: int, shape: Sequence[int], step: int | None = None,
-               wall_time: float | None = None, metadata: bytes | None = None) -> None: ...
+    def scalar(
+        self,
+        tag: str,
+        value: float,
+        step: int | None = None,
+        wall_time: float | None = None,
+        new_style: bool = False,
+        double_precision: bool = False,
+    ) -> None: ...
+    def scalars(
+        self, tags: Sequence[str], values: Sequence[float], step: int | None = None, wall_time: float | None = None
+    ) -> None: ...
+    def histogram(
+        self,
+        tag: str,
+        values: Any,
+        step: int | None = None,
+        wall_time: float | None = None,
+        edges: Any = None,
+        max_bins: int | None = None,
+    ) -> None: ...
+    def histogram_raw(
+        self,
+        tag: str,
+        min: float,
+        max: float,
+        num: float,
+        sum: float,
+        sum_squares: float,
+        bucket_limits: Sequence[float],
+        bucket_counts: Sequence[float],
+        step: int | None = None,
+        wall_time: float | None = None,
+    ) -> None: ...
+    def tensor(
+        self,
+        tag: str,
+        data: Any,
+        dtype: int,
+        shape: Sequence[int],
+        step: int | None = None,
+        wall_time: float | None = None,
+        metadata: bytes | None = None,
+    ) -> None: ...
     def summary(self, summary: bytes, step: int | None = None, wall_time: float | None = None) -> None: ...
     def event(self, event: bytes) -> None: ...
     def flush(self, fsync: bool = False) -> None: ...
@@ -86,6 +118,7 @@ def _purge_events(step: int) -> list[bytes]:
 
 # --------------------------------------------------------------------------------------------
 # Stand-ins for the native writer.
+
 
 class _Null:
     """``write_to_disk=False``: everything is accepted and dropped."""
@@ -209,6 +242,8 @@ class _Run:
 # File names.
 
 _COUNTER = itertools.count()
+
+
 def _hostname() -> str:
     return socket.gethostname()
 

@@ -10,12 +10,48 @@ from typing import Any
 import numpy as np
 
 from tbscope import _mirror
-from tbscope.reader import Logdir, scan
-from tbscope.compat._events import _tb, _tb_available, AUDIO, AudioEvent, COMPRESSED_HISTOGRAMS, CompressedHistogramEvent, DEFAULT_SIZE_GUIDANCE, GRAPH, HistogramEvent, HISTOGRAMS, HistogramValue, ImageEvent, IMAGES, META_GRAPH, NORMAL_HISTOGRAM_BPS, RUN_METADATA, ScalarEvent, SCALARS, TensorEvent, TENSORS
-from tbscope.compat._loader import _Loader, _MAX_WRITER_NAME_LEN, _replay
-from tbscope.compat._reservoir import _sample, _Sampled, Reservoir
+from tbscope.compat._events import (
+    AUDIO,
+    COMPRESSED_HISTOGRAMS,
+    DEFAULT_SIZE_GUIDANCE,
+    GRAPH,
+    HISTOGRAMS,
+    IMAGES,
+    META_GRAPH,
+    NORMAL_HISTOGRAM_BPS,
+    RUN_METADATA,
+    SCALARS,
+    TENSORS,
+    AudioEvent,
+    CompressedHistogramEvent,
+    HistogramEvent,
+    HistogramValue,
+    ImageEvent,
+    ScalarEvent,
+    TensorEvent,
+    _tb,
+    _tb_available,
+)
+from tbscope.compat._loader import _MAX_WRITER_NAME_LEN, _Loader, _replay
+from tbscope.compat._reservoir import Reservoir, _sample, _Sampled
 from tbscope.compat._run import _blobs, _Records, _Run
-from tbscope.compat._wire import _EMPTY_IDX, _AUDIO, _EV_GRAPH, _EV_META_GRAPH, _EV_RUN_METADATA, _Files, _HISTO, _IMAGE, _last_limits, _META_GRAPH_TAG, _plugin_of, _RUN_GRAPH_TAG, _SIMPLE, _TENSOR
+from tbscope.compat._wire import (
+    _AUDIO,
+    _EMPTY_IDX,
+    _EV_GRAPH,
+    _EV_META_GRAPH,
+    _EV_RUN_METADATA,
+    _HISTO,
+    _IMAGE,
+    _META_GRAPH_TAG,
+    _RUN_GRAPH_TAG,
+    _SIMPLE,
+    _TENSOR,
+    _Files,
+    _last_limits,
+    _plugin_of,
+)
+from tbscope.reader import Logdir, scan
 
 
 def _compress_histogram(h: Any, bps: Sequence[float]) -> list[tuple[float, float]]:
@@ -253,7 +289,9 @@ class EventAccumulator(_Accumulator):
         self.scalars = Reservoir(self, SCALARS, sizes[SCALARS])
         self.summary_metadata: dict[str, Any] = {}
         self.histograms = Reservoir(self, HISTOGRAMS, sizes[HISTOGRAMS])
-        self.compressed_histograms = Reservoir(self, COMPRESSED_HISTOGRAMS, sizes[COMPRESSED_HISTOGRAMS], always_keep_last=False)
+        self.compressed_histograms = Reservoir(
+            self, COMPRESSED_HISTOGRAMS, sizes[COMPRESSED_HISTOGRAMS], always_keep_last=False
+        )
         self.images = Reservoir(self, IMAGES, sizes[IMAGES])
         self.audios = Reservoir(self, AUDIO, sizes[AUDIO])
         self.tensors = Reservoir(self, TENSORS, sizes[TENSORS])
@@ -295,7 +333,9 @@ class EventAccumulator(_Accumulator):
             md = run.first_metadata(tag)
             if md is None or tag in (_RUN_GRAPH_TAG, _META_GRAPH_TAG) or _EV_RUN_METADATA in run.fields(tag):
                 continue
-            self.summary_metadata[tag] = _tb("summary_metadata").summary_pb2.SummaryMetadata.FromString(md) if _tb_available() else md
+            self.summary_metadata[tag] = (
+                _tb("summary_metadata").summary_pb2.SummaryMetadata.FromString(md) if _tb_available() else md
+            )
             name, content = _plugin_of(md)
             if name:
                 self._plugin_to_tag_to_content[name][tag] = content
@@ -362,7 +402,9 @@ class EventAccumulator(_Accumulator):
         cols = [t.column(c, idx).tolist() for c in ("min", "max", "num", "sum", "sum_squares")]
         rights = t.column("right", idx)
         counts = t.column("count", idx)
-        lasts = _last_limits(run.dir, [t.files[c] for c in t.file_codes[idx].tolist()], t.offsets[idx].tolist(), [tag] * len(idx))
+        lasts = _last_limits(
+            run.dir, [t.files[c] for c in t.file_codes[idx].tolist()], t.offsets[idx].tolist(), [tag] * len(idx)
+        )
         out = []
         for i, (w, s) in enumerate(zip(t.walls[idx].tolist(), t.steps[idx].tolist())):
             limits, bucket = np.asarray(rights[i]).tolist(), np.asarray(counts[i]).tolist()
@@ -472,5 +514,5 @@ class EventAccumulator(_Accumulator):
 
     def PluginTagToContent(self, plugin_name: str) -> dict[str, bytes]:
         if plugin_name not in self._plugin_to_tag_to_content:
-            raise KeyError("Plugin %r could not be found." % plugin_name)
+            raise KeyError(f"Plugin {plugin_name!r} could not be found.")
         return self._plugin_to_tag_to_content[plugin_name]

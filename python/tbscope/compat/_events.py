@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-
 # --------------------------------------------------------------------------------------------
 # Constants (tensorboard.backend.event_processing.tag_types / event_accumulator)
 # --------------------------------------------------------------------------------------------

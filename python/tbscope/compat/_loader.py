@@ -12,7 +12,6 @@ import numpy as np
 from tbscope import _core
 from tbscope.compat._wire import _EMPTY_IDX
 
-
 # --------------------------------------------------------------------------------------------
 # TensorBoard's loaders and event processing, replayed over record heads
 # --------------------------------------------------------------------------------------------
@@ -242,7 +241,7 @@ def _replay(loader: _Loader, purge: bool, plugin: bool) -> _Replay:
         if v is not None:
             version_at[i] = _parse_file_version(v)
             has_version[i] = True
-    for code, f in enumerate(files):
+    for f in files:
         ws = loader.heads[f].writers
         if ws:
             offs, pos = by_file[f]
@@ -292,8 +291,20 @@ def _replay(loader: _Loader, purge: bool, plugin: bool) -> _Replay:
             tag_pos = np.asarray(found, dtype=np.int64)
     first_wall = float(walls[0]) if n else None
     return _Replay(
-        files, by_file, codes, offsets, steps, first_wall, writer, file_version, mrs, mrw,
-        purge_pos, steps[purge_pos], tag_pos, steps[tag_pos],
+        files,
+        by_file,
+        codes,
+        offsets,
+        steps,
+        first_wall,
+        writer,
+        file_version,
+        mrs,
+        mrw,
+        purge_pos,
+        steps[purge_pos],
+        tag_pos,
+        steps[tag_pos],
     )
 
 

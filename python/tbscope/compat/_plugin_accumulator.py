@@ -11,12 +11,22 @@ from typing import Any
 import numpy as np
 
 from tbscope.compat._accumulator import _Accumulator
-from tbscope.compat._events import _tb, GRAPH, META_GRAPH, RUN_METADATA, TensorEvent, TENSORS
-from tbscope.compat._reservoir import _sample, _Sampled, _TagReservoir, _TENSOR_RESERVOIR_KEY, Reservoir
-from tbscope.compat._run import _Records
+from tbscope.compat._events import GRAPH, META_GRAPH, RUN_METADATA, TENSORS, TensorEvent, _tb
 from tbscope.compat._loader import _W_GRAPH
-from tbscope.compat._wire import _RUN_GRAPH_TAG, _AUDIO, _EV_GRAPH, _EV_RUN_METADATA, _Files, _HISTO, _IMAGE, _NO_PROBE, _SIMPLE, _TENSOR
-
+from tbscope.compat._reservoir import _TENSOR_RESERVOIR_KEY, Reservoir, _sample, _Sampled, _TagReservoir
+from tbscope.compat._run import _Records
+from tbscope.compat._wire import (
+    _AUDIO,
+    _EV_GRAPH,
+    _EV_RUN_METADATA,
+    _HISTO,
+    _IMAGE,
+    _NO_PROBE,
+    _RUN_GRAPH_TAG,
+    _SIMPLE,
+    _TENSOR,
+    _Files,
+)
 
 #: plugin_event_accumulator.DEFAULT_SIZE_GUIDANCE
 DEFAULT_SIZE_GUIDANCE = {TENSORS: 500}
@@ -164,7 +174,14 @@ class PluginEventAccumulator(_Accumulator):
         idx = idx[np.isin(t.offsets[idx], offsets)]
         if len(idx) != len(offsets):
             return None
-        idx = idx[np.argsort(np.searchsorted(offsets, t.offsets[idx]) if np.all(offsets[:-1] <= offsets[1:]) else np.arange(len(idx)), kind="stable")]
+        idx = idx[
+            np.argsort(
+                np.searchsorted(offsets, t.offsets[idx])
+                if np.all(offsets[:-1] <= offsets[1:])
+                else np.arange(len(idx)),
+                kind="stable",
+            )
+        ]
         walls = t.walls[idx]
         if np.isnan(walls).any():
             return None
@@ -220,12 +237,14 @@ class PluginEventAccumulator(_Accumulator):
                     rec = run.seen_records(tag)
                     pos = run.record_positions(rec)
                     # the first record of each file (migration's memory is per file)
-                    for rel, which in rec.per_file():
+                    for _rel, which in rec.per_file():
                         which = which[pos[which] >= 0]
                         if not len(which):
                             continue
                         got = None
-                        for _, _, v in self._migrated(tag, _Records(rec.names, rec.file_codes[which[:1]], rec.offsets[which[:1]])):
+                        for _, _, v in self._migrated(
+                            tag, _Records(rec.names, rec.file_codes[which[:1]], rec.offsets[which[:1]])
+                        ):
                             if v.HasField("metadata"):
                                 got = v.metadata
                                 break
@@ -240,7 +259,7 @@ class PluginEventAccumulator(_Accumulator):
 
     def PluginTagToContent(self, plugin_name: str) -> dict[str, bytes]:
         if plugin_name not in self._plugin_to_tag_to_content:
-            raise KeyError("Plugin %r could not be found." % plugin_name)
+            raise KeyError(f"Plugin {plugin_name!r} could not be found.")
         return dict(self._plugin_to_tag_to_content[plugin_name])
 
     def ActivePlugins(self) -> frozenset[str]:

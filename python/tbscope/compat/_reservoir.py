@@ -88,7 +88,7 @@ def _sample(
 def _check_size(size: Any) -> None:
     """``reservoir.Reservoir``'s check, with its message."""
     if size < 0 or size != round(size):
-        raise ValueError("size must be nonnegative integer, was %s" % size)
+        raise ValueError(f"size must be nonnegative integer, was {size}")
 
 
 class _OwnBucket:
@@ -161,7 +161,7 @@ class Reservoir:
         if own is not None:
             return list(own.items)
         if key not in self._replayed_keys():
-            raise KeyError("Key %s was not found in Reservoir" % key)
+            raise KeyError(f"Key {key} was not found in Reservoir")
         items: list[Any] = self._owner._items(self._bucket, key)
         return items
 
@@ -200,7 +200,7 @@ class _TagReservoir(Reservoir):
         if own is not None:
             return list(own.items)
         if key != _TENSOR_RESERVOIR_KEY:
-            raise KeyError("Key %s was not found in Reservoir" % key)
+            raise KeyError(f"Key {key} was not found in Reservoir")
         items: list[Any] = self._owner._items(self._bucket, key)
         return items
 

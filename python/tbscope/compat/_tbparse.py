@@ -7,17 +7,63 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tbscope.frames import to_ndarray
 from tbscope import _mirror
-from tbscope.reader import scan
-from tbscope.compat._accumulator import EventAccumulator
-from tbscope.compat._events import _tb, AUDIO, GRAPH, HISTOGRAMS, IMAGES, META_GRAPH, RUN_METADATA, SCALARS, STORE_EVERYTHING_SIZE_GUIDANCE, TENSORS
-from tbscope.compat._loader import _Loader, _replay, _Replay
-from tbscope.compat._reservoir import _sample
-from tbscope.compat._run import _blob_locations, _KIND_METHOD, _read_blobs, _Table
 from tbscope.compat import _tbparse_helpers as _helpers
-from tbscope.compat._tbparse_frames import _concat_long, _decode_image, _decode_wav, _empty_long, _from_table, _HIST_FIELDS, _hparams_items, _Long, _merge, _objects, _pairs, _ranks, _sort_rows, _SSI_TAG, _str_column, _TEXT_SUFFIX, _TYPE_ORDER, ALL_EVENT_TYPES, ALL_EXTRA_COLUMNS, HPARAMS, TEXT
-from tbscope.compat._wire import _EMPTY_IDX, _AUDIO, _DT_BOOL, _Files, _HISTO, _IMAGE, _INT_DTYPES, _last_limits, _Probe, _probe_event, _SIMPLE, _TENSOR
+from tbscope.compat._accumulator import EventAccumulator
+from tbscope.compat._events import (
+    AUDIO,
+    GRAPH,
+    HISTOGRAMS,
+    IMAGES,
+    META_GRAPH,
+    RUN_METADATA,
+    SCALARS,
+    STORE_EVERYTHING_SIZE_GUIDANCE,
+    TENSORS,
+    _tb,
+)
+from tbscope.compat._loader import _Loader, _Replay, _replay
+from tbscope.compat._reservoir import _sample
+from tbscope.compat._run import _KIND_METHOD, _blob_locations, _read_blobs, _Table
+from tbscope.compat._tbparse_frames import (
+    _HIST_FIELDS,
+    _SSI_TAG,
+    _TEXT_SUFFIX,
+    _TYPE_ORDER,
+    ALL_EVENT_TYPES,
+    ALL_EXTRA_COLUMNS,
+    HPARAMS,
+    TEXT,
+    _concat_long,
+    _decode_image,
+    _decode_wav,
+    _empty_long,
+    _from_table,
+    _hparams_items,
+    _Long,
+    _merge,
+    _objects,
+    _pairs,
+    _ranks,
+    _sort_rows,
+    _str_column,
+)
+from tbscope.compat._wire import (
+    _AUDIO,
+    _DT_BOOL,
+    _EMPTY_IDX,
+    _HISTO,
+    _IMAGE,
+    _INT_DTYPES,
+    _SIMPLE,
+    _TENSOR,
+    _Files,
+    _last_limits,
+    _Probe,
+    _probe_event,
+)
+from tbscope.frames import to_ndarray
+from tbscope.reader import scan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -205,8 +251,12 @@ class _Tree:
         idx = self.legacy_rows(t, _HISTO, HISTOGRAMS)
         fields: dict[str, Any] = {"counts": _objects([np.asarray(a, dtype=np.float64) for a in t.column("count", idx)])}
         # tbscope's table ends the last bucket at max; tbparse lists the limit as written
-        lasts = _last_limits(self.dir, [t.files[c] for c in t.file_codes[idx].tolist()], t.offsets[idx].tolist(),
-                             [t.tags[c] for c in t.tag_codes[idx].tolist()])
+        lasts = _last_limits(
+            self.dir,
+            [t.files[c] for c in t.file_codes[idx].tolist()],
+            t.offsets[idx].tolist(),
+            [t.tags[c] for c in t.tag_codes[idx].tolist()],
+        )
         limits = [np.array(a, dtype=np.float64) for a in t.column("right", idx)]
         for lim, last in zip(limits, lasts):
             if len(lim) and last is not None:
@@ -445,7 +495,9 @@ class SummaryReader:
             fields = ["value"] + [f for f in ("height", "width") if f in self._extra_columns]
             suffixes = [""] + fields[1:]
         elif event_type == AUDIO:
-            fields = ["value"] + [f for f in ("content_type", "length_frames", "sample_rate") if f in self._extra_columns]
+            fields = ["value"] + [
+                f for f in ("content_type", "length_frames", "sample_rate") if f in self._extra_columns
+            ]
             suffixes = [""] + fields[1:]
         else:
             fields, suffixes = ["value"], [""]

@@ -16,8 +16,7 @@ from tbscope.compat._run import _Table
 from tbscope.compat._wire import _EMPTY_IDX, _walk
 
 if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow as pa
+    pass
 
 
 # --------------------------------------------------------------------------------------------
@@ -28,8 +27,21 @@ HPARAMS = "hparams"
 TEXT = "text"
 ALL_EVENT_TYPES = frozenset((SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO, HPARAMS, TEXT))
 ALL_EXTRA_COLUMNS = frozenset(
-    ("dir_name", "file_name", "wall_time", "min", "max", "num", "sum", "sum_squares",
-     "width", "height", "content_type", "length_frames", "sample_rate")
+    (
+        "dir_name",
+        "file_name",
+        "wall_time",
+        "min",
+        "max",
+        "num",
+        "sum",
+        "sum_squares",
+        "width",
+        "height",
+        "content_type",
+        "length_frames",
+        "sample_rate",
+    )
 )
 _TYPE_ORDER = (IMAGES, AUDIO, HISTOGRAMS, SCALARS, TENSORS, HPARAMS, TEXT)
 _SSI_TAG = "_hparams_/session_start_info"
@@ -100,7 +112,9 @@ def _concat_long(parts: list[_Long]) -> _Long:
             fields[n] = np.concatenate(vals)
         else:
             # Python scalars, as tbparse's per-row lists hold them
-            objs = [v if isinstance(v, np.ndarray) and v.dtype == object else _objects(np.asarray(v).tolist()) for v in vals]
+            objs = [
+                v if isinstance(v, np.ndarray) and v.dtype == object else _objects(np.asarray(v).tolist()) for v in vals
+            ]
             fields[n] = np.concatenate(objs)
     steps = [p.step for p in parts]
     merged = _Long(

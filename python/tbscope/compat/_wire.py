@@ -12,7 +12,6 @@ import numpy as np
 
 from tbscope import _core
 
-
 # --------------------------------------------------------------------------------------------
 # Protobuf wire format: just enough to classify a record without TensorBoard's protos
 # --------------------------------------------------------------------------------------------
@@ -210,7 +209,9 @@ def _scan_file_for_tag(path: str, tag: str) -> list[tuple[int, int, float]]:
     return out
 
 
-def _last_limits(directory: str, files: Sequence[str], offsets: Sequence[int], tags: Sequence[str]) -> list[float | None]:
+def _last_limits(
+    directory: str, files: Sequence[str], offsets: Sequence[int], tags: Sequence[str]
+) -> list[float | None]:
     """The writer's last ``bucket_limit`` of the legacy histogram of each (file, offset, tag):
     tbscope's table keeps ``max`` there (RustBoard's edges), TensorBoard and tbparse the limit
     as written (often DBL_MAX)."""

@@ -163,7 +163,9 @@ def _matcher(modules: ModulePattern | Iterable[ModulePattern]) -> Any:
     def match(name: str) -> bool:
         # Globs match the whole dotted name (`*` crosses dots); a regex matches anywhere, as
         # re.search does: the same rules as tbscope's tag filters.
-        return any(p.search(name) is not None if isinstance(p, re.Pattern) else fnmatch.fnmatchcase(name, p) for p in patterns)
+        return any(
+            p.search(name) is not None if isinstance(p, re.Pattern) else fnmatch.fnmatchcase(name, p) for p in patterns
+        )
 
     return match
 
@@ -214,17 +216,23 @@ def watch(
     """
     for method in ("named_modules", "named_parameters", "register_forward_pre_hook"):
         if not callable(getattr(model, method, None)):
-            raise TypeError(f"watch: expected a torch.nn.Module, got {type(model).__module__}.{type(model).__qualname__} (no {method}())")
+            raise TypeError(
+                f"watch: expected a torch.nn.Module, got {type(model).__module__}.{type(model).__qualname__} (no {method}())"
+            )
     kinds = frozenset([what] if isinstance(what, str) else what)
     unknown = kinds - set(_KINDS)
     if unknown or not kinds:
-        raise ValueError(f"watch: what= takes one or more of {', '.join(map(repr, _KINDS))}; got {sorted(unknown) or 'nothing'}")
+        raise ValueError(
+            f"watch: what= takes one or more of {', '.join(map(repr, _KINDS))}; got {sorted(unknown) or 'nothing'}"
+        )
     if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
         raise ValueError(f"watch: every must be an int >= 1 (log one forward call in `every`), got {every!r}")
     needed = ["add_histogram", "add_scalar"] + (["add_tensor"] if raw else [])
     missing = [m for m in needed if not callable(getattr(writer, m, None))]
     if missing:
-        raise TypeError(f"watch: the writer has no {', '.join(missing)}(); pass a tbscope.SummaryWriter (or torch's/tensorboardX's)")
+        raise TypeError(
+            f"watch: the writer has no {', '.join(missing)}(); pass a tbscope.SummaryWriter (or torch's/tensorboardX's)"
+        )
     match = _matcher(modules)
 
     state = _State(writer, int(every), kinds, raw)
@@ -238,7 +246,9 @@ def watch(
     if not named and not state.parameters:
         names = [name for name, _ in model.named_modules() if name]
         listed = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-        raise ValueError(f"watch: modules={modules!r} matches no module of the model; its modules are: {listed or '(none)'}")
+        raise ValueError(
+            f"watch: modules={modules!r} matches no module of the model; its modules are: {listed or '(none)'}"
+        )
 
     if "gradients" in kinds and named:
         warnings.filterwarnings("ignore", message=_FIRST_LAYER_WARNING, category=UserWarning)

@@ -30,7 +30,9 @@ TOKEN_ENV = "TBSCOPE_TOKEN"
 class Server:
     """A running server: its ``url``, and ``stop()``. Also a context manager."""
 
-    def __init__(self, config: Config, store: Store, uv: Any, sock: socket.socket, thread: threading.Thread | None) -> None:
+    def __init__(
+        self, config: Config, store: Store, uv: Any, sock: socket.socket, thread: threading.Thread | None
+    ) -> None:
         self.config = config
         self.store = store
         self._uv = uv
@@ -138,7 +140,9 @@ def bind(config: Config) -> socket.socket:
     return sock
 
 
-def start(config: Config, *, in_thread: bool = True, store: Store | None = None, sock: socket.socket | None = None) -> Server:
+def start(
+    config: Config, *, in_thread: bool = True, store: Store | None = None, sock: socket.socket | None = None
+) -> Server:
     """Start reading and serving. ``in_thread``: serve from a background thread and return at
     once; else ``Server.run`` must be called by the caller (the CLI serves in the main thread,
     where Ctrl-C is handled)."""
@@ -166,7 +170,15 @@ def start(config: Config, *, in_thread: bool = True, store: Store | None = None,
             super().handle_exit(sig, frame)
 
     uv = _Uvicorn(
-        uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=5, timeout_keep_alive=30)
+        uvicorn.Config(
+            app,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=30,
+        )
     )
     thread = None
     if in_thread:

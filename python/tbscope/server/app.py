@@ -41,7 +41,17 @@ def create_app(store: Store) -> Any:
 def create_api(store: Store) -> Any:
     """The API and the dashboard's pages (without the guard)."""
     from tbscope import __version__
-    from tbscope.server.routes import core, embeddings, experiments, histograms, media, profiles, query, scalars, tensors
+    from tbscope.server.routes import (
+        core,
+        embeddings,
+        experiments,
+        histograms,
+        media,
+        profiles,
+        query,
+        scalars,
+        tensors,
+    )
 
     app = FastAPI(
         title="tbscope",

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from tbscope._mirror import is_url
 from tbscope._clioptions import storage_option
+from tbscope._mirror import is_url
 
 HELP = """Serve the dashboard and a REST API over LOGDIR on http://127.0.0.1:6006/.
 
@@ -38,24 +38,75 @@ Examples:
 @click.argument("logdir", required=False)
 @click.option("--logdir", "logdir_opt", metavar="PATH", help="The logdir (TensorBoard's flag; same as the argument).")
 @click.option("--logdir_spec", metavar="NAME:PATH,...", help="Several logdirs, each with a name.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; anything but loopback needs a token.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind; anything but loopback needs a token."
+)
 @click.option("--bind_all", is_flag=True, help="Bind every interface (needs a token).")
-@click.option("--port", default=6006, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
+@click.option(
+    "--port", default=6006, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one."
+)
 @click.option("--path_prefix", default="", metavar="PREFIX", help="Serve under PREFIX/ (behind a reverse proxy).")
-@click.option("--reload_interval", default=5.0, show_default=True, type=click.FloatRange(min=0), help="Seconds between reloads; 0 loads once.")
-@click.option("--token", envvar="TBSCOPE_TOKEN", metavar="TOKEN", help="Require this token on every request (default $TBSCOPE_TOKEN).")
-@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME", help="Accept this Host header too (a proxy's public name); repeatable.")
-@click.option("--cache/--no-cache", default=True, help="Read through the incremental cache (default), so a restart is instant.")
+@click.option(
+    "--reload_interval",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds between reloads; 0 loads once.",
+)
+@click.option(
+    "--token",
+    envvar="TBSCOPE_TOKEN",
+    metavar="TOKEN",
+    help="Require this token on every request (default $TBSCOPE_TOKEN).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Accept this Host header too (a proxy's public name); repeatable.",
+)
+@click.option(
+    "--cache/--no-cache", default=True, help="Read through the incremental cache (default), so a restart is instant."
+)
 @storage_option
-@click.option("--check", is_flag=True, help="Start, wait for the load, check that the dashboard page and the runs endpoint answer, then stop (exit status 1 if they did not): for CI and scripts.")
-def serve_command(logdir: str | None, logdir_opt: str | None, logdir_spec: str | None, host: str, bind_all: bool, port: int, path_prefix: str, reload_interval: float, token: str | None, allowed_hosts: tuple[str, ...], cache: bool, check: bool) -> None:
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Start, wait for the load, check that the dashboard page and the runs endpoint answer, then stop (exit status 1 if they did not): for CI and scripts.",
+)
+def serve_command(
+    logdir: str | None,
+    logdir_opt: str | None,
+    logdir_spec: str | None,
+    host: str,
+    bind_all: bool,
+    port: int,
+    path_prefix: str,
+    reload_interval: float,
+    token: str | None,
+    allowed_hosts: tuple[str, ...],
+    cache: bool,
+    check: bool,
+) -> None:
     from tbscope.server import bind, make_config, start
     from tbscope.server.store import Store
 
     if logdir and logdir_opt and logdir != logdir_opt:
         raise click.UsageError("give the logdir once: as the argument or as --logdir")
     try:
-        config = make_config(logdir or logdir_opt, logdir_spec=logdir_spec, host=host, port=port, path_prefix=path_prefix, reload_interval=reload_interval, token=token, allowed_hosts=allowed_hosts, cache=cache, bind_all=bind_all)
+        config = make_config(
+            logdir or logdir_opt,
+            logdir_spec=logdir_spec,
+            host=host,
+            port=port,
+            path_prefix=path_prefix,
+            reload_interval=reload_interval,
+            token=token,
+            allowed_hosts=allowed_hosts,
+            cache=cache,
+            bind_all=bind_all,
+        )
         sock = bind(config)
     except (ValueError, OSError) as e:
         raise click.UsageError(str(e)) from None
@@ -89,7 +140,9 @@ def _check(server: Any) -> None:
         headers = {"Authorization": f"Bearer {server.config.token}"} if server.config.token else {}
         with urllib.request.urlopen(urllib.request.Request(server.url, headers=headers), timeout=60) as r:
             page = r.status == 200 and r.headers["Content-Type"].startswith("text/html")
-        with urllib.request.urlopen(urllib.request.Request(server.url + "api/v1/runs", headers=headers), timeout=60) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(server.url + "api/v1/runs", headers=headers), timeout=60
+        ) as r:
             runs = json.load(r)["columns"]["run"]
         if not page:
             raise click.ClickException(f"{server.url} did not answer with the dashboard page")

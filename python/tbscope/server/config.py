@@ -26,6 +26,7 @@ MAX_FULL_TENSOR_VALUES = 10_000_000
 #: Seconds between reloads of a remote logdir at the least (``--reload_interval`` below it is raised).
 MIN_REMOTE_RELOAD = 30.0
 
+
 @dataclass(frozen=True)
 class Source:
     """One logdir: ``name`` is None for a single logdir given without one (runs keep their

@@ -57,7 +57,9 @@ def render(spec: dict[str, Any]) -> str:
                 ops.append((path, method, op))
     for path, method, op in ops:
         anchor = escape(f"{method}-{path}", quote=True)
-        out.append(f"<li><a href='#{anchor}'>{escape(method.upper())} {escape(path)}</a>: {escape(op.get('summary', ''))}</li>")
+        out.append(
+            f"<li><a href='#{anchor}'>{escape(method.upper())} {escape(path)}</a>: {escape(op.get('summary', ''))}</li>"
+        )
     out.append("</ul>")
     for path, method, op in ops:
         anchor = escape(f"{method}-{path}", quote=True)
@@ -65,7 +67,9 @@ def render(spec: dict[str, Any]) -> str:
         out.append(f"<p>{escape(op.get('summary', ''))}</p>")
         params = op.get("parameters", [])
         if params:
-            out.append("<table><tr><th>parameter</th><th>in</th><th>type</th><th>required</th><th>bounds</th><th>meaning</th></tr>")
+            out.append(
+                "<table><tr><th>parameter</th><th>in</th><th>type</th><th>required</th><th>bounds</th><th>meaning</th></tr>"
+            )
             for p in params:
                 sch = p.get("schema", {})
                 out.append(
@@ -78,7 +82,9 @@ def render(spec: dict[str, Any]) -> str:
             out.append("</table>")
         body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
         if body:
-            out.append(f"<p>JSON body: <a href='#schema-{escape(_type(body), quote=True)}'>{escape(_type(body))}</a></p>")
+            out.append(
+                f"<p>JSON body: <a href='#schema-{escape(_type(body), quote=True)}'>{escape(_type(body))}</a></p>"
+            )
         out.append("<p>Answers: ")
         answers = []
         for code, resp in op.get("responses", {}).items():
@@ -86,7 +92,11 @@ def render(spec: dict[str, Any]) -> str:
             for ctype, c in resp.get("content", {}).items():
                 sch = c.get("schema", {})
                 name = _type(sch)
-                kinds.append(f"{escape(ctype)} <a href='#schema-{escape(name, quote=True)}'>{escape(name)}</a>" if "$ref" in sch else escape(ctype))
+                kinds.append(
+                    f"{escape(ctype)} <a href='#schema-{escape(name, quote=True)}'>{escape(name)}</a>"
+                    if "$ref" in sch
+                    else escape(ctype)
+                )
             answers.append(f"{escape(str(code))} ({'; '.join(kinds) or escape(resp.get('description', ''))})")
         out.append(", ".join(answers) + "</p>")
     out.append("<h2>Shapes</h2>")
@@ -100,7 +110,9 @@ def render(spec: dict[str, Any]) -> str:
             required = set(schema.get("required", []))
             for field, sch in props.items():
                 mark = "" if field in required else " (optional)"
-                out.append(f"<tr><td><code>{escape(field)}</code>{mark}</td><td>{escape(_type(sch))}</td><td>{escape(sch.get('description', ''))}</td></tr>")
+                out.append(
+                    f"<tr><td><code>{escape(field)}</code>{mark}</td><td>{escape(_type(sch))}</td><td>{escape(sch.get('description', ''))}</td></tr>"
+                )
             out.append("</table>")
     out.append("</body></html>")
     return "\n".join(out)

@@ -45,7 +45,9 @@ def body(status: int, message: str, code: str | None = None) -> bytes:
     return dumps({"error": {"status": status, "code": code or CODES.get(status, "internal"), "message": message}})
 
 
-def error_response(status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> Response:
+def error_response(
+    status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
     return Response(body(status, message, code), status_code=status, media_type="application/json", headers=headers)
 
 
@@ -69,7 +71,10 @@ def install(app: Any) -> None:
 
     async def http_error(_request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        msg = {404: "no such endpoint; the API is under api/v1/ (see api/docs)", 405: "method not allowed here (see api/docs)"}.get(exc.status_code, str(exc.detail))
+        msg = {
+            404: "no such endpoint; the API is under api/v1/ (see api/docs)",
+            405: "method not allowed here (see api/docs)",
+        }.get(exc.status_code, str(exc.detail))
         return error_response(exc.status_code, msg, headers=getattr(exc, "headers", None))
 
     async def validation_error(_request: Request, exc: Exception) -> Response:

@@ -117,4 +117,15 @@ def _scalars_query(query: str) -> SimpleNamespace | None:
     points = int(points_text)
     if points > MAX_POINTS or 0 < points < MIN_POINTS:
         return None
-    return SimpleNamespace(tag=tag, runs=runs, runs_filter=None, points=points, x=x, smoothing=None, step_min=None, step_max=None, x_min=None, x_max=None)
+    return SimpleNamespace(
+        tag=tag,
+        runs=runs,
+        runs_filter=None,
+        points=points,
+        x=x,
+        smoothing=None,
+        step_min=None,
+        step_max=None,
+        x_min=None,
+        x_max=None,
+    )

@@ -17,7 +17,18 @@ OptNum = Optional[Num]
 
 class ErrorBody(BaseModel):
     status: int = Field(description="the HTTP status")
-    code: Literal["bad_request", "unauthorized", "forbidden", "not_found", "method_not_allowed", "not_acceptable", "too_large", "unsupported_media_type", "timeout", "internal"]
+    code: Literal[
+        "bad_request",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "method_not_allowed",
+        "not_acceptable",
+        "too_large",
+        "unsupported_media_type",
+        "timeout",
+        "internal",
+    ]
     message: str = Field(description="what went wrong and what to do")
 
 
@@ -34,7 +45,7 @@ class Loading(BaseModel):
 
 
 class LogdirInfo(BaseModel):
-    name: Optional[str]
+    name: str | None
     path: str
     exists: bool
 
@@ -73,9 +84,9 @@ class RunColumns(BaseModel):
     color: list[str]
     start_time: list[OptNum]
     last_wall_time: list[OptNum]
-    max_step: list[Optional[int]]
-    files: list[Optional[int]]
-    bytes: list[Optional[int]]
+    max_step: list[int | None]
+    files: list[int | None]
+    bytes: list[int | None]
     problems: list[int]
 
 
@@ -103,14 +114,14 @@ class SeriesColumns(BaseModel):
     tag: list[str]
     kind: list[str]
     points: list[int]
-    min_step: list[Optional[int]]
-    max_step: list[Optional[int]]
+    min_step: list[int | None]
+    max_step: list[int | None]
     display_name: list[str]
     description: list[str]
 
 
 class SeriesList(BaseModel):
-    kind: Optional[str]
+    kind: str | None
     loading: bool
     columns: SeriesColumns
 
@@ -119,8 +130,8 @@ class ScalarColumns(BaseModel):
     step: list[int]
     wall_time: list[OptNum]
     value: list[Num]
-    smoothed: Optional[list[Num]] = None
-    relative: Optional[list[OptNum]] = None
+    smoothed: list[Num] | None = None
+    relative: list[OptNum] | None = None
 
 
 class ScalarSeries(BaseModel):
@@ -141,15 +152,15 @@ class ScalarsQuery(BaseModel):
     """The body of ``POST scalars``: the query parameters of ``GET scalars``."""
 
     tag: str = Field(min_length=1)
-    runs: Optional[list[str]] = Field(default=None, max_length=100_000)
-    runs_filter: Optional[str] = None
+    runs: list[str] | None = Field(default=None, max_length=100_000)
+    runs_filter: str | None = None
     points: int = Field(default=1000, ge=0, le=100_000)
     x: Literal["step", "relative", "wall_time"] = "step"
-    smoothing: Optional[float] = Field(default=None, ge=0.0, lt=1.0)
-    step_min: Optional[int] = None
-    step_max: Optional[int] = None
-    x_min: Optional[float] = None
-    x_max: Optional[float] = None
+    smoothing: float | None = Field(default=None, ge=0.0, lt=1.0)
+    step_min: int | None = None
+    step_max: int | None = None
+    x_min: float | None = None
+    x_max: float | None = None
 
 
 class HistogramColumns(BaseModel):
@@ -218,7 +229,7 @@ class Audio(BaseModel):
 class TextColumns(BaseModel):
     step: list[int]
     wall_time: list[OptNum]
-    text: list[Union[str, list[str]]]
+    text: list[str | list[str]]
     shape: list[list[int]]
 
 
@@ -238,7 +249,7 @@ class TensorColumns(BaseModel):
     max: list[OptNum]
     mean: list[OptNum]
     std: list[OptNum]
-    values: list[Optional[list[Any]]]
+    values: list[list[Any] | None]
 
 
 class Tensors(BaseModel):
@@ -270,12 +281,12 @@ class PrCurves(BaseModel):
 class HparamInfo(BaseModel):
     name: str
     type: Literal["float", "int", "string", "bool"]
-    values: Optional[list[Union[str, bool, float, int]]] = None
+    values: list[str | bool | float | int] | None = None
 
 
 class MetricInfo(BaseModel):
     tag: str
-    run_suffix: Optional[str] = None
+    run_suffix: str | None = None
     column: str
 
 

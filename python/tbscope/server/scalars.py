@@ -47,7 +47,11 @@ def _strings_of(arr: Any, memo: dict[tuple[int, int, int], list[str]]) -> list[s
     as a cached table is made of, share theirs)."""
     d = arr.dictionary
     bufs = d.buffers()
-    key = (bufs[1].address if bufs[1] is not None else 0, bufs[2].address if bufs[2] is not None else 0, d.offset * 1_000_003 + len(d))
+    key = (
+        bufs[1].address if bufs[1] is not None else 0,
+        bufs[2].address if bufs[2] is not None else 0,
+        d.offset * 1_000_003 + len(d),
+    )
     got = memo.get(key)
     if got is None:
         got = memo[key] = [str(v) for v in d.to_pylist()]
@@ -80,11 +84,24 @@ def build_index(table: pa.Table, tag: str) -> TagIndex:
         g = group_of.get(id(runs))
         if g is None:
             g = group_of[id(runs)] = np.array([rank[n] for n in runs], dtype=np.int64)
-        for out, v in zip(args, (to_numpy(runs_col.chunk(i).indices), to_numpy(tags_col.chunk(i).indices), code, g, to_numpy(steps.chunk(i)), to_numpy(walls.chunk(i)), to_numpy(values.chunk(i)))):
+        for out, v in zip(
+            args,
+            (
+                to_numpy(runs_col.chunk(i).indices),
+                to_numpy(tags_col.chunk(i).indices),
+                code,
+                g,
+                to_numpy(steps.chunk(i)),
+                to_numpy(walls.chunk(i)),
+                to_numpy(values.chunk(i)),
+            ),
+        ):
             out.append(v)
     runs_codes, tag_codes, codes, groups, step_parts, wall_parts, value_parts = args
     value_parts = [np.asarray(v, dtype=np.float64) for v in value_parts]
-    counts_b, cols = _core.group_rows(runs_codes, tag_codes, codes, groups, len(order), [step_parts, wall_parts, value_parts])
+    counts_b, cols = _core.group_rows(
+        runs_codes, tag_codes, codes, groups, len(order), [step_parts, wall_parts, value_parts]
+    )
     counts = np.frombuffer(counts_b, dtype=np.int64)
     have = np.flatnonzero(counts)
     ends = np.cumsum(counts)[have]
@@ -104,7 +121,9 @@ def tag_index(store: Store, st: SourceState, tag: str, snap: Snapshot | None = N
     """The tag's index in ``snap`` (default: the current snapshot), built on first use, once
     per snapshot."""
     snap = snap or store.snapshot
-    index: TagIndex = store.cached(("scalars-index", st.index, tag), lambda: build_index(store.table(st, "scalars", snap), tag), snap)
+    index: TagIndex = store.cached(
+        ("scalars-index", st.index, tag), lambda: build_index(store.table(st, "scalars", snap), tag), snap
+    )
     return index
 
 
@@ -134,7 +153,10 @@ def overview(store: Store, st: SourceState, tag: str, points: int, axis: str, sn
     as many overviews as it keeps and not this one."""
     key = ("scalars-overview", st.index, tag, points, axis)
     with snap.lock:
-        if key not in snap.extras and sum(1 for k in snap.extras if isinstance(k, tuple) and k[0] == "scalars-overview") >= MAX_OVERVIEWS:
+        if (
+            key not in snap.extras
+            and sum(1 for k in snap.extras if isinstance(k, tuple) and k[0] == "scalars-overview") >= MAX_OVERVIEWS
+        ):
             return None
 
     def make() -> Overview:
@@ -251,11 +273,15 @@ def compute(
                 hi = _min(step_range[1], x_range[1])
                 rows, cnt, sm, tot = _downsample(idx.step, idx.value, points, starts, ends, lo, hi, smoothing)
             else:
-                rows, cnt, sm, tot = _per_series(idx, idx.wall_time, points, starts, ends, x, step_range, x_range, smoothing)
+                rows, cnt, sm, tot = _per_series(
+                    idx, idx.wall_time, points, starts, ends, x, step_range, x_range, smoothing
+                )
             step, wall, value = idx.step[rows], idx.wall_time[rows], idx.value[rows]
         budget += int(cnt.sum())
         if budget > MAX_RESPONSE_POINTS:
-            raise ApiError(413, f"more than {MAX_RESPONSE_POINTS} points asked for: ask for fewer runs or fewer points per series")
+            raise ApiError(
+                413, f"more than {MAX_RESPONSE_POINTS} points asked for: ask for fewer runs or fewer points per series"
+            )
         where = np.array(slots, dtype=np.int64)
         counts[where] = cnt
         totals[where] = tot
@@ -301,7 +327,9 @@ def _min(a: Any, b: Any) -> Any:
     return b if a is None else a if b is None else min(a, b)
 
 
-def _downsample(xs: Any, ys: Any, points: int, starts: Any, ends: Any, lo: Any, hi: Any, smoothing: float | None) -> tuple[Any, Any, Any, Any]:
+def _downsample(
+    xs: Any, ys: Any, points: int, starts: Any, ends: Any, lo: Any, hi: Any, smoothing: float | None
+) -> tuple[Any, Any, Any, Any]:
     """(kept rows, rows kept per series, smoothed values or None, points per series inside
     the window)."""
     import numpy as np
@@ -316,7 +344,17 @@ def _downsample(xs: Any, ys: Any, points: int, starts: Any, ends: Any, lo: Any, 
     return rows, counts, sm, np.frombuffer(totals_b, dtype=np.int64)
 
 
-def _per_series(idx: TagIndex, xs: Any, points: int, starts: Any, ends: Any, x: str, step_range: tuple[Any, Any], x_range: tuple[Any, Any], smoothing: float | None) -> tuple[Any, Any, Any, Any]:
+def _per_series(
+    idx: TagIndex,
+    xs: Any,
+    points: int,
+    starts: Any,
+    ends: Any,
+    x: str,
+    step_range: tuple[Any, Any],
+    x_range: tuple[Any, Any],
+    smoothing: float | None,
+) -> tuple[Any, Any, Any, Any]:
     """Wall-time axes: the window is per series (relative) or mixed with steps, so each series
     gets a call of its own when there is a window; without one, one call for all."""
     import numpy as np
@@ -338,7 +376,9 @@ def _per_series(idx: TagIndex, xs: Any, points: int, starts: Any, ends: Any, x: 
         pos = np.flatnonzero(mask) + a
         sub_x = np.ascontiguousarray(xs[pos])
         sub_y = np.ascontiguousarray(idx.value[pos])
-        r, _c, _s, _t = _downsample(sub_x, sub_y, points, np.array([0], np.int64), np.array([len(pos)], np.int64), None, None, None)
+        r, _c, _s, _t = _downsample(
+            sub_x, sub_y, points, np.array([0], np.int64), np.array([len(pos)], np.int64), None, None, None
+        )
         all_rows.append(pos[r])
         all_counts.append(len(r))
         totals.append(len(pos))
@@ -387,7 +427,12 @@ def to_arrow(tag: str, x: str, loading: bool, ans: Answer) -> pa.Table:
 
     codes = np.repeat(np.arange(len(ans.runs), dtype=np.int32), ans.counts)
     run = pa.DictionaryArray.from_arrays(numeric(codes), strings(ans.runs))
-    cols: dict[str, Any] = {"run": run, "step": numeric(ans.step), "wall_time": numeric(ans.wall_time), "value": numeric(ans.value)}
+    cols: dict[str, Any] = {
+        "run": run,
+        "step": numeric(ans.step),
+        "wall_time": numeric(ans.wall_time),
+        "value": numeric(ans.value),
+    }
     if ans.smoothed is not None:
         cols["smoothed"] = numeric(ans.smoothed)
     if ans.relative is not None:
@@ -438,6 +483,19 @@ def respond(request: Request, store: Store, q: Any) -> Response:
         return encode.dumps(to_json(q.tag, q.x, loading, series))
 
     # The same request on the same data (and load state) gets the same bytes.
-    key = ("scalars", arrow, loading, q.tag, None if runs is None else tuple(runs), q.points, q.x, q.smoothing, q.step_min, q.step_max, q.x_min, q.x_max)
+    key = (
+        "scalars",
+        arrow,
+        loading,
+        q.tag,
+        None if runs is None else tuple(runs),
+        q.points,
+        q.x,
+        q.smoothing,
+        q.step_min,
+        q.step_max,
+        q.x_min,
+        q.x_max,
+    )
     body = store.answer(key, make, snap)
     return encode.body_response(body, encode.ARROW if arrow else "application/json", etag)

@@ -61,7 +61,11 @@ class Guard:
         secured = self._secured(send)
         host = _host_name(headers.get("host", ""))
         if not self.allow_any_host and host not in self.hosts:
-            await _error(secured, 400, f"Host {host!r} is not allowed; if this server is reached by that name, restart it with --allowed-host {host}")
+            await _error(
+                secured,
+                400,
+                f"Host {host!r} is not allowed; if this server is reached by that name, restart it with --allowed-host {host}",
+            )
             return
         path = scope["path"]
         if self.prefix:
@@ -78,16 +82,31 @@ class Guard:
             given = query.get("token")
             if given is not None and scope["method"] in ("GET", "HEAD"):
                 if not hmac.compare_digest(given.encode(), self.token):
-                    await _error(secured, 401, "wrong token: open the URL the server printed, or ask its owner for the token")
+                    await _error(
+                        secured, 401, "wrong token: open the URL the server printed, or ask its owner for the token"
+                    )
                     return
-                rest = urlencode([(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True) if k != "token"])
+                rest = urlencode(
+                    [
+                        (k, v)
+                        for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+                        if k != "token"
+                    ]
+                )
                 cookie = f"{COOKIE}={given}; HttpOnly; SameSite=Strict; Path={self.cookie_path}"
                 raw = scope.get("raw_path") or path.encode("utf-8")
                 here = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
-                await _redirect(secured, here + (f"?{rest}" if rest else ""), [(b"set-cookie", cookie.encode("latin-1"))])
+                await _redirect(
+                    secured, here + (f"?{rest}" if rest else ""), [(b"set-cookie", cookie.encode("latin-1"))]
+                )
                 return
             if not self._public(scope) and not self._authorized(headers):
-                await _error(secured, 401, "a token is required: send 'Authorization: Bearer <token>' or open the URL with ?token=<token> once", [(b"www-authenticate", b"Bearer")])
+                await _error(
+                    secured,
+                    401,
+                    "a token is required: send 'Authorization: Bearer <token>' or open the URL with ?token=<token> once",
+                    [(b"www-authenticate", b"Bearer")],
+                )
                 return
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
@@ -173,6 +192,8 @@ async def _error(send: Send, status: int, message: str, headers: list[tuple[byte
 
 
 async def _redirect(send: Send, location: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    hdrs = [(b"location", location.encode("latin-1")), (b"content-length", b"0"), (b"cache-control", b"no-store")] + (headers or [])
+    hdrs = [(b"location", location.encode("latin-1")), (b"content-length", b"0"), (b"cache-control", b"no-store")] + (
+        headers or []
+    )
     await send({"type": "http.response.start", "status": 303, "headers": hdrs})
     await send({"type": "http.response.body", "body": b""})

@@ -16,7 +16,23 @@ if TYPE_CHECKING:
 
     from tbscope.server.store import SourceState, Store
 
-TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "blobs", "meshes", "logs", "profiles", "series", "runs", "hparams", "summary", "embeddings")
+TABLES = (
+    "scalars",
+    "tensors",
+    "histograms",
+    "text",
+    "images",
+    "audio",
+    "blobs",
+    "meshes",
+    "logs",
+    "profiles",
+    "series",
+    "runs",
+    "hparams",
+    "summary",
+    "embeddings",
+)
 
 
 def check_select(con: Any, query: str) -> None:
@@ -39,10 +55,16 @@ def _prefix_runs(table: pa.Table, st: SourceState) -> pa.Table:
     chunks = []
     for c in col.chunks:
         if isinstance(c, pa.DictionaryArray):
-            chunks.append(pa.DictionaryArray.from_arrays(c.indices, pa.array([st.full_name(str(v)) for v in c.dictionary.to_pylist()], pa.string())))
+            chunks.append(
+                pa.DictionaryArray.from_arrays(
+                    c.indices, pa.array([st.full_name(str(v)) for v in c.dictionary.to_pylist()], pa.string())
+                )
+            )
         else:
             chunks.append(pa.array([st.full_name(str(v)) for v in c.to_pylist()], pa.string()))
-    return table.set_column(table.schema.get_field_index("run"), "run", pa.chunked_array(chunks, chunks[0].type if chunks else pa.string()))
+    return table.set_column(
+        table.schema.get_field_index("run"), "run", pa.chunked_array(chunks, chunks[0].type if chunks else pa.string())
+    )
 
 
 def table(store: Store, name: str) -> pa.Table:
@@ -58,7 +80,11 @@ def table(store: Store, name: str) -> pa.Table:
             continue
         if name in ("hparams", "summary"):
             with store.with_logdir(st) as lg:
-                t = lg.hparams().to_arrow() if name == "hparams" else pa.Table.from_pandas(lg.summary(), preserve_index=False)
+                t = (
+                    lg.hparams().to_arrow()
+                    if name == "hparams"
+                    else pa.Table.from_pandas(lg.summary(), preserve_index=False)
+                )
         elif name == "embeddings":
             with store.with_logdir(st) as lg:
                 t = lg.embeddings().to_arrow()
@@ -94,7 +120,9 @@ def run(store: Store, query: str, limit: int) -> tuple[pa.Table, bool]:
         try:
             out = con.sql(query).limit(limit + 1).to_arrow_table()
         except duckdb.InterruptException:
-            raise ApiError(504, f"the query ran longer than {SQL_SECONDS:g} s; narrow it (WHERE run = ..., tag = ...)", "timeout") from None
+            raise ApiError(
+                504, f"the query ran longer than {SQL_SECONDS:g} s; narrow it (WHERE run = ..., tag = ...)", "timeout"
+            ) from None
         except duckdb.Error as e:
             raise ApiError(400, " ".join(str(e).split()) + f" (tables: {', '.join(TABLES)})") from None
     finally:
@@ -112,7 +140,9 @@ def columns(t: pa.Table) -> dict[str, list[Any]]:
     out: dict[str, Any] = {}
     for name, col in zip(t.column_names, t.columns):
         if pa.types.is_floating(col.type):
-            out[name] = floats(col.fill_null(float("nan")).to_numpy()) if col.null_count == 0 else clean(col.to_pylist())
+            out[name] = (
+                floats(col.fill_null(float("nan")).to_numpy()) if col.null_count == 0 else clean(col.to_pylist())
+            )
         elif pa.types.is_integer(col.type) and col.null_count == 0:
             out[name] = col.to_numpy()
         else:

@@ -59,17 +59,24 @@ def status_body(store: Store) -> dict[str, Any]:
 
     series = store.snapshot.series
     counts: dict[str, set[str]] = {}
-    for tag, kind, plugin in zip(series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()):
+    for tag, kind, plugin in zip(
+        series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()
+    ):
         counts.setdefault(series_kind(kind, plugin), set()).add(tag)
     return {
         "version": __version__,
         "generation": store.generation,
         "loading": store.progress.as_dict(),
-        "logdirs": [{"name": st.source.name, "path": st.source.path, "exists": st.logdir is not None} for st in store.sources],
+        "logdirs": [
+            {"name": st.source.name, "path": st.source.path, "exists": st.logdir is not None} for st in store.sources
+        ],
         "token_required": store.config.token is not None,
         "reload_interval": store.config.reload_interval,
         "kinds": {
-            **{k: len(counts.get(k, ())) for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")},
+            **{
+                k: len(counts.get(k, ()))
+                for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")
+            },
             "hparams": bool(counts.get("hparams")),
             "custom_scalars": bool(counts.get("custom_scalars")),
         },
@@ -106,12 +113,24 @@ class Progress:
     def as_dict(self) -> dict[str, Any]:
         if self.done:
             b = max(self._final_bytes, self.bytes_total)
-            return {"done": True, "files_done": self.files_total, "files_total": self.files_total, "bytes_done": b, "bytes_total": b}
+            return {
+                "done": True,
+                "files_done": self.files_total,
+                "files_total": self.files_total,
+                "bytes_done": b,
+                "bytes_total": b,
+            }
         now = _proc_read_bytes()
         done_bytes = 0 if now is None or self._start_read is None else max(0, now - self._start_read)
         done_bytes = min(done_bytes, self.bytes_total)
         files = int(self.files_total * done_bytes / self.bytes_total) if self.bytes_total else 0
-        return {"done": False, "files_done": files, "files_total": self.files_total, "bytes_done": done_bytes, "bytes_total": self.bytes_total}
+        return {
+            "done": False,
+            "files_done": files,
+            "files_total": self.files_total,
+            "bytes_done": done_bytes,
+            "bytes_total": self.bytes_total,
+        }
 
 
 def _list_event_files(path: str) -> tuple[int, int]:
@@ -265,7 +284,11 @@ class Store:
 
         if is_url(st.source.path):
             try:
-                st.logdir = scan(st.source.path, cache=True if self.config.cache else None, storage_options=self.config.storage_options)
+                st.logdir = scan(
+                    st.source.path,
+                    cache=True if self.config.cache else None,
+                    storage_options=self.config.storage_options,
+                )
             except OSError as e:
                 # Unreachable or not there yet: the page says so, and the next reload tries again.
                 log.warning("cannot read %s yet: %s", st.source.path, e)
@@ -308,7 +331,16 @@ class Store:
             run_tables.append(_prefixed(runs, st))
             series_tables.append(_prefixed(series, st))
             for p in problems:
-                report.append({"file": p.file, "run": st.full_name(p.run) if p.run else p.run, "offset": p.offset, "end": p.offset + p.length, "severity": p.severity, "reason": p.reason})
+                report.append(
+                    {
+                        "file": p.file,
+                        "run": st.full_name(p.run) if p.run else p.run,
+                        "offset": p.offset,
+                        "end": p.offset + p.length,
+                        "severity": p.severity,
+                        "reason": p.reason,
+                    }
+                )
         runs = pa.concat_tables(run_tables, promote_options="default") if run_tables else _empty_runs()
         series = pa.concat_tables(series_tables, promote_options="default") if series_tables else _empty_series()
         facts = _run_facts(runs)
@@ -470,7 +502,14 @@ def _empty_runs() -> pa.Table:
 
     ints = numeric(np.zeros(0, np.int64))
     floats = numeric(np.zeros(0, np.float64))
-    cols: dict[str, Any] = {"run": strings([]), "files": ints, "bytes": ints, "first_wall_time": floats, "last_wall_time": floats, "max_step": ints}
+    cols: dict[str, Any] = {
+        "run": strings([]),
+        "files": ints,
+        "bytes": ints,
+        "first_wall_time": floats,
+        "last_wall_time": floats,
+        "max_step": ints,
+    }
     for k in KINDS:
         cols[k] = ints
     return table(cols)
@@ -483,4 +522,16 @@ def _empty_series() -> pa.Table:
 
     ints = numeric(np.zeros(0, np.int64))
     text = strings([])
-    return table({"run": text, "tag": text, "kind": text, "plugin": text, "display_name": text, "description": text, "points": ints, "first_step": ints, "last_step": ints})
+    return table(
+        {
+            "run": text,
+            "tag": text,
+            "kind": text,
+            "plugin": text,
+            "display_name": text,
+            "description": text,
+            "points": ints,
+            "first_step": ints,
+            "last_step": ints,
+        }
+    )

@@ -82,7 +82,12 @@ def empty_kind_table(kind: str) -> pa.Table:
     import pyarrow as pa
 
     d = pa.dictionary(pa.int32(), pa.string())
-    base = {"run": pa.array([], d), "tag": pa.array([], d), "step": pa.array([], pa.int64()), "wall_time": pa.array([], pa.float64())}
+    base = {
+        "run": pa.array([], d),
+        "tag": pa.array([], d),
+        "step": pa.array([], pa.int64()),
+        "wall_time": pa.array([], pa.float64()),
+    }
     return pa.table(base)
 
 
@@ -96,7 +101,9 @@ def numeric(values: Any) -> pa.Array:
     import pyarrow as pa
 
     arr = np.ascontiguousarray(values)
-    kind = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32(), np.dtype(np.float64): pa.float64()}[arr.dtype]
+    kind = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32(), np.dtype(np.float64): pa.float64()}[
+        arr.dtype
+    ]
     return pa.Array.from_buffers(kind, len(arr), [None, pa.py_buffer(arr)])
 
 
@@ -108,7 +115,9 @@ def strings(values: list[str]) -> pa.Array:
     encoded = [v.encode("utf-8", "surrogatepass") for v in values]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
     np.cumsum([len(b) for b in encoded], out=offsets[1:]) if encoded else None
-    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    return pa.Array.from_buffers(
+        pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    )
 
 
 def table(columns: dict[str, Any]) -> pa.Table:
@@ -129,7 +138,11 @@ def to_numpy(col: Any) -> Any:
         import pyarrow.compute as pc
 
         col = pc.fill_null(col.cast(pa.float64()), float("nan"))
-    dtype = np.dtype({"int32": np.int32, "int64": np.int64, "uint64": np.uint64, "double": np.float64, "float": np.float32}[str(col.type)])
+    dtype = np.dtype(
+        {"int32": np.int32, "int64": np.int64, "uint64": np.uint64, "double": np.float64, "float": np.float32}[
+            str(col.type)
+        ]
+    )
     if not len(col):
         return np.zeros(0, dtype)
     return np.frombuffer(col.buffers()[1], dtype=dtype, count=len(col), offset=col.offset * dtype.itemsize)

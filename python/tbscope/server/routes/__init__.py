@@ -22,7 +22,19 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     500: {"model": Error, "description": "internal error"},
 }
 
-KIND_NAMES = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors", "pr_curves", "custom_scalars", "distributions")
+KIND_NAMES = (
+    "scalars",
+    "histograms",
+    "images",
+    "audio",
+    "text",
+    "hparams",
+    "blobs",
+    "tensors",
+    "pr_curves",
+    "custom_scalars",
+    "distributions",
+)
 
 
 def store_of(request: Request) -> Store:
@@ -49,6 +61,8 @@ def name_filter(pattern: str | None) -> Any:
 def source_run(store: Store, run: str) -> tuple[SourceState, str]:
     hit = store.resolve(run)
     if hit is None or not hit[0].ready:
-        later = " (the logdirs are still loading: try again when api/v1/status says loading.done)" if store.loading else ""
+        later = (
+            " (the logdirs are still loading: try again when api/v1/status says loading.done)" if store.loading else ""
+        )
         raise ApiError(404, f"no run {run!r}; list them with api/v1/runs{later}")
     return hit

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
@@ -20,18 +20,34 @@ router = APIRouter(responses=ERRORS)
 StoreDep = Annotated[Store, Depends(store_of)]
 
 
-@router.get("/status", response_model=None, responses={200: {"model": models.Status}}, summary="Server state and load progress")
+@router.get(
+    "/status", response_model=None, responses={200: {"model": models.Status}}, summary="Server state and load progress"
+)
 def status(request: Request, store: StoreDep) -> Response:
     return encode.json_response(status_body(store))
 
 
-@router.get("/changes", response_model=None, responses={200: {"model": models.Changes}}, summary="What changed since a generation (polling fallback of events)")
-def changes(store: StoreDep, since: Annotated[int, Query(ge=0, le=2**62, description="the generation last seen")] = 0) -> Response:
+@router.get(
+    "/changes",
+    response_model=None,
+    responses={200: {"model": models.Changes}},
+    summary="What changed since a generation (polling fallback of events)",
+)
+def changes(
+    store: StoreDep, since: Annotated[int, Query(ge=0, le=2**62, description="the generation last seen")] = 0
+) -> Response:
     runs, kinds, reset = store.changes_since(since)
     return encode.json_response({"generation": store.generation, "runs": runs, "kinds": kinds, "reset": reset})
 
 
-@router.get("/events", summary="Change notices as server-sent events", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}, "description": "event: change, data: {generation, runs, kinds}"}})
+@router.get(
+    "/events",
+    summary="Change notices as server-sent events",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "event: change, data: {generation, runs, kinds}"}
+    },
+)
 async def events(request: Request, store: StoreDep) -> StreamingResponse:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Change] = asyncio.Queue(maxsize=100)
@@ -53,7 +69,7 @@ async def events(request: Request, store: StoreDep) -> StreamingResponse:
             while not store.stopping:
                 try:
                     change = await asyncio.wait_for(queue.get(), timeout=0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     idle += 0.5
                     if idle >= 15:
                         idle = 0.0
@@ -62,21 +78,30 @@ async def events(request: Request, store: StoreDep) -> StreamingResponse:
                         return
                     continue
                 idle = 0.0
-                data = encode.dumps({"generation": change.generation, "runs": list(change.runs), "kinds": list(change.kinds)})
+                data = encode.dumps(
+                    {"generation": change.generation, "runs": list(change.runs), "kinds": list(change.kinds)}
+                )
                 yield b"event: change\ndata: " + data + b"\n\n"
         finally:
             unsubscribe()
 
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
 
 
-@router.get("/runs", response_model=None, responses={200: {"model": models.Runs}}, summary="Runs, sorted by name, a page at a time")
+@router.get(
+    "/runs",
+    response_model=None,
+    responses={200: {"model": models.Runs}},
+    summary="Runs, sorted by name, a page at a time",
+)
 def runs(
     request: Request,
     store: StoreDep,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_RUNS_PAGE)] = 1000,
-    filter: Annotated[Optional[str], Query(max_length=1000, description="a glob (* crosses /) or /regex/")] = None,
+    filter: Annotated[str | None, Query(max_length=1000, description="a glob (* crosses /) or /regex/")] = None,
 ) -> Response:
     snap = store.snapshot
     tag = encode.etag(request, snap.generation)
@@ -106,7 +131,7 @@ def runs(
     return encode.json_response({"total": total, "offset": offset, "loading": store.loading, "columns": cols}, tag)
 
 
-def _series_table(store: Store, kind: Optional[str], runs: Optional[list[str]]) -> Any:
+def _series_table(store: Store, kind: str | None, runs: list[str] | None) -> Any:
     snap = store.snapshot
     t = snap.series
     if not t.num_rows:
@@ -121,18 +146,33 @@ def _series_table(store: Store, kind: Optional[str], runs: Optional[list[str]]) 
     return tables.take(t, mask)
 
 
-Kind = Annotated[Optional[str], Query(description="scalars, histograms, distributions, images, audio, text, tensors, pr_curves, custom_scalars, hparams, blobs")]
+Kind = Annotated[
+    str | None,
+    Query(
+        description="scalars, histograms, distributions, images, audio, text, tensors, pr_curves, custom_scalars, hparams, blobs"
+    ),
+]
 
 
-def _check_kind(kind: Optional[str], required: bool) -> None:
+def _check_kind(kind: str | None, required: bool) -> None:
     if kind is None and required:
         raise ApiError(400, f"kind is required: one of {', '.join(KIND_NAMES)}")
     if kind is not None and kind not in KIND_NAMES:
         raise ApiError(400, f"unknown kind {kind!r}; choose from {', '.join(KIND_NAMES)}")
 
 
-@router.get("/tags", response_model=None, responses={200: {"model": models.Tags}}, summary="Tags of one kind, with how many runs have each")
-def tags(request: Request, store: StoreDep, kind: Kind = "scalars", run: Annotated[Optional[list[str]], Query(description="only these runs (repeatable)")] = None) -> Response:
+@router.get(
+    "/tags",
+    response_model=None,
+    responses={200: {"model": models.Tags}},
+    summary="Tags of one kind, with how many runs have each",
+)
+def tags(
+    request: Request,
+    store: StoreDep,
+    kind: Kind = "scalars",
+    run: Annotated[list[str] | None, Query(description="only these runs (repeatable)")] = None,
+) -> Response:
     _check_kind(kind, True)
     tag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, tag)) is not None:
@@ -148,8 +188,15 @@ def tags(request: Request, store: StoreDep, kind: Kind = "scalars", run: Annotat
     return encode.json_response({"kind": kind, "loading": store.loading, "columns": cols}, tag)
 
 
-@router.get("/series", response_model=None, responses={200: {"model": models.SeriesList}}, summary="Every series (run × tag) with its kind and size")
-def series(request: Request, store: StoreDep, kind: Kind = None, run: Annotated[Optional[list[str]], Query()] = None) -> Response:
+@router.get(
+    "/series",
+    response_model=None,
+    responses={200: {"model": models.SeriesList}},
+    summary="Every series (run × tag) with its kind and size",
+)
+def series(
+    request: Request, store: StoreDep, kind: Kind = None, run: Annotated[list[str] | None, Query()] = None
+) -> Response:
     _check_kind(kind, False)
     tag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, tag)) is not None:
@@ -168,10 +215,17 @@ def series(request: Request, store: StoreDep, kind: Kind = None, run: Annotated[
     return encode.json_response({"kind": kind, "loading": store.loading, "columns": cols}, tag)
 
 
-@router.get("/health", response_model=None, responses={200: {"model": models.Health}}, summary="Corrupt records, truncated tails, unreadable files")
+@router.get(
+    "/health",
+    response_model=None,
+    responses={200: {"model": models.Health}},
+    summary="Corrupt records, truncated tails, unreadable files",
+)
 def health(request: Request, store: StoreDep) -> Response:
     snap = store.snapshot
     rep = snap.report
     cols = {k: [p[k] for p in rep] for k in ("file", "run", "offset", "end", "severity", "reason")}
     ok = not any(p["severity"] in ("corrupt", "error") for p in rep)
-    return encode.json_response({"ok": ok, "loading": store.loading, "columns": cols}, encode.etag(request, snap.generation))
+    return encode.json_response(
+        {"ok": ok, "loading": store.loading, "columns": cols}, encode.etag(request, snap.generation)
+    )

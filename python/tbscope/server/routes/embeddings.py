@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
@@ -32,19 +32,24 @@ Tag = Annotated[str, Query(min_length=1, description="the tensor name, as listed
 #: Points a projection answers with by default (a deterministic sample beyond it).
 DEFAULT_POINTS = 20_000
 #: Image types a sprite is served as; anything else is refused (never served as HTML or SVG).
-SPRITE_TYPES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF87a": "image/gif", b"GIF89a": "image/gif"}
+SPRITE_TYPES = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
 
 
 class EmbeddingColumns(BaseModel):
     run: list[str]
     tag: list[str]
-    points: list[Optional[int]]
-    dimensions: list[Optional[int]]
+    points: list[int | None]
+    dimensions: list[int | None]
     metadata_columns: list[list[str]]
     sprite: list[bool]
-    sprite_width: list[Optional[int]]
-    sprite_height: list[Optional[int]]
-    error: list[Optional[str]]
+    sprite_width: list[int | None]
+    sprite_height: list[int | None]
+    error: list[str | None]
 
 
 class Embeddings(BaseModel):
@@ -65,9 +70,9 @@ class Projection(BaseModel):
     dims: int
     total_points: int
     dimensions: int
-    explained_variance: Optional[list[float]]
+    explained_variance: list[float] | None
     metadata: list[MetadataColumn]
-    sprite: Optional[dict[str, int]]
+    sprite: dict[str, int] | None
     loading: bool
     columns: dict[str, list[Any]]
 
@@ -92,8 +97,12 @@ def _source_infos(store: Store, st: SourceState) -> tuple[str, list[_projector.E
     if root is None:
         return "", []
     configs = _projector.config_paths(root, runs)
-    fp = hashlib.blake2b(repr(sorted((r, p, _stat(p)) for r, p in configs.items())).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-    infos: list[_projector.EmbeddingInfo] = store.cached(("embeddings", st.index, fp), lambda: _projector.embedding_infos(root, runs))
+    fp = hashlib.blake2b(
+        repr(sorted((r, p, _stat(p)) for r, p in configs.items())).encode("utf-8", "surrogatepass"), digest_size=12
+    ).hexdigest()
+    infos: list[_projector.EmbeddingInfo] = store.cached(
+        ("embeddings", st.index, fp), lambda: _projector.embedding_infos(root, runs)
+    )
     return fp, infos
 
 
@@ -123,7 +132,11 @@ def _find(store: Store, run: str, tag: str) -> tuple[_projector.EmbeddingInfo, s
                 raise ApiError(404, f"embedding {tag!r} of run {run!r} cannot be read: {info.error}")
             return info, fp
     names = [i.tag for i in infos if i.run == local and i.tag]
-    hint = f"; it has {', '.join(repr(n) for n in names[:20])}" if names else "; it has none (list them with api/v1/embeddings)"
+    hint = (
+        f"; it has {', '.join(repr(n) for n in names[:20])}"
+        if names
+        else "; it has none (list them with api/v1/embeddings)"
+    )
     raise ApiError(404, f"run {run!r} has no embedding {tag!r}{hint}")
 
 
@@ -131,12 +144,17 @@ def _find(store: Store, run: str, tag: str) -> tuple[_projector.EmbeddingInfo, s
 # Endpoints
 
 
-@router.get("/embeddings", response_model=None, responses={200: {"model": Embeddings}}, summary="The projector's embeddings of every run")
+@router.get(
+    "/embeddings",
+    response_model=None,
+    responses={200: {"model": Embeddings}},
+    summary="The projector's embeddings of every run",
+)
 def embeddings(
     request: Request,
     store: StoreDep,
-    run: Annotated[Optional[list[str]], Query(description="only these runs (repeatable)")] = None,
-    filter: Annotated[Optional[str], Query(description="runs matching a glob or /regex/")] = None,
+    run: Annotated[list[str] | None, Query(description="only these runs (repeatable)")] = None,
+    filter: Annotated[str | None, Query(description="runs matching a glob or /regex/")] = None,
 ) -> Response:
     fp, infos = _all_infos(store)
     etag = _etag(request, store, fp)
@@ -152,8 +170,12 @@ def embeddings(
         "dimensions": [i.dimensions for _, i in rows],
         "metadata_columns": [list(i.metadata_columns) for _, i in rows],
         "sprite": [i.sprite_path is not None for _, i in rows],
-        "sprite_width": [i.sprite_single_image_dim[0] if len(i.sprite_single_image_dim) == 2 else None for _, i in rows],
-        "sprite_height": [i.sprite_single_image_dim[1] if len(i.sprite_single_image_dim) == 2 else None for _, i in rows],
+        "sprite_width": [
+            i.sprite_single_image_dim[0] if len(i.sprite_single_image_dim) == 2 else None for _, i in rows
+        ],
+        "sprite_height": [
+            i.sprite_single_image_dim[1] if len(i.sprite_single_image_dim) == 2 else None for _, i in rows
+        ],
         # Paths in messages are the server's own; say what is wrong relative to the logdir.
         "error": [None if i.error is None else _relative_error(i.error, store) for _, i in rows],
     }
@@ -167,15 +189,25 @@ def _relative_error(message: str, store: Store) -> str:
     return message
 
 
-@router.get("/embeddings/projection", response_model=None, responses={200: {"model": Projection}}, summary="One embedding projected to 2-D or 3-D, with its metadata")
+@router.get(
+    "/embeddings/projection",
+    response_model=None,
+    responses={200: {"model": Projection}},
+    summary="One embedding projected to 2-D or 3-D, with its metadata",
+)
 def projection(
     request: Request,
     store: StoreDep,
     run: Run,
     tag: Tag,
     dims: Annotated[int, Query(ge=2, le=3, description="2 or 3 coordinates per point")] = 2,
-    method: Annotated[Literal["pca", "tsne", "umap"], Query(description="pca always; tsne with scikit-learn, umap with umap-learn installed on the server")] = "pca",
-    points: Annotated[int, Query(ge=1, le=MAX_POINTS, description="at most this many points (a fixed sample beyond it)")] = DEFAULT_POINTS,
+    method: Annotated[
+        Literal["pca", "tsne", "umap"],
+        Query(description="pca always; tsne with scikit-learn, umap with umap-learn installed on the server"),
+    ] = "pca",
+    points: Annotated[
+        int, Query(ge=1, le=MAX_POINTS, description="at most this many points (a fixed sample beyond it)")
+    ] = DEFAULT_POINTS,
 ) -> Response:
     import numpy as np
 
@@ -189,7 +221,9 @@ def projection(
         try:
             emb = _projector.load(info)
         except (OSError, ValueError) as e:
-            raise ApiError(404, f"embedding {tag!r} of run {run!r} cannot be read: {_relative_error(str(e), store)}") from None
+            raise ApiError(
+                404, f"embedding {tag!r} of run {run!r} cannot be read: {_relative_error(str(e), store)}"
+            ) from None
         n = emb.shape[0]
         # The sample is the same on every request (seeded), and sorted to keep the file's order.
         index = np.arange(n) if n <= points else np.sort(np.random.default_rng(0).choice(n, points, replace=False))
@@ -208,7 +242,7 @@ def projection(
             cols[axis] = encode.floats(np.ascontiguousarray(c))
         described = []
         if emb.metadata is not None:
-            for i, name in enumerate(emb.metadata.columns):
+            for _i, name in enumerate(emb.metadata.columns):
                 text = emb.metadata[name].to_numpy(dtype=object)[index]
                 numbers = _numbers(text)
                 key = f"meta:{name}"
@@ -243,7 +277,9 @@ def _numbers(text: Any) -> list[Any] | None:
     return out if any(v is not None for v in out) else None
 
 
-@router.get("/embeddings/sprite", response_model=None, summary="An embedding's sprite: every point's thumbnail in one image")
+@router.get(
+    "/embeddings/sprite", response_model=None, summary="An embedding's sprite: every point's thumbnail in one image"
+)
 def sprite(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     info, fp = _find(store, run, tag)
     if info.sprite_path is None:
@@ -260,4 +296,3 @@ def sprite(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     if ctype is None:
         raise ApiError(404, f"the sprite of {tag!r} in run {run!r} is not a PNG, JPEG or GIF image")
     return Response(data, media_type=ctype, headers={"Cache-Control": "no-cache", "ETag": etag})
-

@@ -60,7 +60,9 @@ def _hparams_body(store: Store) -> dict[str, Any]:
         for c in hp_names:
             name = c[len("hparam:") :]
             kind = hp[c].dtype
-            hp_types.setdefault(name, set()).add("bool" if kind == bool else "float" if kind.kind == "f" else "string")
+            hp_types.setdefault(name, set()).add(
+                "bool" if kind.kind == "b" else "float" if kind.kind == "f" else "string"
+            )
         for i, exp in enumerate(experiments):
             row: dict[str, Any] = {"run": st.full_name(exp)}
             for c in hp_names:
@@ -94,7 +96,13 @@ def _hparams_body(store: Store) -> dict[str, Any]:
     columns: dict[str, list[Any]] = {"run": [r["run"] for r in rows]}
     for info in infos:
         key = "hp:" + info["name"]
-        conv = (lambda v: None if v is None else int(v)) if info["type"] == "int" else (lambda v: None if v is None else str(v)) if info["type"] == "string" else (lambda v: v)
+        conv = (
+            (lambda v: None if v is None else int(v))
+            if info["type"] == "int"
+            else (lambda v: None if v is None else str(v))
+            if info["type"] == "string"
+            else (lambda v: v)
+        )
         columns[key] = [conv(r.get(key)) for r in rows]
     metrics_out = []
     for (suffix, tag), colname in sorted(metric_cols.items(), key=lambda kv: kv[1]):
@@ -106,7 +114,12 @@ def _hparams_body(store: Store) -> dict[str, Any]:
     return {"loading": store.loading, "hparams": infos, "metrics": metrics_out, "columns": columns}
 
 
-@router.get("/hparams", response_model=None, responses={200: {"model": models.Hparams}}, summary="One row per experiment: hparams and final metrics")
+@router.get(
+    "/hparams",
+    response_model=None,
+    responses={200: {"model": models.Hparams}},
+    summary="One row per experiment: hparams and final metrics",
+)
 def hparams(request: Request, store: StoreDep) -> Response:
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:
@@ -115,7 +128,12 @@ def hparams(request: Request, store: StoreDep) -> Response:
     return encode.json_response({**body, "loading": store.loading}, etag)
 
 
-@router.get("/custom_scalars", response_model=None, responses={200: {"model": models.CustomScalars}}, summary="Custom-scalar layouts per run, and merged")
+@router.get(
+    "/custom_scalars",
+    response_model=None,
+    responses={200: {"model": models.CustomScalars}},
+    summary="Custom-scalar layouts per run, and merged",
+)
 def custom_scalars(request: Request, store: StoreDep) -> Response:
     from tbscope.plugins import merge_layouts
 

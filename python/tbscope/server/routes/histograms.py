@@ -22,7 +22,9 @@ BASIS_POINTS = (0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000)
 
 Run = Annotated[str, Query(min_length=1)]
 Tag = Annotated[str, Query(min_length=1)]
-Points = Annotated[int, Query(ge=0, le=MAX_POINTS, description="steps, evenly spaced, first and last included; 0 = all")]
+Points = Annotated[
+    int, Query(ge=0, le=MAX_POINTS, description="steps, evenly spaced, first and last included; 0 = all")
+]
 
 
 def compress(left: Any, right: Any, count: Any, bps: tuple[int, ...] = BASIS_POINTS) -> list[float]:
@@ -77,7 +79,12 @@ def _lists(col: Any) -> list[Any]:
     return values
 
 
-@router.get("/histograms", response_model=None, responses={200: {"model": models.Histograms}}, summary="A histogram series: bucket edges and counts per step")
+@router.get(
+    "/histograms",
+    response_model=None,
+    responses={200: {"model": models.Histograms}},
+    summary="A histogram series: bucket edges and counts per step",
+)
 def histograms(request: Request, store: StoreDep, run: Run, tag: Tag, points: Points = 51) -> Response:
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:
@@ -93,16 +100,28 @@ def histograms(request: Request, store: StoreDep, run: Run, tag: Tag, points: Po
     return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
 
 
-@router.get("/distributions", response_model=None, responses={200: {"model": models.Distributions}}, summary="A histogram series compressed to 9 basis points per step")
+@router.get(
+    "/distributions",
+    response_model=None,
+    responses={200: {"model": models.Distributions}},
+    summary="A histogram series compressed to 9 basis points per step",
+)
 def distributions(request: Request, store: StoreDep, run: Run, tag: Tag, points: Points = 51) -> Response:
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:
         return hit
     t, _ = _rows(store, run, tag, points)
-    values = [compress(lf, rt, ct) for lf, rt, ct in zip(t.column("left").to_pylist(), t.column("right").to_pylist(), t.column("count").to_pylist())]
+    values = [
+        compress(lf, rt, ct)
+        for lf, rt, ct in zip(
+            t.column("left").to_pylist(), t.column("right").to_pylist(), t.column("count").to_pylist()
+        )
+    ]
     cols = {
         "step": t.column("step").to_numpy(),
         "wall_time": encode.floats(t.column("wall_time").fill_null(float("nan")).to_numpy()),
         "values": encode.clean(values),
     }
-    return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "basis_points": list(BASIS_POINTS), "columns": cols}, etag)
+    return encode.json_response(
+        {"run": run, "tag": tag, "loading": store.loading, "basis_points": list(BASIS_POINTS), "columns": cols}, etag
+    )

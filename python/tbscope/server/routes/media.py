@@ -90,17 +90,33 @@ def _common(t: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/images", response_model=None, responses={200: {"model": models.Images}}, summary="The images of one run and tag, with a blob key each")
+@router.get(
+    "/images",
+    response_model=None,
+    responses={200: {"model": models.Images}},
+    summary="The images of one run and tag, with a blob key each",
+)
 def images(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:
         return hit
     st, t = _media(store, "images", run, tag)
-    cols = {**_common(t), "width": t.column("width").to_pylist(), "height": t.column("height").to_pylist(), "content_type": [str(c) for c in t.column("content_type").to_pylist()], "key": _keys(st, t)}
+    cols = {
+        **_common(t),
+        "width": t.column("width").to_pylist(),
+        "height": t.column("height").to_pylist(),
+        "content_type": [str(c) for c in t.column("content_type").to_pylist()],
+        "key": _keys(st, t),
+    }
     return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
 
 
-@router.get("/audio", response_model=None, responses={200: {"model": models.Audio}}, summary="The audio clips of one run and tag, with a blob key each")
+@router.get(
+    "/audio",
+    response_model=None,
+    responses={200: {"model": models.Audio}},
+    summary="The audio clips of one run and tag, with a blob key each",
+)
 def audio(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:
@@ -119,7 +135,12 @@ def audio(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
 @router.get(
     "/blob/{key}",
     response_model=None,
-    responses={200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}, "description": "the bytes, with their content type"}},
+    responses={
+        200: {
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "the bytes, with their content type",
+        }
+    },
     summary="The bytes of an image or audio clip",
 )
 def blob(store: StoreDep, key: Annotated[str, Path(min_length=1, max_length=64)]) -> Response:
@@ -139,7 +160,12 @@ def blob(store: StoreDep, key: Annotated[str, Path(min_length=1, max_length=64)]
     return Response(data, media_type=ctype, headers=headers)
 
 
-@router.get("/text", response_model=None, responses={200: {"model": models.Text}}, summary="Text summaries of one run and tag, raw (sanitize before showing)")
+@router.get(
+    "/text",
+    response_model=None,
+    responses={200: {"model": models.Text}},
+    summary="Text summaries of one run and tag, raw (sanitize before showing)",
+)
 def text(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:
@@ -174,5 +200,10 @@ def text(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
             out_text.append(elems)
             shapes.append(shape)
         i = j
-    cols = {"step": out_steps, "wall_time": encode.floats([float("nan") if w is None else w for w in out_walls]), "text": out_text, "shape": shapes}
+    cols = {
+        "step": out_steps,
+        "wall_time": encode.floats([float("nan") if w is None else w for w in out_walls]),
+        "text": out_text,
+        "shape": shapes,
+    }
     return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)

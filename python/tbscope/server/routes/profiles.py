@@ -14,7 +14,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
@@ -63,7 +63,11 @@ def _stamp(paths: list[Path]) -> str:
     return "\n".join(parts)
 
 
-@router.get("/profiles", response_model=None, summary="Profile files in the logdirs: torch.profiler traces and the profile plugin's files")
+@router.get(
+    "/profiles",
+    response_model=None,
+    summary="Profile files in the logdirs: torch.profiler traces and the profile plugin's files",
+)
 def profiles(request: Request, store: StoreDep) -> Response:
     found = _listing(store)
     tag = _etag(request, _stamp([Path(st.source.path) / e["path"] for st, e in found]))
@@ -91,7 +95,9 @@ def _open(store: Store, run: str, file: str) -> tuple[Path, Any]:
         raise ApiError(404, f"run {run!r} has no profile file {file!r}; list them with api/v1/profiles")
     src, entry = candidates[0]
     if entry["format"] != "chrome_trace":
-        raise ApiError(400, f"{file} is a {entry['format']} file; the timeline opens Chrome traces (format chrome_trace)")
+        raise ApiError(
+            400, f"{file} is a {entry['format']} file; the timeline opens Chrome traces (format chrome_trace)"
+        )
     path = Path(src.source.path) / entry["path"]
     try:
         stat = path.stat()
@@ -116,15 +122,19 @@ def _open(store: Store, run: str, file: str) -> tuple[Path, Any]:
     return path, events
 
 
-@router.get("/profile/events", response_model=None, summary="A Chrome trace's timed events in a time window, for a timeline")
+@router.get(
+    "/profile/events", response_model=None, summary="A Chrome trace's timed events in a time window, for a timeline"
+)
 def profile_events(
     request: Request,
     store: StoreDep,
     run: Run,
     file: File,
-    start: Annotated[Optional[float], Query(description="window start, microseconds (the trace's clock)")] = None,
-    end: Annotated[Optional[float], Query(description="window end, microseconds")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS, description="at most this many events: the longest in the window")] = 20_000,
+    start: Annotated[float | None, Query(description="window start, microseconds (the trace's clock)")] = None,
+    end: Annotated[float | None, Query(description="window end, microseconds")] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_EVENTS, description="at most this many events: the longest in the window")
+    ] = 20_000,
 ) -> Response:
     import numpy as np
     import pyarrow as pa
@@ -136,7 +146,11 @@ def profile_events(
         return hit
     if start is not None and end is not None and end < start:
         raise ApiError(400, f"end ({end}) is before start ({start})")
-    timed = events.filter(pc.and_(pc.is_valid(events.column("duration")), pc.is_valid(events.column("start")))) if events.num_rows else events
+    timed = (
+        events.filter(pc.and_(pc.is_valid(events.column("duration")), pc.is_valid(events.column("start"))))
+        if events.num_rows
+        else events
+    )
     # Lanes (one per process and thread) are those of the whole trace, so they stay put as the
     # window moves.
     lane_keys = pa.table({"pid": timed.column("pid").cast(pa.string()), "tid": timed.column("tid").cast(pa.string())})
@@ -176,7 +190,16 @@ def profile_events(
         "self_duration": encode.floats(picked.column("self_duration").fill_null(float("nan")).to_numpy()),
         "lane": lane_of[idx],
     }
-    body = {"run": run, "file": file, "start_min": encode.clean(lo), "end_max": encode.clean(hi), "total": total, "truncated": total > len(idx), "lanes": lane_info, "columns": cols}
+    body = {
+        "run": run,
+        "file": file,
+        "start_min": encode.clean(lo),
+        "end_max": encode.clean(hi),
+        "total": total,
+        "truncated": total > len(idx),
+        "lanes": lane_info,
+        "columns": cols,
+    }
     return encode.json_response(body, tag)
 
 

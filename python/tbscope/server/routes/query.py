@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
@@ -17,7 +17,13 @@ from tbscope.server.store import Store
 router = APIRouter(responses=ERRORS)
 StoreDep = Annotated[Store, Depends(store_of)]
 
-FILE = {"content": {"text/csv": {"schema": {"type": "string"}}, "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}}}, "description": "an attachment"}
+FILE = {
+    "content": {
+        "text/csv": {"schema": {"type": "string"}},
+        "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
+    },
+    "description": "an attachment",
+}
 
 
 def _sql(store: Store, q: str, limit: int) -> Response:
@@ -27,12 +33,26 @@ def _sql(store: Store, q: str, limit: int) -> Response:
     return encode.json_response({"columns": sql.columns(result), "truncated": truncated})
 
 
-@router.get("/sql", response_model=None, responses={200: {"model": models.SqlResult}}, summary="A read-only SQL query (DuckDB), locked down")
-def get_sql(store: StoreDep, q: Annotated[str, Query(min_length=1, max_length=100_000, description="one SELECT statement")], limit: Annotated[int, Query(ge=1, le=MAX_SQL_ROWS)] = 10_000) -> Response:
+@router.get(
+    "/sql",
+    response_model=None,
+    responses={200: {"model": models.SqlResult}},
+    summary="A read-only SQL query (DuckDB), locked down",
+)
+def get_sql(
+    store: StoreDep,
+    q: Annotated[str, Query(min_length=1, max_length=100_000, description="one SELECT statement")],
+    limit: Annotated[int, Query(ge=1, le=MAX_SQL_ROWS)] = 10_000,
+) -> Response:
     return _sql(store, q, limit)
 
 
-@router.post("/sql", response_model=None, responses={200: {"model": models.SqlResult}}, summary="The same, with the query in a JSON body")
+@router.post(
+    "/sql",
+    response_model=None,
+    responses={200: {"model": models.SqlResult}},
+    summary="The same, with the query in a JSON body",
+)
 def post_sql(store: StoreDep, body: models.SqlQuery) -> Response:
     return _sql(store, body.q, body.limit)
 
@@ -57,15 +77,24 @@ def _file(table: object, fmt: str, name: str) -> Response:
 
         pq.write_table(table, sink)
         media = "application/vnd.apache.parquet"
-    return Response(sink.getvalue().to_pybytes(), media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}.{fmt}"', "Cache-Control": "no-cache"})
+    return Response(
+        sink.getvalue().to_pybytes(),
+        media_type=media,
+        headers={"Content-Disposition": f'attachment; filename="{name}.{fmt}"', "Cache-Control": "no-cache"},
+    )
 
 
-@router.get("/download", response_model=None, responses={200: FILE}, summary="Every point of a scalar series (one run, or every run with the tag)")
+@router.get(
+    "/download",
+    response_model=None,
+    responses={200: FILE},
+    summary="Every point of a scalar series (one run, or every run with the tag)",
+)
 def download(
     store: StoreDep,
     tag: Annotated[str, Query(min_length=1)],
     kind: Annotated[Literal["scalars"], Query()] = "scalars",
-    run: Annotated[Optional[str], Query(min_length=1)] = None,
+    run: Annotated[str | None, Query(min_length=1)] = None,
     format: Annotated[Literal["csv", "parquet"], Query()] = "csv",
 ) -> Response:
     import pyarrow as pa
@@ -81,13 +110,22 @@ def download(
         idx = tables.select(t, None if local is None else {local}, {tag})
         sel = t.take(pa.array(idx, pa.int64())).select(["run", "tag", "step", "wall_time", "value"])
         sel = _prefix_runs(sel, st)
-        parts.append(sel.set_column(0, "run", sel.column("run").cast(pa.string())).set_column(1, "tag", sel.column("tag").cast(pa.string())))
+        parts.append(
+            sel.set_column(0, "run", sel.column("run").cast(pa.string())).set_column(
+                1, "tag", sel.column("tag").cast(pa.string())
+            )
+        )
     if not parts:
         raise ApiError(404, f"no scalars for tag {tag!r}" + (f" in run {run!r}" if run else ""))
     return _file(pa.concat_tables(parts), format, _filename(run or "all-runs", tag))
 
 
-@router.get("/download/summary", response_model=None, responses={200: FILE}, summary="The summary table (one row per experiment)")
+@router.get(
+    "/download/summary",
+    response_model=None,
+    responses={200: FILE},
+    summary="The summary table (one row per experiment)",
+)
 def download_summary(store: StoreDep, format: Annotated[Literal["csv", "parquet"], Query()] = "csv") -> Response:
     from tbscope.server import sql
 

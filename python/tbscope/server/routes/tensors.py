@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
@@ -48,14 +48,19 @@ def _stats(arr: Any) -> tuple[Any, Any, Any, Any]:
     return lo, hi, mean, std
 
 
-@router.get("/tensors", response_model=None, responses={200: {"model": models.Tensors}}, summary="A tensor series: dtype, shape, statistics, and the values of small tensors")
+@router.get(
+    "/tensors",
+    response_model=None,
+    responses={200: {"model": models.Tensors}},
+    summary="A tensor series: dtype, shape, statistics, and the values of small tensors",
+)
 def tensors(
     request: Request,
     store: StoreDep,
     run: Run,
     tag: Tag,
     full: Annotated[bool, Query(description="with step: that step's values whatever their size")] = False,
-    step: Annotated[Optional[int], Query(ge=-(2**63), le=2**63 - 1)] = None,
+    step: Annotated[int | None, Query(ge=-(2**63), le=2**63 - 1)] = None,
 ) -> Response:
     import numpy as np
     import pyarrow.compute as pc
@@ -76,9 +81,13 @@ def tensors(
         t = t.filter(pc.equal(t.column("step"), step))
         if not t.num_rows:
             raise ApiError(404, f"tag {tag!r} of run {run!r} has no step {step}")
-    cols: dict[str, list[Any]] = {k: [] for k in ("step", "wall_time", "dtype", "shape", "min", "max", "mean", "std", "values")}
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("step", "wall_time", "dtype", "shape", "min", "max", "mean", "std", "values")
+    }
     limit = MAX_FULL_TENSOR_VALUES if full else MAX_TENSOR_VALUES
-    for s, w, dt, shape, content, strs in zip(*(t.column(c).to_pylist() for c in ("step", "wall_time", "dtype", "shape", "content", "strings"))):
+    for s, w, dt, shape, content, strs in zip(
+        *(t.column(c).to_pylist() for c in ("step", "wall_time", "dtype", "shape", "content", "strings"))
+    ):
         arr = to_ndarray(str(dt), tuple(shape), content, strs)
         if full and arr.size > limit:
             raise ApiError(413, f"this tensor has {arr.size} values; at most {limit} are served")
@@ -95,7 +104,12 @@ def tensors(
     return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
 
 
-@router.get("/pr_curves", response_model=None, responses={200: {"model": models.PrCurves}}, summary="PR curves of one run and tag, per step")
+@router.get(
+    "/pr_curves",
+    response_model=None,
+    responses={200: {"model": models.PrCurves}},
+    summary="PR curves of one run and tag, per step",
+)
 def pr_curves(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:
@@ -105,7 +119,10 @@ def pr_curves(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response
     t = tables.rows(table, local, tag) if table.num_rows else table
     if not t.num_rows:
         raise ApiError(404, f"run {run!r} has no PR curve tag {tag!r}; list them with api/v1/tags?kind=pr_curves")
-    cols: dict[str, Any] = {"step": t.column("step").to_numpy(), "wall_time": encode.floats(t.column("wall_time").fill_null(float("nan")).to_numpy())}
+    cols: dict[str, Any] = {
+        "step": t.column("step").to_numpy(),
+        "wall_time": encode.floats(t.column("wall_time").fill_null(float("nan")).to_numpy()),
+    }
     for name in ("thresholds", "precision", "recall", "tp", "fp", "tn", "fn"):
         cols[name] = encode.clean(t.column(name).to_pylist())
     return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
