@@ -328,10 +328,11 @@ def test_drop_steps_drops_whole_records_but_not_session_logs(tb_logdir, out):
     got = oracle_tables(out)
     for kind in ORACLE_KINDS:
         assert got[kind] == [r for r in want[kind] if not 1 <= r[2] < 3], kind
+
     # Session logs (restarts, checkpoints) are not points: every one is still there.
-    sessions = lambda root: [
-        (e.step, e.session_log.status) for e in raw_events(root / "events") if e.HasField("session_log")
-    ]  # noqa: E731
+    def sessions(root):
+        return [(e.step, e.session_log.status) for e in raw_events(root / "events") if e.HasField("session_log")]
+
     assert sessions(out) == sessions(tb_logdir) and any(1 <= s < 3 for s, _ in sessions(out))
     assert stats.records_dropped > 0
 
