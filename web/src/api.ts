@@ -114,11 +114,15 @@ export class Api {
   /** fetch with the token; on 401 prompt for it (once for concurrent requests) and retry. */
   async fetch(url: URL, init: RequestInit = {}, accept = "application/json"): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
+      const used = this.token;
       const res = await fetch(url, { ...init, headers: this.headers({ Accept: accept, ...(init.headers as Record<string, string> | undefined) }) });
       if (res.status !== 401 || !this.askToken || attempt > 5) {
         if (!res.ok) throw await toError(res);
         return res;
       }
+      // A 401 for a token that has been replaced while this request was out (another request's
+      // prompt got a new one) says nothing about the new token: retry with it, do not ask again.
+      if (this.token !== used) continue;
       await this.promptToken(attempt > 0 || this.token !== null);
     }
   }
