@@ -371,7 +371,6 @@ impl Cached {
         self.dirs = dirs;
         let (stale, untouched) = stale_runs(r, &found);
         marks.push(("validate", t0.elapsed()));
-        let any_found = !found.is_empty();
         let found: Found = found
             .into_iter()
             .zip(untouched)
@@ -386,7 +385,7 @@ impl Cached {
         }
         self.info.runs_dropped = stale.len();
         let report_len = r.report.len();
-        let work = r.plan_found(found, errors, any_found)?;
+        let work = r.plan_found(found, errors)?;
         let changed =
             rebuilt || !stale.is_empty() || !work.is_empty() || r.report.len() != report_len;
         marks.push(("plan", t0.elapsed()));

@@ -318,17 +318,15 @@ impl Reader {
     pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
         let (found, errors) =
             discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
-        let any = !found.is_empty();
-        self.plan_found(stat_found(found), errors, any)
+        self.plan_found(stat_found(found), errors)
     }
 
-    /// [`Reader::plan`] on runs already discovered and stat'ed (`any_found`: whether discovery
-    /// found any run, `found` possibly holding only those that may have changed).
+    /// [`Reader::plan`] on runs already discovered and stat'ed (`found` possibly holding only
+    /// those that may have changed).
     pub(crate) fn plan_found(
         &mut self,
         found: Found,
         errors: Vec<(PathBuf, std::io::Error)>,
-        any_found: bool,
     ) -> Result<Vec<(String, PathBuf, Cursor)>> {
         for (path, e) in errors {
             let rel = self.rel(&path);
@@ -355,9 +353,8 @@ impl Reader {
                 self.report.push(entry);
             }
         }
-        if !any_found && self.runs.is_empty() && self.report.is_empty() {
-            self.report.push(no_runs_entry(&self.root));
-        }
+        // (A logdir without runs is not a problem found in it: `report_entries` says so while
+        // it lasts.)
         // Which files changed: new ones, and ones whose size or mtime moved.
         let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
         let mut root_is_file: Option<bool> = None;
@@ -1151,10 +1148,15 @@ impl Reader {
     }
 
     /// The report of what this reader's filters select (a cached reader's own report covers
-    /// the whole logdir).
+    /// the whole logdir). While no run is known and nothing else is reported, one line says
+    /// that no event files were found: derived, never stored, so it goes once files appear and
+    /// a cache never keeps it.
     pub fn report_entries(&self) -> std::borrow::Cow<'_, [ReportEntry]> {
         match &self.cached {
             Some(c) => std::borrow::Cow::Owned(c.report(self)),
+            None if self.report.is_empty() && self.runs.is_empty() => {
+                std::borrow::Cow::Owned(vec![no_runs_entry(&self.root)])
+            }
             None => std::borrow::Cow::Borrowed(&self.report),
         }
     }
