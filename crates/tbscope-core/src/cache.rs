@@ -11,7 +11,9 @@
 //! ```
 //!
 //! A generation is immutable. Its rows live in *segments*: one Arrow IPC file per kind per
-//! load that added rows, uncompressed so that opening maps it and reads nothing. A new
+//! load that added rows, uncompressed so that opening maps it and copies nothing (mapped under
+//! a lease, or read: see "Cache files in memory" below; every file is checked against the
+//! CRC-32C its manifest records before it is used). A new
 //! generation hard-links the segments it keeps from the one it started from and writes only new
 //! rows, so re-opening a logdir that grew costs the new rows, not the whole cache. The manifest
 //! (our own binary encoding, checksummed) holds everything a reload continues from: per run its
@@ -38,7 +40,6 @@ use std::io::{BufWriter, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -59,11 +60,12 @@ use crate::load::{
     ReaderOptions, ReportEntry, RunState, TagState,
 };
 use crate::logdir::discover;
-use crate::runstats::{runs_table_of_facts, scalar_stats_of};
+use crate::runstats::{runs_table_of_facts, scalar_stats_of, stats_schema};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
 /// 2: the runs' state apart from the change-check index; facts and statistics tables.
-const FORMAT_VERSION: u32 = 2;
+/// 3: every file's size and CRC-32C in the manifest.
+const FORMAT_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"TBSCACHE";
 /// Past this many segments the small ones are merged (see `compact_if_needed`).
 const MAX_SEGMENTS: usize = 8;
@@ -159,10 +161,12 @@ pub struct CacheInfo {
 struct Segment {
     name: String,
     batches: [Option<RecordBatch>; 8],
-    /// Files of a restored generation opened but not decoded yet, with their row counts:
-    /// `batches[k]` is filled from `unread[k]` when a table of that kind is first needed
-    /// (`Cached::decode_kind`). A warm `ls` or `summary` never decodes the rows.
-    unread: [Option<(File, u64)>; 8],
+    /// Files of a restored generation opened but not read yet: `batches[k]` is filled from
+    /// `unread[k]` (read, checked against `files[k]`, decoded) when a table of that kind is
+    /// first needed (`Cached::decode_kind`). A warm `ls` or `summary` never reads the rows.
+    unread: [Option<File>; 8],
+    /// What the manifest says about this segment's file of each kind in `home`.
+    files: [Option<FileSum>; 8],
     /// A published generation holding this segment's files, to hard-link them from.
     home: Option<PathBuf>,
 }
@@ -173,16 +177,18 @@ impl Segment {
             name,
             batches: Default::default(),
             unread: Default::default(),
+            files: Default::default(),
             home,
         }
     }
 
     /// Rows of `kind`, decoded or not.
     fn rows(&self, kind: Kind) -> usize {
-        match (&self.batches[kind as usize], &self.unread[kind as usize]) {
-            (Some(b), _) => b.num_rows(),
-            (None, Some((_, rows))) => *rows as usize,
-            (None, None) => 0,
+        let k = kind as usize;
+        match (&self.batches[k], &self.unread[k], &self.files[k]) {
+            (Some(b), _, _) => b.num_rows(),
+            (None, Some(_), Some(f)) => f.rows as usize,
+            _ => 0,
         }
     }
 
@@ -899,7 +905,7 @@ impl Cached {
     fn prepare(&mut self, r: &mut Reader, need: Need) -> Result<()> {
         let ready = match need {
             Need::Rows(kind) => self
-                .decode_kind(kind)
+                .decode_kind(kind, r)
                 .and_then(|()| self.decode_pieces(r, kind)),
             Need::Names => self.decode_names(r),
             _ if self.pending.is_some() && !self.serves(need) => self.materialise(r),
@@ -960,28 +966,26 @@ impl Cached {
         Ok(())
     }
 
-    /// Decodes the segment files of `kind` a restore left unread.
-    fn decode_kind(&mut self, kind: Kind) -> Result<()> {
+    /// Reads, checks and decodes the segment files of `kind` a restore left unread.
+    fn decode_kind(&mut self, kind: Kind, r: &Reader) -> Result<()> {
+        // The cache's own columns (a restore set the reader's provenance to the cache's).
+        let schema = empty_schema(kind, r.opts.file.provenance);
+        let threads = thread_count(r.opts.threads);
         for s in &mut self.segments {
-            let Some((f, rows)) = s.unread[kind as usize].take() else {
+            let k = kind as usize;
+            let Some(f) = s.unread[k].take() else {
                 continue;
             };
             let path = s
                 .home
                 .as_ref()
                 .map_or_else(PathBuf::new, |h| h.join(segment_file(&s.name, kind)));
-            let b = read_ipc_file(&f, &path).map_err(|e| match e {
+            let sum = s.files[k].expect("an unread file has its manifest entry");
+            let b = read_ipc_file(f, &path, sum, &schema, threads).map_err(|e| match e {
                 RestoreError::Gone => Error::Other(format!("{} vanished", path.display())),
                 RestoreError::Bad(why) => Error::Other(why),
             })?;
-            if b.num_rows() as u64 != rows {
-                return Err(Error::Other(format!(
-                    "{} has {} rows, the manifest says {rows}",
-                    path.display(),
-                    b.num_rows()
-                )));
-            }
-            s.batches[kind as usize] = Some(b);
+            s.batches[k] = Some(b);
         }
         Ok(())
     }
@@ -1463,11 +1467,13 @@ impl Cached {
             unique_name("").replace('-', "")
         ));
         fs::create_dir(&tmp).map_err(|e| io("cannot create", &tmp, e))?;
-        let result = self.write_into(r, &tmp);
-        if let Err(e) = result {
-            let _ = fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
+        let files = match self.write_into(r, &tmp) {
+            Ok(files) => files,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        };
         stall("written");
         let generation = unique_name("gen-");
         let gdir = self.dir.join(&generation);
@@ -1510,39 +1516,48 @@ impl Cached {
             let _ = fs::remove_dir_all(&tmp);
             return Err(e);
         }
-        for s in &mut self.segments {
+        for (s, files) in self.segments.iter_mut().zip(files) {
             s.home = Some(gdir.clone());
+            s.files = files;
         }
         Ok(generation)
     }
 
-    fn write_into(&self, r: &Reader, tmp: &Path) -> std::result::Result<(), String> {
-        let mut sizes: Vec<[(u64, u64); 8]> = Vec::with_capacity(self.segments.len());
+    /// Writes the generation's files into `tmp` (segments kept from the generation they live
+    /// in are hard-linked, with the size and checksum recorded there); returns what the
+    /// manifest says about each segment's files.
+    fn write_into(
+        &self,
+        r: &Reader,
+        tmp: &Path,
+    ) -> std::result::Result<Vec<[Option<FileSum>; 8]>, String> {
+        let mut sums: Vec<[Option<FileSum>; 8]> = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
-            let mut rows = [(0u64, 0u64); 8];
+            let mut files: [Option<FileSum>; 8] = Default::default();
             for k in Kind::ALL {
                 if !s.has(k) {
                     continue;
                 }
                 let name = segment_file(&s.name, k);
                 let dest = tmp.join(&name);
-                let linked = s
-                    .home
-                    .as_ref()
-                    .is_some_and(|h| fs::hard_link(h.join(&name), &dest).is_ok());
-                if !linked {
-                    let b = s.batches[k as usize]
-                        .as_ref()
-                        .ok_or_else(|| format!("segment {} was not decoded", s.name))?;
-                    write_ipc(&dest, b)
-                        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
-                }
-                let bytes = fs::metadata(&dest)
-                    .map_err(|e| format!("cannot stat {}: {e}", dest.display()))?
-                    .len();
-                rows[k as usize] = (s.rows(k) as u64, bytes);
+                let linked = match (&s.home, s.files[k as usize]) {
+                    (Some(h), Some(sum)) => {
+                        fs::hard_link(h.join(&name), &dest).is_ok().then_some(sum)
+                    }
+                    _ => None,
+                };
+                files[k as usize] = Some(match linked {
+                    Some(sum) => sum,
+                    None => {
+                        let b = s.batches[k as usize]
+                            .as_ref()
+                            .ok_or_else(|| format!("segment {} was not decoded", s.name))?;
+                        write_ipc(&dest, b)
+                            .map_err(|e| format!("cannot write {}: {e}", dest.display()))?
+                    }
+                });
             }
-            sizes.push(rows);
+            sums.push(files);
         }
         // The stored tables answer a warm open that finds nothing changed (see the module
         // docs): computed here with the cache taken out of the reader, so for the unfiltered load.
@@ -1551,13 +1566,15 @@ impl Cached {
             .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
         let stats = scalar_stats_of(&self.served(Kind::Scalars))
             .map_err(|e| format!("cannot compute scalar statistics: {e}"))?;
-        for (name, b) in [(FACTS, &facts), (STATS, &stats)] {
+        let mut derived = [None; 2];
+        for (slot, (name, b)) in derived.iter_mut().zip([(FACTS, &facts), (STATS, &stats)]) {
             let dest = tmp.join(name);
-            write_ipc(&dest, b).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+            *slot = Some(
+                write_ipc(&dest, b).map_err(|e| format!("cannot write {}: {e}", dest.display()))?,
+            );
         }
-        let derived = [Some(facts.num_rows()), Some(stats.num_rows())];
         let manifest =
-            encode_manifest(r, &self.segments, &sizes, &self.pieces, &self.dirs, derived)?;
+            encode_manifest(r, &self.segments, &sums, &self.pieces, &self.dirs, derived)?;
         let path = tmp.join("manifest");
         (|| {
             let mut f = File::create_new(&path)?;
@@ -1565,7 +1582,8 @@ impl Cached {
             f.sync_all()?;
             sync_dir(tmp)
         })()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(sums)
     }
 
     /// Restores the reader from the current generation.
@@ -1603,18 +1621,19 @@ impl Cached {
         gdir: &Path,
     ) -> std::result::Result<Restore, RestoreError> {
         let t0 = std::time::Instant::now();
-        // Mapped rather than read: a manifest of many runs is tens of MB, and only the change
-        // check's part of it is decoded unless something changed.
-        let file = File::open(gdir.join("manifest")).map_err(RestoreError::io)?;
-        let len = file.metadata().map_err(RestoreError::io)?.len() as usize;
+        // Held whole and checked (its checksum covers every byte) before anything in it is
+        // used; only the change check's part of it is decoded unless something changed.
+        let path = gdir.join("manifest");
+        let (manifest, _) = hold(
+            File::open(&path).map_err(RestoreError::io)?,
+            &path,
+            map_bytes(),
+        )?;
         let bad = |e: String| RestoreError::Bad(format!("manifest: {e}"));
-        if len == 0 {
+        if manifest.is_empty() {
             return Err(bad("empty".into()));
         }
-        let mapping = map_file(&file, len).map_err(|e| bad(e.to_string()))?;
-        drop(file);
-        let bytes = mapping.bytes();
-        let (h, body) = decode_header(bytes).map_err(bad)?;
+        let (h, body) = decode_header(&manifest).map_err(bad)?;
         if h.tbscope != env!("CARGO_PKG_VERSION") {
             return Err(RestoreError::Bad(format!(
                 "written by tbscope {}, this is {}",
@@ -1644,39 +1663,44 @@ impl Cached {
         let m = decode_body(body).map_err(bad)?;
         let t_decode = t0.elapsed();
         let mut segments = Vec::with_capacity(m.segments.len());
-        for (name, rows) in &m.segments {
+        for (name, files) in &m.segments {
             // Opened (so that a writer removing this generation takes nothing away) and
-            // checked for size here; decoded when first needed.
+            // checked for size here; read, checked and decoded when first needed.
             let mut s = Segment::new(name.clone(), Some(gdir.to_path_buf()));
             for k in Kind::ALL {
-                let (n, bytes) = rows[k as usize];
-                if n == 0 {
+                let Some(sum) = files[k as usize] else {
                     continue;
-                }
+                };
                 let path = gdir.join(segment_file(name, k));
                 let f = File::open(&path).map_err(RestoreError::io)?;
                 let len = f.metadata().map_err(RestoreError::io)?.len();
-                if len != bytes {
+                if len != sum.bytes {
                     return Err(RestoreError::Bad(format!(
-                        "{} is {len} bytes, the manifest says {bytes}",
-                        path.display()
+                        "{} is {len} bytes, the manifest says {}",
+                        path.display(),
+                        sum.bytes
                     )));
                 }
-                s.unread[k as usize] = Some((f, n));
+                s.unread[k as usize] = Some(f);
+                s.files[k as usize] = Some(sum);
             }
             segments.push(s);
         }
+        // The stored tables are small: read and checked now.
+        let facts_schema = r
+            .facts_from(r.runs_table_with(&|_, _| None), &|_, _, _, _| None)
+            .schema();
+        let threads = thread_count(r.opts.threads);
         let mut derived: [Option<RecordBatch>; 2] = [None, None];
-        for ((slot, rows), name) in derived.iter_mut().zip(m.derived).zip([FACTS, STATS]) {
-            let Some(rows) = rows else { continue };
-            let b = read_ipc(&gdir.join(name))?;
-            if b.num_rows() != rows {
-                return Err(RestoreError::Bad(format!(
-                    "{name} has {} rows, the manifest says {rows}",
-                    b.num_rows()
-                )));
-            }
-            *slot = Some(b);
+        for ((slot, sum), (name, schema)) in derived
+            .iter_mut()
+            .zip(m.derived)
+            .zip([(FACTS, facts_schema), (STATS, stats_schema())])
+        {
+            let Some(sum) = sum else { continue };
+            let path = gdir.join(name);
+            let f = File::open(&path).map_err(RestoreError::io)?;
+            *slot = Some(read_ipc_file(f, &path, sum, &schema, threads)?);
         }
         if let Some(f) = &derived[0] {
             if f.num_rows() != m.nruns {
@@ -1697,7 +1721,7 @@ impl Cached {
         // Kept as the pending index until discovery needs them as a map.
         self.dirs.clear();
         self.pending = Some(Box::new(Pending {
-            manifest: mapping,
+            manifest,
             nruns: m.nruns,
             names: Some(m.names),
             pieces: m.pieces.map(Some),
@@ -1725,7 +1749,7 @@ impl Cached {
     /// Decodes a pending state into the reader, and every segment (a no-op once done).
     fn materialise(&mut self, r: &mut Reader) -> Result<()> {
         for k in Kind::ALL {
-            self.decode_kind(k)?;
+            self.decode_kind(k, r)?;
             self.decode_pieces(r, k)?;
         }
         self.decode_names(r)?;
@@ -2017,91 +2041,420 @@ impl RestoreError {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Arrow IPC files, mapped
+// Cache files in memory: read, or mapped under a lease, and checked
+//
+// A file truncated under a mapping kills the process (SIGBUS) on the next access, and no
+// checksum verified earlier protects against that. So a cache file is held in memory nobody
+// can change under us, then its size and CRC-32C are checked against the manifest, and only
+// then is it decoded:
+//
+// - a file of at least MAP_BYTES is mapped when the kernel grants us a read lease on it
+//   (fcntl F_SETLEASE). While we hold it, whoever opens the file for writing or truncates it
+//   is held back, and the kernel signals our watcher thread (`lease`), which copies the
+//   mapping into memory of our own, puts that memory in its place at the same address
+//   (mremap), and only then gives the lease up. Buffers pointing into the mapping keep their
+//   bytes, and a warm open still copies nothing.
+// - anything else (small files, and files the kernel grants no lease on: another user's, a
+//   network filesystem, a file someone has open for writing) is read (pread) into a buffer of
+//   our own.
 
-fn write_ipc(path: &Path, b: &RecordBatch) -> std::result::Result<(), String> {
+/// What the manifest says about one file of a generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileSum {
+    rows: u64,
+    bytes: u64,
+    crc: u32,
+}
+
+/// Mappings under a read lease, and the thread that answers lease breaks.
+///
+/// The watcher is one thread per process that blocks its signal and waits for it
+/// (`sigwaitinfo`); every lease names that thread as the one to signal (`F_SETOWN_EX` with
+/// `F_OWNER_TID`), so no other thread ever sees the signal and no signal handler is installed.
+/// The kernel holds back whoever breaks a lease for `/proc/sys/fs/lease-break-time` seconds
+/// (45 by default) or until we give it up; the watcher makes the mapping private (a copy) in
+/// well under that. Only a process that cannot run for that long (stopped, frozen) loses the
+/// guarantee.
+mod lease {
+    use std::fs::File;
+    use std::os::fd::{AsRawFd, RawFd};
+    use std::ptr::NonNull;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use arrow_buffer::Buffer;
+
+    // Not in the libc crate for every target; values from <fcntl.h> on Linux.
+    const F_SETSIG: libc::c_int = 10;
+    const F_SETOWN_EX: libc::c_int = 15;
+    const F_OWNER_TID: libc::c_int = 0;
+
+    /// The mappings under a lease: (descriptor, address, length, made private already).
+    static MAPS: Mutex<Vec<(RawFd, usize, usize, bool)>> = Mutex::new(Vec::new());
+
+    struct Watcher {
+        tid: libc::pid_t,
+        sig: libc::c_int,
+        /// The process it runs in: a child forked since has no watcher, and reads instead.
+        pid: u32,
+    }
+
+    static WATCHER: OnceLock<Option<Watcher>> = OnceLock::new();
+
+    fn watcher() -> Option<&'static Watcher> {
+        WATCHER.get_or_init(start).as_ref()
+    }
+
+    fn start() -> Option<Watcher> {
+        // A real-time signal nothing else in a Python process uses; the kernel queues them
+        // (with the descriptor in `si_fd`) rather than merging them.
+        let sig = libc::SIGRTMIN() + 6;
+        if sig > libc::SIGRTMAX() {
+            return None;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("tbscope-lease".into())
+            .spawn(move || {
+                // SAFETY: sigset operations on a local set; the mask is this thread's own.
+                let set = unsafe {
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut set);
+                    libc::sigaddset(&mut set, sig);
+                    // The kernel sends SIGIO instead when the queue of real-time signals is
+                    // full: then every lease is answered.
+                    libc::sigaddset(&mut set, libc::SIGIO);
+                    libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                    set
+                };
+                // SAFETY: gettid has no preconditions.
+                let _ = tx.send(unsafe { libc::gettid() });
+                loop {
+                    // SAFETY: an all-zero siginfo is a valid value for sigwaitinfo to fill.
+                    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                    // SAFETY: `set` holds signals this thread blocks.
+                    let got = unsafe { libc::sigwaitinfo(&set, &mut info) };
+                    if got == sig {
+                        make_private(Some(si_fd(&info)));
+                    } else if got == libc::SIGIO {
+                        make_private(None);
+                    }
+                }
+            })
+            .ok()?;
+        let tid = rx.recv().ok()?;
+        Some(Watcher {
+            tid,
+            sig,
+            pid: std::process::id(),
+        })
+    }
+
+    /// The descriptor of a lease-break signal (`si_fd`, after `si_band` in the SIGPOLL part of
+    /// siginfo, which the libc crate does not name).
+    fn si_fd(info: &libc::siginfo_t) -> RawFd {
+        #[repr(C)]
+        struct Poll {
+            signo: libc::c_int,
+            errno: libc::c_int,
+            code: libc::c_int,
+            band: libc::c_long,
+            fd: libc::c_int,
+        }
+        // SAFETY: siginfo_t is larger than this prefix, which is its layout for SIGPOLL-style
+        // signals on Linux (the union starts after the three ints, aligned for a long).
+        unsafe { (*(info as *const libc::siginfo_t as *const Poll)).fd }
+    }
+
+    /// Copies the mappings of `fd` (every mapping: None) into memory of our own put in their
+    /// place, then gives their leases up.
+    fn make_private(fd: Option<RawFd>) {
+        let mut maps = MAPS.lock().unwrap_or_else(|p| p.into_inner());
+        for (f, addr, len, private) in maps.iter_mut() {
+            if fd.is_some_and(|fd| fd != *f) {
+                continue;
+            }
+            if !*private {
+                // SAFETY: a fresh anonymous mapping, filled from ours (whose file nobody can
+                // change while we hold the lease), then moved over ours in one step: a reader
+                // faulting meanwhile waits for the move and finds the copy.
+                unsafe {
+                    let copy = libc::mmap(
+                        std::ptr::null_mut(),
+                        *len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    );
+                    if copy == libc::MAP_FAILED {
+                        // Keep the lease: the other process waits for the kernel to break it.
+                        continue;
+                    }
+                    std::ptr::copy_nonoverlapping(*addr as *const u8, copy.cast::<u8>(), *len);
+                    libc::mprotect(copy, *len, libc::PROT_READ);
+                    let moved = libc::mremap(
+                        copy,
+                        *len,
+                        *len,
+                        libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                        *addr as *mut libc::c_void,
+                    );
+                    if moved == libc::MAP_FAILED {
+                        libc::munmap(copy, *len);
+                        continue;
+                    }
+                }
+                *private = true;
+            }
+            // SAFETY: giving up a lease on a descriptor we hold open.
+            unsafe { libc::fcntl(*f, libc::F_SETLEASE, libc::F_UNLCK) };
+        }
+    }
+
+    /// A read-only mapping of a whole file under a lease (see the module docs), unmapped when
+    /// the last buffer using it goes.
+    struct LeasedMap {
+        ptr: NonNull<u8>,
+        len: usize,
+        /// Held open for the lease (closing it gives the lease up).
+        file: File,
+    }
+
+    // SAFETY: the mapping is read-only and lives until drop; the watcher replaces its pages
+    // by identical ones under the registry's lock.
+    unsafe impl Send for LeasedMap {}
+    unsafe impl Sync for LeasedMap {}
+    impl std::panic::RefUnwindSafe for LeasedMap {}
+
+    impl Drop for LeasedMap {
+        fn drop(&mut self) {
+            let fd = self.file.as_raw_fd();
+            // (In a forked child the registry may be locked by a thread that does not exist
+            // there; it never maps, so it has nothing to take out.)
+            if watcher().is_some_and(|w| w.pid == std::process::id()) {
+                let mut maps = MAPS.lock().unwrap_or_else(|p| p.into_inner());
+                maps.retain(|m| m.0 != fd);
+            }
+            // SAFETY: ptr/len are exactly what mmap returned (or what the watcher moved there).
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        }
+    }
+
+    /// `len` bytes of `f` (its whole size, `len > 0`) mapped under a lease; the file back when
+    /// the kernel grants no lease (another user's file, a filesystem without leases, a file
+    /// open for writing, a forked child) or the mapping fails.
+    pub(super) fn map(f: File, len: usize) -> Result<Buffer, File> {
+        let Some(w) = watcher().filter(|w| w.pid == std::process::id()) else {
+            return Err(f);
+        };
+        let fd = f.as_raw_fd();
+        // Held from the lease to the registration: a break arriving meanwhile waits for it.
+        let mut maps = MAPS.lock().unwrap_or_else(|p| p.into_inner());
+        let owner: [libc::c_int; 2] = [F_OWNER_TID, w.tid];
+        // SAFETY: fcntl on a descriptor we own, with the argument each command takes.
+        let leased = unsafe {
+            libc::fcntl(fd, F_SETSIG, w.sig) == 0
+                && libc::fcntl(fd, F_SETOWN_EX, owner.as_ptr()) == 0
+                && libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) == 0
+        };
+        if !leased {
+            return Err(f);
+        }
+        // SAFETY: a fresh read-only private mapping of an open file; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                fd,
+                0,
+            )
+        };
+        let Some(ptr) = NonNull::new(p.cast::<u8>()).filter(|_| p != libc::MAP_FAILED) else {
+            // SAFETY: as above.
+            unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
+            return Err(f);
+        };
+        maps.push((fd, ptr.as_ptr() as usize, len, false));
+        drop(maps);
+        let map = LeasedMap { ptr, len, file: f };
+        // SAFETY: `len` readable bytes at `ptr` for as long as the owner (the mapping) lives.
+        Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) })
+    }
+}
+
+/// Counts and checksums what goes through it.
+struct Summing<W> {
+    inner: W,
+    bytes: u64,
+    crc: u32,
+}
+
+impl<W: Write> Write for Summing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes `b` as a new IPC file (one record batch), fsynced; returns its rows, size and
+/// checksum for the manifest.
+fn write_ipc(path: &Path, b: &RecordBatch) -> std::result::Result<FileSum, String> {
     let f = File::create_new(path).map_err(|e| e.to_string())?;
+    let out = Summing {
+        inner: BufWriter::with_capacity(1 << 20, f),
+        bytes: 0,
+        crc: 0,
+    };
     let mut w =
-        arrow_ipc::writer::FileWriter::try_new(BufWriter::with_capacity(1 << 20, f), &b.schema())
-            .map_err(|e| e.to_string())?;
+        arrow_ipc::writer::FileWriter::try_new(out, &b.schema()).map_err(|e| e.to_string())?;
     w.write(b).map_err(|e| e.to_string())?;
     w.finish().map_err(|e| e.to_string())?;
-    let f = w
-        .into_inner()
-        .map_err(|e| e.to_string())?
-        .into_inner()
-        .map_err(|e| e.to_string())?;
-    f.sync_all().map_err(|e| e.to_string())
-}
-
-/// A read-only private mapping of a whole file, unmapped when the last buffer using it goes.
-///
-/// Cache files are never modified in place (a generation is written once and only ever
-/// removed), so the mapping cannot shrink under us the way an event file being truncated
-/// would; removing the file leaves an existing mapping intact.
-struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-impl Mapping {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `len` readable bytes at `ptr` for as long as the mapping lives.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-// SAFETY: the mapping is read-only and lives until drop; nothing mutates it.
-unsafe impl Send for Mapping {}
-unsafe impl Sync for Mapping {}
-impl std::panic::RefUnwindSafe for Mapping {}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-    }
-}
-
-fn map_file(f: &File, len: usize) -> std::io::Result<Mapping> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a fresh read-only private mapping of an open file; checked for failure below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE,
-            f.as_raw_fd(),
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(Mapping {
-        ptr: NonNull::new(p.cast()).expect("mmap does not return null on success"),
-        len,
+    let out = w.into_inner().map_err(|e| e.to_string())?;
+    let (bytes, crc) = (out.bytes, out.crc);
+    let f = out.inner.into_inner().map_err(|e| e.to_string())?;
+    f.sync_all().map_err(|e| e.to_string())?;
+    Ok(FileSum {
+        rows: b.num_rows() as u64,
+        bytes,
+        crc,
     })
 }
 
-/// The one record batch of an IPC file, its buffers pointing into a mapping of the file.
-fn read_ipc(path: &Path) -> std::result::Result<RecordBatch, RestoreError> {
-    let f = File::open(path).map_err(RestoreError::io)?;
-    read_ipc_file(&f, path)
+/// Files at least this large are mapped (under a lease) rather than read; the environment
+/// variable `TBSCOPE_CACHE_MAP_BYTES` changes it (tests map small files).
+const MAP_BYTES: u64 = 1 << 20;
+
+fn map_bytes() -> u64 {
+    std::env::var("TBSCOPE_CACHE_MAP_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(MAP_BYTES)
 }
 
-/// [`read_ipc`] of a file already open (`path` names it in errors).
-fn read_ipc_file(f: &File, path: &Path) -> std::result::Result<RecordBatch, RestoreError> {
+/// The whole of `f` (`path` names it in errors) in memory nobody can change under us: mapped
+/// under a lease when it has at least `map_at` bytes and the kernel grants one, else read into
+/// a 64-byte aligned buffer of our own (says which). A file that ends before its size said
+/// (truncated meanwhile) is damaged.
+fn hold(
+    f: File,
+    path: &Path,
+    map_at: u64,
+) -> std::result::Result<(Buffer, &'static str), RestoreError> {
     let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
-    let len = f.metadata().map_err(RestoreError::io)?.len() as usize;
+    let len = f.metadata().map_err(RestoreError::io)?.len();
+    let len = usize::try_from(len).map_err(|_| bad("too large".into()))?;
+    let f = if len > 0 && len as u64 >= map_at {
+        match lease::map(f, len) {
+            Ok(buf) => return Ok((buf, "mapped")),
+            Err(back) => back,
+        }
+    } else {
+        f
+    };
+    let buf = read_into(&f, len).map_err(|e| bad(e.to_string()))?;
+    Ok((buf, "read"))
+}
+
+/// `len` bytes of `f` from its start, read into a buffer of our own.
+fn read_into(f: &File, len: usize) -> std::io::Result<Buffer> {
+    use std::os::unix::fs::FileExt;
+    // Zeroed memory from the allocator is fresh pages; backed in bulk before the kernel copies
+    // the file into them.
+    let mut buf = arrow_buffer::MutableBuffer::from_len_zeroed(len);
+    let bytes = buf.as_slice_mut();
+    crate::columns::populate(bytes.as_mut_ptr() as usize, len);
+    let mut at = 0;
+    while at < len {
+        match f.read_at(&mut bytes[at..], at as u64) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("ends at byte {at} of {len} (truncated)"),
+                ))
+            }
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(buf.into())
+}
+
+/// CRC-32C of `bytes`, in shares on up to `threads` threads when it is large.
+fn crc32c_of(bytes: &[u8], threads: usize) -> u32 {
+    const SHARE: usize = 16 << 20;
+    let shares = threads.clamp(1, bytes.len().div_ceil(SHARE).max(1));
+    if shares == 1 {
+        return crc32c::crc32c(bytes);
+    }
+    let per = bytes.len().div_ceil(shares);
+    let crcs: Vec<(u32, usize)> = std::thread::scope(|s| {
+        let running: Vec<_> = bytes
+            .chunks(per)
+            .map(|c| (s.spawn(move || crc32c::crc32c(c)), c.len()))
+            .collect();
+        running
+            .into_iter()
+            // (A thread that cannot start or panics gets its share checked here.)
+            .map(|(h, n)| (h.join().unwrap_or(u32::MAX), n))
+            .collect()
+    });
+    let mut crc = crcs[0].0;
+    for &(c, n) in &crcs[1..] {
+        crc = crc32c::crc32c_combine(crc, c, n);
+    }
+    crc
+}
+
+/// `f` held ([`hold`]) and checked against what the manifest says: its size, then its
+/// CRC-32C.
+fn read_checked(
+    f: File,
+    path: &Path,
+    sum: FileSum,
+    threads: usize,
+    map_at: u64,
+) -> std::result::Result<(Buffer, &'static str), RestoreError> {
+    let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
+    let on_disk = f.metadata().map_err(RestoreError::io)?.len();
+    if on_disk != sum.bytes {
+        return Err(bad(format!(
+            "{on_disk} bytes, the manifest says {} (damaged)",
+            sum.bytes
+        )));
+    }
+    let (buf, how) = hold(f, path, map_at)?;
+    if buf.len() as u64 != sum.bytes || crc32c_of(&buf, threads) != sum.crc {
+        return Err(bad("checksum mismatch (damaged)".into()));
+    }
+    Ok((buf, how))
+}
+
+/// The one record batch of the IPC file `f` (`path` names it in errors), read and checked
+/// against `sum` ([`read_checked`]), decoded with Arrow's full validation, and held to the
+/// schema its consumers take for granted and the rows the manifest says.
+fn read_ipc_file(
+    f: File,
+    path: &Path,
+    sum: FileSum,
+    schema: &Schema,
+    threads: usize,
+) -> std::result::Result<RecordBatch, RestoreError> {
+    let t0 = std::time::Instant::now();
+    let (buf, how) = read_checked(f, path, sum, threads, map_bytes())?;
+    let t_read = t0.elapsed();
+    let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
+    let len = buf.len();
     if len < 16 {
         return Err(bad("too short for an Arrow file".into()));
     }
-    let map = map_file(f, len).map_err(|e| bad(e.to_string()))?;
-    let ptr = map.ptr;
-    // SAFETY: the mapping is `len` readable bytes and is kept alive by the buffer's owner.
-    let buf = unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) };
     let trailer: [u8; 10] = buf[len - 10..].try_into().expect("10 bytes");
     let footer_len =
         arrow_ipc::reader::read_footer_length(trailer).map_err(|e| bad(e.to_string()))?;
@@ -2110,11 +2463,16 @@ fn read_ipc_file(f: &File, path: &Path) -> std::result::Result<RecordBatch, Rest
     }
     let footer = arrow_ipc::root_as_footer(&buf[len - 10 - footer_len..len - 10])
         .map_err(|e| bad(e.to_string()))?;
-    let schema = footer
+    let stored = footer
         .schema()
         .ok_or_else(|| bad("no schema".into()))
         .and_then(|s| arrow_ipc::convert::try_fb_to_schema(s).map_err(|e| bad(e.to_string())))?;
-    let mut decoder = arrow_ipc::reader::FileDecoder::new(Arc::new(schema), footer.version());
+    if stored.fields() != schema.fields() {
+        return Err(bad(format!(
+            "columns {stored} where {schema} were expected"
+        )));
+    }
+    let mut decoder = arrow_ipc::reader::FileDecoder::new(Arc::new(stored), footer.version());
     let block_data = |b: &arrow_ipc::Block| -> std::result::Result<Buffer, RestoreError> {
         let start = b.offset() as usize;
         let n = b.metaDataLength() as usize + b.bodyLength() as usize;
@@ -2137,10 +2495,25 @@ fn read_ipc_file(f: &File, path: &Path) -> std::result::Result<RecordBatch, Rest
     }
     let block = batches.get(0);
     let data = block_data(block)?;
-    decoder
+    let b = decoder
         .read_record_batch(block, &data)
         .map_err(|e| bad(e.to_string()))?
-        .ok_or_else(|| bad("empty record batch message".into()))
+        .ok_or_else(|| bad("empty record batch message".into()))?;
+    if std::env::var_os("TBSCOPE_TRACE").is_some() {
+        eprintln!(
+            "tbscope cache file {}: {len} bytes {how} and checked in {t_read:?}, decoded in {:?}",
+            path.display(),
+            t0.elapsed() - t_read
+        );
+    }
+    if b.num_rows() as u64 != sum.rows {
+        return Err(bad(format!(
+            "{} rows, the manifest says {}",
+            b.num_rows(),
+            sum.rows
+        )));
+    }
+    Ok(b)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2179,6 +2552,17 @@ impl Enc {
         self.flag(v.is_some());
         if let Some(v) = v {
             self.f(v);
+        }
+    }
+    /// A file of a generation: 0 for none, else 1 + rows, size, checksum.
+    fn file_sum(&mut self, f: Option<FileSum>) {
+        match f {
+            None => self.u(0),
+            Some(f) => {
+                self.u(f.rows + 1);
+                self.u(f.bytes);
+                self.u(u64::from(f.crc));
+            }
         }
     }
     /// `v` after the bytes it shares with `prev` (sorted names share long prefixes).
@@ -2262,6 +2646,15 @@ impl<'a> Dec<'a> {
     }
     fn opt_f(&mut self) -> DResult<Option<f64>> {
         Ok(if self.flag()? { Some(self.f()?) } else { None })
+    }
+    fn file_sum(&mut self) -> DResult<Option<FileSum>> {
+        let rows = match self.u()? {
+            0 => return Ok(None),
+            n => n - 1,
+        };
+        let bytes = self.u()?;
+        let crc = u32::try_from(self.u()?).map_err(|_| "bad checksum".to_string())?;
+        Ok(Some(FileSum { rows, bytes, crc }))
     }
     /// Replaces `buf` (the previous value) by the next one, which shares a prefix with it.
     fn prefixed_into(&mut self, buf: &mut Vec<u8>) -> DResult<()> {
@@ -2362,10 +2755,10 @@ type MetaKey<'a> = (&'a str, &'a [u8], &'a str, &'a str, i32);
 fn encode_manifest(
     r: &Reader,
     segments: &[Segment],
-    rows: &[[(u64, u64); 8]],
+    files: &[[Option<FileSum>; 8]],
     pieces: &[Vec<Piece>; 8],
     dirs: &HashMap<PathBuf, DirListing>,
-    derived: [Option<usize>; 2],
+    derived: [Option<FileSum>; 2],
 ) -> std::result::Result<Vec<u8>, String> {
     let mut e = Enc::default();
     e.0.extend_from_slice(MAGIC);
@@ -2377,11 +2770,10 @@ fn encode_manifest(
     e.u(r.opts.file.max_len);
     e.flag(r.opts.file.provenance);
     e.u(segments.len() as u64);
-    for (s, rows) in segments.iter().zip(rows) {
+    for (s, files) in segments.iter().zip(files) {
         e.s(&s.name);
-        for &(n, bytes) in rows {
-            e.u(n);
-            e.u(bytes);
+        for f in files {
+            e.file_sum(*f);
         }
     }
     // Tables of repeated strings and metadata, then runs referring to them.
@@ -2578,9 +2970,9 @@ fn encode_manifest(
             }
         }
     }
-    // Rows of the stored facts and statistics tables (0: none; 1 + rows otherwise).
-    for rows in derived {
-        e.u(rows.map_or(0, |n| n as u64 + 1));
+    // The stored facts and statistics tables.
+    for f in derived {
+        e.file_sum(f);
     }
     let crc = crc32c::crc32c(&e.0);
     e.0.extend_from_slice(&crc.to_le_bytes());
@@ -2599,7 +2991,7 @@ struct Header {
 /// A decoded manifest, with file paths rebuilt below the reader's root.
 struct Manifest {
     /// Per segment: its name and (rows, bytes) of its file of each kind.
-    segments: Vec<(String, [(u64, u64); 8])>,
+    segments: Vec<(String, [Option<FileSum>; 8])>,
     nruns: usize,
     /// Where the runs' names lie (decoded by `Pending::names`).
     names: (u32, u32),
@@ -2613,7 +3005,7 @@ struct Manifest {
     report: Vec<ReportEntry>,
     dirs: Vec<DirIndex>,
     /// Rows of the stored facts and statistics tables, when the generation has them.
-    derived: [Option<usize>; 2],
+    derived: [Option<FileSum>; 2],
 }
 
 /// The runs' files as the change check needs them: run `i` has `files[start[i]..start[i + 1]]`.
@@ -2657,8 +3049,8 @@ struct DirIndex {
 
 /// A restored generation whose runs' state is still encoded (see the module docs).
 struct Pending {
-    /// The manifest, mapped (a generation's files are never modified in place).
-    manifest: Mapping,
+    /// The manifest, held ([`hold`]) and checked.
+    manifest: Buffer,
     nruns: usize,
     /// The runs' names, until decoded into `Reader::run_names`.
     names: Option<(u32, u32)>,
@@ -2680,7 +3072,7 @@ impl Pending {
     /// The runs' names, in order.
     fn decode_names(&self, (at, n): (u32, u32)) -> DResult<Vec<String>> {
         let mut d = Dec {
-            buf: &self.manifest.bytes()[..(at + n) as usize],
+            buf: &self.manifest[..(at + n) as usize],
             pos: at as usize,
         };
         let mut names: Vec<String> = Vec::with_capacity(self.nruns);
@@ -2708,7 +3100,7 @@ impl Pending {
         segments: &[Segment],
     ) -> DResult<Vec<Piece>> {
         let mut d = Dec {
-            buf: &self.manifest.bytes()[..(at + n) as usize],
+            buf: &self.manifest[..(at + n) as usize],
             pos: at as usize,
         };
         let count = d.n()?;
@@ -2740,13 +3132,13 @@ impl Pending {
     }
 
     fn bytes(&self, (at, n): (u32, u32)) -> &[u8] {
-        &self.manifest.bytes()[at as usize..(at + n) as usize]
+        &self.manifest[at as usize..(at + n) as usize]
     }
 
     /// The `n` length-prefixed names at `at`.
     fn names(&self, (at, n): (u32, u32)) -> DResult<Vec<std::ffi::OsString>> {
         let mut d = Dec {
-            buf: self.manifest.bytes(),
+            buf: &self.manifest,
             pos: at as usize,
         };
         (0..n)
@@ -2827,11 +3219,11 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
             return Err("bad segment name".into());
         }
-        let mut rows = [(0u64, 0u64); 8];
-        for r in rows.iter_mut() {
-            *r = (d.u()?, d.u()?);
+        let mut files = [None; 8];
+        for f in files.iter_mut() {
+            *f = d.file_sum()?;
         }
-        segments.push((name, rows));
+        segments.push((name, files));
     }
     let nstr = d.n()?;
     let mut strings: Vec<Arc<str>> = Vec::with_capacity(nstr);
@@ -2948,11 +3340,8 @@ fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         });
     }
     let mut derived = [None; 2];
-    for rows in derived.iter_mut() {
-        *rows = match d.u()? {
-            0 => None,
-            n => Some(n as usize - 1),
-        };
+    for f in derived.iter_mut() {
+        *f = d.file_sum()?;
     }
     if d.pos != d.buf.len() {
         return Err("trailing bytes".into());
@@ -2981,7 +3370,7 @@ fn decode_state(
 ) -> DResult<(BTreeMap<String, RunState>, Vec<String>)> {
     let root_is_file = root.is_file();
     let mut d = Dec {
-        buf: &p.manifest.bytes()[..p.state.1],
+        buf: &p.manifest[..p.state.1],
         pos: p.state.0,
     };
     let (strings, metas) = (&p.strings, &p.metas);
@@ -3318,4 +3707,103 @@ fn stat_found_with(found: crate::logdir::Discovered, pool: Option<&rayon::Thread
             (run, files)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of `len` bytes that are not all alike, with its checksum.
+    fn pattern_file(name: &str, len: usize) -> (PathBuf, Vec<u8>, FileSum) {
+        let path =
+            std::env::temp_dir().join(format!("tbscope-lease-{name}-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + i / 4096) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        let sum = FileSum {
+            rows: 0,
+            bytes: len as u64,
+            crc: crc32c::crc32c(&bytes),
+        };
+        (path, bytes, sum)
+    }
+
+    /// The kernel grants this process leases on its own files in the temporary directory
+    /// (not every filesystem has leases; where it has none, files are read and this is moot).
+    fn leases_here(path: &Path) -> bool {
+        lease::map(File::open(path).unwrap(), 1).is_ok()
+    }
+
+    /// A mapped cache file truncated, or rewritten in place, by someone else keeps its bytes in
+    /// the buffers pointing into it: the lease holds the other side back until the watcher has
+    /// put a private copy in the mapping's place. (Before leases, touching the buffer after the
+    /// truncation killed the process with SIGBUS.)
+    #[test]
+    fn a_mapped_file_changed_under_us_keeps_its_bytes() {
+        for change in ["truncate", "open_truncate", "write_in_place"] {
+            let (path, want, sum) = pattern_file(change, 3 << 20);
+            if !leases_here(&path) {
+                eprintln!("no leases on {}: skipped", path.display());
+                return;
+            }
+            let Ok((buf, how)) = read_checked(File::open(&path).unwrap(), &path, sum, 2, 0) else {
+                panic!("{change}: not taken");
+            };
+            assert_eq!(how, "mapped");
+            let other = {
+                let path = path.clone();
+                std::thread::spawn(move || match change {
+                    "truncate" => fs::OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .unwrap()
+                        .set_len(0)
+                        .unwrap(),
+                    "open_truncate" => {
+                        File::create(&path).unwrap();
+                    }
+                    _ => {
+                        use std::os::unix::fs::FileExt;
+                        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+                        f.write_all_at(b"changed", 1000).unwrap();
+                    }
+                })
+            };
+            other.join().unwrap();
+            assert!(
+                fs::metadata(&path).unwrap().len() < want.len() as u64
+                    || change == "write_in_place"
+            );
+            assert!(
+                buf.as_slice() == want.as_slice(),
+                "{change}: the mapped bytes changed"
+            );
+            drop(buf);
+            fs::remove_file(&path).unwrap();
+        }
+    }
+
+    /// A file truncated before it is held is damaged, not a crash; one whose bytes differ from
+    /// the manifest's checksum too.
+    #[test]
+    fn short_or_changed_files_are_damaged() {
+        let (path, _, sum) = pattern_file("damaged", 2 << 20);
+        for map_at in [0, u64::MAX] {
+            let short = FileSum {
+                bytes: sum.bytes + 1,
+                ..sum
+            };
+            let other = FileSum {
+                crc: sum.crc ^ 1,
+                ..sum
+            };
+            for s in [short, other] {
+                match read_checked(File::open(&path).unwrap(), &path, s, 2, map_at) {
+                    Err(RestoreError::Bad(why)) => assert!(why.contains("damaged"), "{why}"),
+                    _ => panic!("a damaged file was taken"),
+                }
+            }
+            assert!(read_checked(File::open(&path).unwrap(), &path, sum, 2, map_at).is_ok());
+        }
+        fs::remove_file(&path).unwrap();
+    }
 }
