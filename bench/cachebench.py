@@ -17,6 +17,7 @@ of --repeat is reported), with a warm page cache:
     .venv/bin/python bench/cachebench.py                     # both scenarios, printed as markdown
     .venv/bin/python bench/run.py --only cache               # the same inside the main report
     .venv/bin/python bench/cachebench.py --many-runs 2000    # a small many-runs logdir
+    .venv/bin/python bench/cachebench.py --vs OTHER/bin/python --repeat 9   # A/B of two builds
 """
 
 from __future__ import annotations
@@ -123,15 +124,15 @@ def trace_phases(stderr: str) -> dict[str, Any]:
     return out
 
 
-def run_task(task: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
-    """One task in a fresh interpreter; its result dict, or {"error": ...}. A task through a
-    cache also reports the phases of its load (``TBSCOPE_TRACE=1``; printing them costs
-    microseconds)."""
+def run_task(task: dict[str, Any], timeout: float = 3600.0, python: str | None = None) -> dict[str, Any]:
+    """One task in a fresh interpreter (``python``, else this one); its result dict, or
+    {"error": ...}. A task through a cache also reports the phases of its load
+    (``TBSCOPE_TRACE=1``; printing them costs microseconds)."""
     with tempfile.TemporaryDirectory(prefix="tbscope-cachebench-") as tmp:
         out = Path(tmp) / "result.json"
         task = {**task, "out": str(Path(tmp) / "stdout.txt")} if task["task"] == "cli" else task
         env = dict(os.environ, TBSCOPE_TRACE="1") if task.get("cache") else None
-        proc = subprocess.run([sys.executable, str(HERE), "--task", json.dumps(task), str(out)], capture_output=True, text=True, timeout=timeout, env=env)
+        proc = subprocess.run([python or sys.executable, str(HERE), "--task", json.dumps(task), str(out)], capture_output=True, text=True, timeout=timeout, env=env)
         if out.is_file():
             result: dict[str, Any] = json.loads(out.read_text())
             if env is not None:
@@ -210,6 +211,78 @@ def bench_cli(logdir: Path, cache_root: Path, repeat: int, log: Callable[[str], 
     out["cache_bytes"] = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
     shutil.rmtree(cache, ignore_errors=True)
     return out
+
+
+def bench_ab(open_logdir: Path, many_logdir: Path | None, pythons: list[str], cache_root: Path, threads: int, repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """``--vs``: the same measurements with two interpreters (each with its own tbscope), in
+    turn (A B, then B A, ...), every run a fresh process: the 10M-corpus read without a cache,
+    the warm open of it, and on the many-runs logdir the warm read, `ls` and `summary`. Each
+    interpreter writes its own caches first (untimed): cache formats may differ."""
+    warm_page_cache(open_logdir)
+    if many_logdir is not None:
+        warm_page_cache(many_logdir)
+    caches = {py: (cache_root / f".cache-ab-open-{i}", cache_root / f".cache-ab-cli-{i}") for i, py in enumerate(pythons)}
+    for py, (open_cache, cli_cache) in caches.items():
+        for d in (open_cache, cli_cache):
+            shutil.rmtree(d, ignore_errors=True)
+        log(f"  writing the caches of {py} (untimed)")
+        prep = [run_task({"task": "open", "logdir": str(open_logdir), "threads": threads, "cache": str(open_cache)}, python=py)]
+        if many_logdir is not None:
+            prep.append(run_task({"task": "read", "logdir": str(many_logdir), "cache": str(cli_cache)}, python=py))
+        for r in prep:
+            if "error" in r:
+                raise RuntimeError(f"{py}: {r['error']}")
+
+    def tasks(py: str) -> list[tuple[str, dict[str, Any]]]:
+        open_cache, cli_cache = caches[py]
+        base = {"task": "open", "logdir": str(open_logdir), "threads": threads}
+        out = [("10M corpus, cold read", base), ("10M corpus, warm open", {**base, "cache": str(open_cache)})]
+        if many_logdir is not None:
+            out.append(("many runs, warm read", {"task": "read", "logdir": str(many_logdir), "cache": str(cli_cache)}))
+            for cmd in ("ls", "summary"):
+                out.append((f"many runs, warm `{cmd}`", {"task": "cli", "cmd": cmd, "logdir": str(many_logdir), "cache": str(cli_cache)}))
+        return out
+
+    names = [name for name, _ in tasks(pythons[0])]
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {n: {py: [] for py in pythons} for n in names}
+    for i in range(repeat):
+        order = pythons if i % 2 == 0 else pythons[::-1]
+        for k, name in enumerate(names):
+            for py in order:
+                task = tasks(py)[k][1]
+                r = run_task(task, python=py)
+                if "error" in r:
+                    raise RuntimeError(f"{name} ({py}): {r['error']}")
+                if r.get("status") not in (None, "off", "hit"):
+                    raise RuntimeError(f"{name} ({py}): status {r['status']}, warnings {r.get('warnings')}")
+                runs[name][py].append(r)
+                log(f"  {name}, {py}: run {i + 1}/{repeat}: {r['seconds']:.3f}s")
+    for name in names:
+        for key in ("digest", "output_sha256"):
+            got = {r[key] for py in pythons for r in runs[name][py] if key in r}
+            if len(got) > 1:
+                raise RuntimeError(f"{name}: the interpreters' results differ ({key})")
+    for open_cache, cli_cache in caches.values():
+        for d in (open_cache, cli_cache):
+            shutil.rmtree(d, ignore_errors=True)
+    return {"pythons": pythons, "names": names, "runs": runs}
+
+
+def render_ab(ab: dict[str, Any]) -> list[str]:
+    a, b = ab["pythons"]
+    lines = [
+        f"A: `{a}`, B: `{b}`; each run a fresh process, timed after imports, A and B in turn:",
+        "",
+        "| measurement | A median (min–max) s | B median (min–max) s | B / A (median of pairs) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in ab["names"]:
+        ta = [r["seconds"] for r in ab["runs"][name][a]]
+        tb = [r["seconds"] for r in ab["runs"][name][b]]
+        ratio = statistics.median(y / x for x, y in zip(ta, tb))
+        cell = lambda t: f"{statistics.median(t):.3f} ({min(t):.3f}–{max(t):.3f})"  # noqa: E731 - a table cell
+        lines.append(f"| {name} | {cell(ta)} | {cell(tb)} | {ratio:.2f}× |")
+    return lines
 
 
 # --------------------------------------------------------------------------------------------
@@ -301,9 +374,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)")
+    parser.add_argument("--vs", metavar="PYTHON", help="A/B: warm opens (and the cold read) with this interpreter's tbscope and this one's, in turn")
     args = parser.parse_args(argv)
     spec, _ = corpus.specs_from_args(args)
     main_corpus = corpus.ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs)
+    if args.vs:
+        many = manyruns.ensure(manyruns.ManyRunsSpec(runs=args.many_runs), args.corpus_root, args.jobs) if args.many_runs else None
+        ab = bench_ab(main_corpus.logdir, many, [args.vs, sys.executable], args.corpus_root, args.threads, args.repeat, print)
+        print("\n".join(render_ab(ab)))
+        return 0
     table = corpus.expected_table(spec)
     expected = canonical_digest(table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"], table["steps"], table["values"]).to_json()
     open_result = bench_open(main_corpus.logdir, args.corpus_root, args.threads, args.repeat, expected, print)
