@@ -4,8 +4,9 @@
 //! (zero-copy decoding) → [`data_compat`] (kinds) → [`event_file`] (one file into columns) →
 //! [`logdir`] (runs and files) → [`load`] (parallel reads, merging, reloads) → [`columns`]
 //! (Arrow). The other direction: [`writer`] encodes and frames events on a background thread,
-//! with [`histogram`] binning values like PyTorch. No Python here: `tbscope-py` is a thin
-//! binding over [`load::Reader`] and [`writer::EventWriter`].
+//! with [`histogram`] binning values like PyTorch. [`cache`] wraps a reader with a cache
+//! directory. No Python here: `tbscope-py` is a thin binding over [`scan::Scan`] (a
+//! [`load::Reader`] or a [`cache::CachedReader`]) and [`writer::EventWriter`].
 
 pub mod cache;
 pub mod columns;
@@ -21,11 +22,14 @@ pub mod proto;
 pub mod restarts;
 pub mod rewrite;
 pub mod runstats;
+pub mod scan;
 pub mod tensor;
 pub mod text;
 pub mod tf_record;
 pub mod writer;
 
+pub use cache::CachedReader;
 pub use data_compat::Kind;
 pub use error::{Error, Result};
 pub use load::{Reader, ReaderOptions, Restarts};
+pub use scan::Scan;

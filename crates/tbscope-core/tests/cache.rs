@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use common::{file_version_event, opts, record, scalar_event, scalar_rows};
-use tbscope_core::{Kind, Reader};
+use tbscope_core::{CachedReader, Kind, Reader, Scan};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tbscope-cache-{name}-{}", std::process::id()));
@@ -34,7 +34,7 @@ fn events(run: &str, steps: std::ops::Range<i64>, header: bool) -> Vec<u8> {
 }
 
 /// What a reader returns, as comparable values.
-fn snapshot(r: &Reader) -> (Vec<String>, String, String) {
+fn snapshot(r: &mut dyn Scan) -> (Vec<String>, String, String) {
     let rows = scalar_rows(&r.table(Kind::Scalars).unwrap());
     let rows = rows
         .iter()
@@ -42,8 +42,8 @@ fn snapshot(r: &Reader) -> (Vec<String>, String, String) {
         .collect();
     (
         rows,
-        format!("{:?}", r.series()),
-        format!("{:?}", r.runs_table()),
+        format!("{:?}", r.series().unwrap()),
+        format!("{:?}", r.runs_table().unwrap()),
     )
 }
 
@@ -53,8 +53,8 @@ fn fresh(root: &Path) -> Reader {
     r
 }
 
-fn cached(root: &Path, dir: &Path) -> Reader {
-    let mut r = Reader::with_cache(root, opts(false, true), dir).unwrap();
+fn cached(root: &Path, dir: &Path) -> CachedReader {
+    let mut r = CachedReader::new(root, opts(false, true), dir).unwrap();
     r.load(&AtomicBool::new(false)).unwrap();
     r
 }
@@ -72,15 +72,15 @@ fn restored_equals_fresh_and_follows_changes() {
         )
         .unwrap();
     }
-    let first = cached(&root, &cache);
-    assert_eq!(first.cache_info().unwrap().status, "miss");
-    assert_eq!(snapshot(&first), snapshot(&fresh(&root)));
+    let mut first = cached(&root, &cache);
+    assert_eq!(first.cache_info().status, "miss");
+    assert_eq!(snapshot(&mut first), snapshot(&mut fresh(&root)));
 
-    let warm = cached(&root, &cache);
-    let info = warm.cache_info().unwrap();
+    let mut warm = cached(&root, &cache);
+    let info = warm.cache_info();
     assert_eq!(info.status, "hit");
     assert!(info.warnings.is_empty(), "{:?}", info.warnings);
-    assert_eq!(snapshot(&warm), snapshot(&fresh(&root)));
+    assert_eq!(snapshot(&mut warm), snapshot(&mut fresh(&root)));
 
     // Appended: read alone, rows in order after the cached ones.
     let f = root.join("a").join("events.out.tfevents.1.x");
@@ -88,20 +88,20 @@ fn restored_equals_fresh_and_follows_changes() {
     let more = events("a", 50..60, false);
     bytes.extend(&more);
     std::fs::write(&f, &bytes).unwrap();
-    let mut r = Reader::with_cache(&root, opts(false, true), &cache).unwrap();
+    let mut r = CachedReader::new(&root, opts(false, true), &cache).unwrap();
     let stats = r.load(&AtomicBool::new(false)).unwrap();
     assert_eq!(stats.bytes_read, more.len() as u64);
-    assert_eq!(r.cache_info().unwrap().status, "updated");
-    assert_eq!(snapshot(&r), snapshot(&fresh(&root)));
+    assert_eq!(r.cache_info().status, "updated");
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
 
     // Replaced by another file (new inode, larger): the run is read again from the start.
     let new = root.join("b/c").join("tmp");
     std::fs::write(&new, events("b/c", 100..200, true)).unwrap();
     std::fs::rename(&new, root.join("b/c").join("events.out.tfevents.1.x")).unwrap();
-    let r = cached(&root, &cache);
-    let info = r.cache_info().unwrap();
+    let mut r = cached(&root, &cache);
+    let info = r.cache_info();
     assert_eq!((info.status, info.runs_dropped), ("updated", 1));
-    assert_eq!(snapshot(&r), snapshot(&fresh(&root)));
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
     std::fs::remove_dir_all(&base).unwrap();
 }
 
@@ -123,8 +123,8 @@ fn damaged_manifest_is_a_warning_and_rewritten() {
     let mid = m.len() / 2;
     m[mid] ^= 0x55;
     std::fs::write(&manifest, m).unwrap();
-    let r = cached(&root, &cache);
-    let info = r.cache_info().unwrap();
+    let mut r = cached(&root, &cache);
+    let info = r.cache_info();
     assert_eq!(info.status, "miss");
     assert!(info.written);
     assert!(
@@ -132,8 +132,8 @@ fn damaged_manifest_is_a_warning_and_rewritten() {
         "{:?}",
         info.warnings
     );
-    assert_eq!(snapshot(&r), snapshot(&fresh(&root)));
-    assert_eq!(cached(&root, &cache).cache_info().unwrap().status, "hit");
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
+    assert_eq!(cached(&root, &cache).cache_info().status, "hit");
     std::fs::remove_dir_all(&base).unwrap();
 }
 
@@ -153,9 +153,11 @@ fn settle(root: &Path) {
     }
 }
 
+/// A warm open that finds nothing changed leaves the runs' state encoded and answers the runs'
+/// facts and the scalar statistics from the generation's stored tables; whatever needs more
+/// decodes it on the way, in any order (no call must come first).
 #[test]
 fn deferred_state_is_decoded_for_what_needs_it() {
-    use tbscope_core::cache::Need;
     let base = tmp("deferred");
     let root = base.join("logdir");
     let cache = base.join("cache");
@@ -169,16 +171,7 @@ fn deferred_state_is_decoded_for_what_needs_it() {
     }
     settle(&root);
     cached(&root, &cache);
-    let plain = fresh(&root);
-
-    let mut r = Reader::with_cache(&root, opts(false, true), &cache).unwrap();
-    r.defer_cache_state();
-    r.load(&AtomicBool::new(false)).unwrap();
-    assert_eq!(r.cache_info().unwrap().status, "hit");
-    // Answered from the generation's stored tables, the state still encoded.
-    for need in [Need::RunsTable, Need::RunFacts, Need::ScalarStats] {
-        r.prepare(need).unwrap();
-    }
+    let mut plain = fresh(&root);
     // (Columns and names: a table read back from Arrow IPC numbers its dictionaries.)
     let same = |a: arrow_array::RecordBatch, b: arrow_array::RecordBatch| {
         let names = |x: &arrow_array::RecordBatch| -> Vec<String> {
@@ -191,16 +184,26 @@ fn deferred_state_is_decoded_for_what_needs_it() {
         assert_eq!(names(&a), names(&b));
         assert_eq!(a.columns(), b.columns());
     };
+
+    let mut r = cached(&root, &cache);
+    assert_eq!(r.cache_info().status, "hit");
+    assert!(r.state_pending());
     same(r.run_facts().unwrap(), plain.run_facts().unwrap());
     same(r.scalar_stats().unwrap(), plain.scalar_stats().unwrap());
-    let state_used = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.series()));
-    assert!(
-        state_used.is_err(),
-        "series() before prepare(State) must not pass silently"
+    same(r.runs_table().unwrap(), plain.runs_table());
+    assert!(r.state_pending(), "answered from the stored tables");
+    // The series need the state: decoded then, and everything is as a fresh reader has it.
+    assert_eq!(
+        format!("{:?}", r.series().unwrap()),
+        format!("{:?}", plain.series())
     );
-    // Decoded on demand: then everything is as a fresh reader has it.
-    r.prepare(Need::Rows(Kind::Scalars)).unwrap();
-    r.prepare(Need::State).unwrap();
-    assert_eq!(snapshot(&r), snapshot(&plain));
+    assert!(!r.state_pending());
+    assert_eq!(snapshot(&mut r), snapshot(&mut plain));
+
+    // The other way round: rows first, then the rest.
+    let mut r = cached(&root, &cache);
+    assert!(r.state_pending());
+    assert_eq!(snapshot(&mut r), snapshot(&mut plain));
+    same(r.run_facts().unwrap(), plain.run_facts().unwrap());
     std::fs::remove_dir_all(&base).unwrap();
 }

@@ -22,9 +22,8 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use tbscope_core::cache::Need;
 use tbscope_core::event_file::Options;
-use tbscope_core::{Error, Kind, Reader, ReaderOptions, Restarts};
+use tbscope_core::{CachedReader, Error, Kind, Reader, ReaderOptions, Restarts, Scan};
 
 mod writer;
 
@@ -91,10 +90,13 @@ fn kind(name: &str) -> PyResult<Kind> {
     })
 }
 
+/// A logdir being read (directly or through a cache directory).
+type Inner = Box<dyn Scan>;
+
 /// A logdir being read; keeps per-file offsets so `load()` again reads only new bytes.
 #[pyclass(module = "tbscope._core", frozen)]
 struct NativeReader {
-    inner: Arc<Mutex<Reader>>,
+    inner: Arc<Mutex<Inner>>,
 }
 
 #[pymethods]
@@ -151,16 +153,10 @@ impl NativeReader {
             threads,
             step_lo: if preempt { step_lo } else { None },
         };
-        let reader = match cache_dir {
-            Some(dir) => Reader::with_cache(&path, opts, &dir).map(|mut r| {
-                // A warm open that finds nothing changed leaves the runs' state encoded; every
-                // method below that uses it calls `prepare` first.
-                r.defer_cache_state();
-                r
-            }),
-            None => Reader::new(&path, opts),
-        }
-        .map_err(to_py_err)?;
+        let reader: Inner = match cache_dir {
+            Some(dir) => Box::new(CachedReader::new(&path, opts, &dir).map_err(to_py_err)?),
+            None => Box::new(Reader::new(&path, opts).map_err(to_py_err)?),
+        };
         Ok(NativeReader {
             inner: Arc::new(Mutex::new(reader)),
         })
@@ -177,7 +173,6 @@ impl NativeReader {
         let k = kind(kind_name)?;
         let plan = {
             let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::State).map_err(to_py_err)?;
             r.plan().map_err(to_py_err)?
         };
         let mut groups = VecDeque::new();
@@ -210,10 +205,9 @@ impl NativeReader {
         let reader = self.inner.clone();
         py.detach(move || {
             let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::Rows(k))?;
             let batches = r.table(k)?;
             Ok(Table {
-                schema: r.schema(k),
+                schema: r.schema(k)?,
                 batches,
             })
         })
@@ -222,34 +216,29 @@ impl NativeReader {
 
     fn series(&self) -> PyResult<Table> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::State).map_err(to_py_err)?;
-        Ok(Table::one(r.series()))
+        Ok(Table::one(r.series().map_err(to_py_err)?))
     }
 
     /// One row per run with hparams records.
     fn hparams(&self) -> PyResult<Table> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::Rows(Kind::Hparams)).map_err(to_py_err)?;
         Ok(Table::one(r.hparams().map_err(to_py_err)?))
     }
 
     fn runs_table(&self) -> PyResult<Table> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::RunsTable).map_err(to_py_err)?;
-        Ok(Table::one(r.runs_table()))
+        Ok(Table::one(r.runs_table().map_err(to_py_err)?))
     }
 
     /// Per run, the newest mtime of its event files (seconds) as of the last load.
     fn run_mtimes(&self) -> PyResult<Table> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::State).map_err(to_py_err)?;
-        Ok(Table::one(r.run_mtimes()))
+        Ok(Table::one(r.run_mtimes().map_err(to_py_err)?))
     }
 
     /// Per run: the runs table's columns, last_modified, series, first_step, last_step.
     fn run_facts(&self) -> PyResult<Table> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::RunFacts).map_err(to_py_err)?;
         Ok(Table::one(r.run_facts().map_err(to_py_err)?))
     }
 
@@ -259,8 +248,6 @@ impl NativeReader {
         let reader = self.inner.clone();
         py.detach(move || {
             let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::RunsTable)?;
-            r.prepare(Need::ScalarStats)?;
             r.summary_table(&stats).map(Table::one)
         })
         .map_err(to_py_err)
@@ -271,7 +258,6 @@ impl NativeReader {
         let reader = self.inner.clone();
         py.detach(move || {
             let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.prepare(Need::ScalarStats)?;
             r.scalar_stats().map(Table::one)
         })
         .map_err(to_py_err)
@@ -279,15 +265,14 @@ impl NativeReader {
 
     fn run_names(&self) -> PyResult<Vec<String>> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::Names).map_err(to_py_err)?;
-        Ok(r.run_names())
+        r.run_names().map_err(to_py_err)
     }
 
     /// The health report: (run, file, severity, offset, length, reason) tuples.
     fn report(&self) -> PyResult<Vec<ReportTuple>> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::Names).map_err(to_py_err)?;
-        Ok(r.report_entries()
+        Ok(r.report()
+            .map_err(to_py_err)?
             .iter()
             .map(|e| {
                 (
@@ -321,8 +306,7 @@ impl NativeReader {
     /// The absolute path of a file named in `blob_file`/`file` columns.
     fn file_path(&self, rel: &str) -> PyResult<Option<PathBuf>> {
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.prepare(Need::State).map_err(to_py_err)?;
-        Ok(r.file_path(rel))
+        r.file_path(rel).map_err(to_py_err)
     }
 }
 
@@ -345,8 +329,8 @@ type CacheInfoTuple = (
 /// for signals every 50 ms: Ctrl-C sets the cancel flag and raises KeyboardInterrupt.
 fn interruptible<T: Send + 'static>(
     py: Python<'_>,
-    reader: &Arc<Mutex<Reader>>,
-    f: impl FnOnce(&mut Reader, &AtomicBool) -> tbscope_core::Result<T> + Send + 'static,
+    reader: &Arc<Mutex<Inner>>,
+    f: impl FnOnce(&mut Inner, &AtomicBool) -> tbscope_core::Result<T> + Send + 'static,
 ) -> PyResult<T> {
     let cancel = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
@@ -383,7 +367,7 @@ fn interruptible<T: Send + 'static>(
 /// Pieces of a logdir read one at a time: each `next()` reads a group of files.
 #[pyclass(module = "tbscope._core", frozen)]
 struct Stream {
-    reader: Arc<Mutex<Reader>>,
+    reader: Arc<Mutex<Inner>>,
     groups: Mutex<VecDeque<Work>>,
     kind: Kind,
 }
