@@ -58,8 +58,11 @@ pub(crate) struct Listing {
     /// move the mtime), or holding symlinks (their targets change without the directory
     /// knowing): a listing not to be reused.
     pub(crate) unsure: bool,
-    /// Its event files (regular files, links to them, dangling links), sorted.
+    /// Its event files (regular files, links to them, dangling links), sorted; a walk moves
+    /// them into what it found.
     pub(crate) files: Vec<PathBuf>,
+    /// It holds event files.
+    pub(crate) has_files: bool,
     pub(crate) subdirs: Vec<OsString>,
     /// Entries named like event files that are not regular files (reported, not read).
     pub(crate) odd: Vec<OsString>,
@@ -158,13 +161,10 @@ impl Walker<'_, '_> {
         for odd in &listing.odd {
             self.out.errors.push((dir.join(odd), io::Error::other(ODD)));
         }
-        if !listing.files.is_empty() && self.runs.is_none_or(|re| re.is_match(&name)) {
-            let files = if self.reuse.is_some() {
-                listing.files.clone()
-            } else {
-                std::mem::take(&mut listing.files)
-            };
-            self.out.found.insert(name, files);
+        if listing.has_files && self.runs.is_none_or(|re| re.is_match(&name)) {
+            self.out
+                .found
+                .insert(name, std::mem::take(&mut listing.files));
         }
         let subs: Vec<PathBuf> = listing.subdirs.iter().map(|s| rel.join(s)).collect();
         if self.reuse.is_some() {
@@ -215,6 +215,7 @@ fn list(dir: &Path, meta: &fs::Metadata, mtime: (i64, u64)) -> io::Result<Listin
         ino: meta.ino(),
         mtime,
         unsure: links || !settled,
+        has_files: !files.is_empty(),
         files,
         subdirs,
         odd,

@@ -36,15 +36,15 @@ pub(super) struct DirListing {
 
 impl DirListing {
     /// What the cache keeps of a listing: the files are the run's, as the reader has them.
-    fn of(l: &Listing) -> DirListing {
+    fn of(l: Listing) -> DirListing {
         DirListing {
             dev: l.dev,
             ino: l.ino,
             mtime: l.mtime,
             unsure: l.unsure,
-            has_files: !l.files.is_empty(),
-            subdirs: l.subdirs.clone(),
-            odd: l.odd.clone(),
+            has_files: l.has_files,
+            subdirs: l.subdirs,
+            odd: l.odd,
         }
     }
 }
@@ -98,6 +98,7 @@ pub(super) fn discover_with(
             ino: l.ino,
             mtime: l.mtime,
             unsure: false,
+            has_files: l.has_files,
             files,
             subdirs: l.subdirs.clone(),
             odd: l.odd.clone(),
@@ -106,8 +107,8 @@ pub(super) fn discover_with(
     let w = walk(root, None, stats, Some(&mut reuse));
     let listings = w
         .listings
-        .iter()
-        .map(|(rel, l)| (rel.clone(), DirListing::of(l)))
+        .into_iter()
+        .map(|(rel, l)| (rel, DirListing::of(l)))
         .collect();
     Ok((w.found, w.errors, listings))
 }
