@@ -58,10 +58,10 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
     kind = task["task"]
     cache = task.get("cache")
     if kind == "open":
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         lg = tbscope.scan(task["logdir"], threads=task["threads"], cache=cache)
         table = lg.scalars().to_arrow()
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         started = time.perf_counter()
         df = table.to_pandas(split_blocks=True)
         pandas_seconds = time.perf_counter() - started
@@ -70,6 +70,7 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
         info = lg.cache_info
         return {
             "seconds": seconds,
+            "cpu_seconds": cpu,
             "to_pandas_seconds": pandas_seconds,
             "rows": table.num_rows,
             "status": info.status if info else "off",
@@ -77,28 +78,28 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
             "digest": frame_digest(df, "run"),
         }
     if kind == "read":
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         lg = tbscope.scan(task["logdir"], cache=cache)
         lg.reload()
         runs = lg.run_info().to_arrow()
         lg.series().to_arrow()
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         info = lg.cache_info
-        return {"seconds": seconds, "runs": runs.num_rows, "status": info.status if info else "off"}
+        return {"seconds": seconds, "cpu_seconds": cpu, "runs": runs.num_rows, "status": info.status if info else "off"}
     if kind == "cli":
         args = [task["cmd"], task["logdir"], "--format", "csv"] + (["--cache-dir", cache] if cache else [])
         out_path = task["out"]
         saved = sys.stdout
         with open(out_path, "w") as out:
             sys.stdout = out
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 cli_main.main(args, standalone_mode=False)
             finally:
-                seconds = time.perf_counter() - started
+                seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
                 sys.stdout = saved
         digest = hashlib.sha256(Path(out_path).read_bytes()).hexdigest()
-        return {"seconds": seconds, "output_sha256": digest, "output_bytes": os.path.getsize(out_path)}
+        return {"seconds": seconds, "cpu_seconds": cpu, "output_sha256": digest, "output_bytes": os.path.getsize(out_path)}
     raise ValueError(f"unknown task {kind!r}")
 
 
@@ -271,17 +272,24 @@ def bench_ab(open_logdir: Path, many_logdir: Path | None, pythons: list[str], ca
 def render_ab(ab: dict[str, Any]) -> list[str]:
     a, b = ab["pythons"]
     lines = [
-        f"A: `{a}`, B: `{b}`; each run a fresh process, timed after imports, A and B in turn:",
+        f"A: `{a}`, B: `{b}`; each run a fresh process, timed after imports, A and B in turn; "
+        "wall time, then the process's CPU time (all threads: less sensitive to other processes on the machine):",
         "",
-        "| measurement | A median (min–max) s | B median (min–max) s | B / A (median of pairs) |",
-        "|---|---:|---:|---:|",
+        "| measurement | A wall, median (min–max) s | B wall | B / A wall (median of pairs) | A CPU s | B CPU s | B / A CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def cell(t: list[float]) -> str:
+        return f"{statistics.median(t):.3f} ({min(t):.3f}–{max(t):.3f})"
+
     for name in ab["names"]:
-        ta = [r["seconds"] for r in ab["runs"][name][a]]
-        tb = [r["seconds"] for r in ab["runs"][name][b]]
-        ratio = statistics.median(y / x for x, y in zip(ta, tb))
-        cell = lambda t: f"{statistics.median(t):.3f} ({min(t):.3f}–{max(t):.3f})"  # noqa: E731 - a table cell
-        lines.append(f"| {name} | {cell(ta)} | {cell(tb)} | {ratio:.2f}× |")
+        row = [name]
+        for key in ("seconds", "cpu_seconds"):
+            ta = [r[key] for r in ab["runs"][name][a]]
+            tb = [r[key] for r in ab["runs"][name][b]]
+            ratio = statistics.median(y / x for x, y in zip(ta, tb))
+            row += [cell(ta), cell(tb), f"{ratio:.2f}×"] if key == "seconds" else [f"{statistics.median(ta):.3f}", f"{statistics.median(tb):.3f}", f"{ratio:.2f}×"]
+        lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
