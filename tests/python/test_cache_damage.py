@@ -182,6 +182,20 @@ print(json.dumps({"tables": out, "first": status, "status": info.status, "warnin
 """
 
 
+def leases(path: Path) -> bool:
+    """Whether the kernel grants this process a read lease on `path` (as tbscope asks for one
+    before it maps a cache file)."""
+    import fcntl
+
+    with open(path, "rb") as f:
+        try:
+            fcntl.fcntl(f.fileno(), fcntl.F_SETLEASE, fcntl.F_RDLCK)
+        except OSError:
+            return False
+        fcntl.fcntl(f.fileno(), fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        return True
+
+
 @pytest.mark.parametrize(
     "when,how,change",
     [
@@ -202,6 +216,8 @@ def test_changed_under_a_reader(every_kind: Path, truth: dict[str, Any], pristin
     it read the logdir again."""
     cache = tmp_path / "cache"
     shutil.copytree(pristine, cache)
+    if how == "mapped" and not leases(cache / "CURRENT"):
+        pytest.skip("the kernel grants no lease here: cache files are read (the `read` cases)")
     env = dict(os.environ, TBSCOPE_TRACE="1", TBSCOPE_CACHE_MAP_BYTES="0" if how == "mapped" else str(1 << 40))
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(every_kind), str(cache), when],
