@@ -217,7 +217,7 @@ def bench_cli(logdir: Path, cache_root: Path, repeat: int, log: Callable[[str], 
 def bench_ab(open_logdir: Path, many_logdir: Path | None, pythons: list[str], cache_root: Path, threads: int, repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
     """``--vs``: the same measurements with two interpreters (each with its own tbscope), in
     turn (A B, then B A, ...), every run a fresh process: the 10M-corpus read without a cache,
-    the warm open of it, and on the many-runs logdir the warm read, `ls` and `summary`. Each
+    the warm open of it, and on the many-runs logdir the warm `ls` and `summary`. Each
     interpreter writes its own caches first (untimed): cache formats may differ."""
     warm_page_cache(open_logdir)
     if many_logdir is not None:
@@ -239,7 +239,6 @@ def bench_ab(open_logdir: Path, many_logdir: Path | None, pythons: list[str], ca
         base = {"task": "open", "logdir": str(open_logdir), "threads": threads}
         out = [("10M corpus, cold read", base), ("10M corpus, warm open", {**base, "cache": str(open_cache)})]
         if many_logdir is not None:
-            out.append(("many runs, warm read", {"task": "read", "logdir": str(many_logdir), "cache": str(cli_cache)}))
             for cmd in ("ls", "summary"):
                 out.append((f"many runs, warm `{cmd}`", {"task": "cli", "cmd": cmd, "logdir": str(many_logdir), "cache": str(cli_cache)}))
         return out
@@ -257,10 +256,10 @@ def bench_ab(open_logdir: Path, many_logdir: Path | None, pythons: list[str], ca
                 if r.get("status") not in (None, "off", "hit"):
                     raise RuntimeError(f"{name} ({py}): status {r['status']}, warnings {r.get('warnings')}")
                 runs[name][py].append(r)
-                log(f"  {name}, {py}: run {i + 1}/{repeat}: {r['seconds']:.3f}s")
+                log(f"  {name}, {py}: run {i + 1}/{repeat}: {r['seconds']:.3f}s wall, {r['cpu_seconds']:.3f}s CPU")
     for name in names:
         for key in ("digest", "output_sha256"):
-            got = {r[key] for py in pythons for r in runs[name][py] if key in r}
+            got = {json.dumps(r[key], sort_keys=True) for py in pythons for r in runs[name][py] if key in r}
             if len(got) > 1:
                 raise RuntimeError(f"{name}: the interpreters' results differ ({key})")
     for open_cache, cli_cache in caches.values():
@@ -275,7 +274,7 @@ def render_ab(ab: dict[str, Any]) -> list[str]:
         f"A: `{a}`, B: `{b}`; each run a fresh process, timed after imports, A and B in turn; "
         "wall time, then the process's CPU time (all threads: less sensitive to other processes on the machine):",
         "",
-        "| measurement | A wall, median (min–max) s | B wall | B / A wall (median of pairs) | A CPU s | B CPU s | B / A CPU |",
+        "| measurement | A wall, median (min–max) s | B wall, median (min–max) s | B / A wall (median of pairs) | A CPU s (median) | B CPU s (median) | B / A CPU (median of pairs) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
 
