@@ -143,26 +143,30 @@ fn read_into(f: &File, len: usize) -> std::io::Result<Buffer> {
 fn crc32c_of(bytes: &[u8], threads: usize) -> u32 {
     const SHARE: usize = 16 << 20;
     let shares = threads.clamp(1, bytes.len().div_ceil(SHARE).max(1));
-    if shares == 1 {
+    let per = bytes.len().div_ceil(shares).max(1);
+    let mut parts = bytes.chunks(per);
+    let Some(first) = parts.next() else {
         return crc32c::crc32c(bytes);
-    }
-    let per = bytes.len().div_ceil(shares);
-    let crcs: Vec<(u32, usize)> = std::thread::scope(|s| {
-        let running: Vec<_> = bytes
-            .chunks(per)
-            .map(|c| (s.spawn(move || crc32c::crc32c(c)), c.len()))
+    };
+    std::thread::scope(|s| {
+        // The other shares on helper threads while this one checks the first (it has the CPU
+        // already); a share whose thread cannot start is checked here too.
+        let helpers: Vec<_> = parts
+            .map(|c| {
+                let h = std::thread::Builder::new().spawn_scoped(s, move || crc32c::crc32c(c));
+                (h, c)
+            })
             .collect();
-        running
-            .into_iter()
-            // (A thread that cannot start or panics gets its share checked here.)
-            .map(|(h, n)| (h.join().unwrap_or(u32::MAX), n))
-            .collect()
-    });
-    let mut crc = crcs[0].0;
-    for &(c, n) in &crcs[1..] {
-        crc = crc32c::crc32c_combine(crc, c, n);
-    }
-    crc
+        let mut crc = crc32c::crc32c(first);
+        for (h, c) in helpers {
+            let part = match h {
+                Ok(h) => h.join().unwrap_or_else(|_| crc32c::crc32c(c)),
+                Err(_) => crc32c::crc32c(c),
+            };
+            crc = crc32c::crc32c_combine(crc, part, c.len());
+        }
+        crc
+    })
 }
 
 /// `f` held ([`hold`]) and checked against what the manifest says: its size, then its
@@ -367,6 +371,24 @@ mod tests {
             );
             drop(buf);
             fs::remove_file(&path).unwrap();
+        }
+    }
+
+    /// The checksum in shares on several threads is the checksum of the whole.
+    #[test]
+    fn crc_in_shares_is_the_crc_of_the_whole() {
+        let bytes: Vec<u8> = (0..(33 << 20) + 3)
+            .map(|i: usize| (i * 31 + i / 977) as u8)
+            .collect();
+        for len in [0, 1, 4096, (16 << 20) + 1, bytes.len()] {
+            let want = crc32c::crc32c(&bytes[..len]);
+            for threads in 1..=4 {
+                assert_eq!(
+                    crc32c_of(&bytes[..len], threads),
+                    want,
+                    "{len} bytes, {threads} threads"
+                );
+            }
         }
     }
 
