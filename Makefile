@@ -7,7 +7,8 @@ WHEEL_DIR := dist
 
 .PHONY: run test venv build wheel test-rust test-python lint smoke bench fuzz clean
 
-# The demo logdir is written by tbscope's own SummaryWriter; then the CLI reads it back.
+# The demo logdir is written by tbscope's own SummaryWriter; then the CLI reads it back, and the
+# server serves it: until Ctrl-C on a terminal, else (CI) it answers once and stops.
 run: build
 	$(PY) examples/write_demo_logdir.py demo-logdir
 	.venv/bin/tbscope check demo-logdir
@@ -15,6 +16,7 @@ run: build
 	.venv/bin/tbscope summary demo-logdir --stats last,max,argmax
 	.venv/bin/tbscope summary demo-logdir --group-by hparam:seed --tags 'eval/*'
 	.venv/bin/tbscope sql demo-logdir "SELECT run, max(value) AS best FROM scalars WHERE tag = 'eval/accuracy' GROUP BY run ORDER BY best DESC"
+	if [ -t 0 ]; then .venv/bin/tbscope serve demo-logdir; else .venv/bin/tbscope serve demo-logdir --port 0 --check; fi
 
 # One venv with exact versions from constraints.txt; rebuilt when the pins change.
 $(VENV_STAMP): requirements-dev.txt constraints.txt
@@ -54,6 +56,7 @@ smoke:
 bench: build
 	$(PY) bench/run.py
 	$(PY) bench/writer.py
+	$(PY) bench/serve.py
 
 # libFuzzer needs nightly Rust and cargo-fuzz; see crates/tbscope-core/fuzz/README.md for the
 # stable-Rust fallback (the same targets as plain binaries).

@@ -38,4 +38,12 @@ with tempfile.TemporaryDirectory() as d:
     df = tbscope.read_scalars(d)
     assert df["value"].tolist() == [0.0, 0.5, 1.0, 1.5, 2.0], df
     assert list(df["run"].astype(str).unique()) == ["run"]
-    print(f"tbscope {tbscope.__version__}: smoke test passed ({len(df)} rows)")
+    # The server from the wheel and its declared dependencies alone (pip install, then serve).
+    import json
+    import urllib.request
+
+    with tbscope.serve(d, port=0, cache=False, reload_interval=0) as server:
+        assert server.wait_loaded(60)
+        with urllib.request.urlopen(server.url + "api/v1/runs") as r:
+            assert json.load(r)["columns"]["run"] == ["run"]
+    print(f"tbscope {tbscope.__version__}: smoke test passed ({len(df)} rows, and the server answered)")

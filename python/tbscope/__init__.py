@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tbscope._core import __version__
 from tbscope.cache import CacheInfo
+from tbscope.curves import downsample, ema
 from tbscope.errors import CorruptRecordError
 from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
@@ -27,6 +28,7 @@ from tbscope.reader import (
 )
 from tbscope.query import Result, sql
 from tbscope.rewrite import RewriteStats, rewrite
+from tbscope.server import Server, serve
 from tbscope.writer import SummaryWriter
 
 __all__ = [
@@ -41,9 +43,12 @@ __all__ = [
     "Report",
     "Result",
     "RewriteStats",
+    "Server",
     "SummaryWriter",
     "TensorFrame",
     "__version__",
+    "downsample",
+    "ema",
     "export",
     "read_audio",
     "read_histograms",
@@ -53,5 +58,6 @@ __all__ = [
     "read_text",
     "rewrite",
     "scan",
+    "serve",
     "sql",
 ]

@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "rewrite", "to_csv"]
+__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "rewrite", "to_csv"]
 
 __version__: str
 
@@ -248,3 +248,23 @@ def to_csv(
     ``fd`` as it is formatted (then None), or returned. ValueError for a column type it does not
     format; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
     comma, quote, newline)."""
+
+def downsample(
+    x: Buffer,
+    y: Buffer,
+    n: int,
+    *,
+    starts: Buffer | None = None,
+    ends: Buffer | None = None,
+    x_lo: float | None = None,
+    x_hi: float | None = None,
+    smoothing: float | None = None,
+) -> tuple[bytes, bytes, bytes | None]:
+    """M4 downsampling of each series (rows ``starts[i]:ends[i]`` of int64/float64 ``x`` and
+    float64 ``y``, or all rows) to at most ``n`` rows, inside ``[x_lo, x_hi]``: (kept rows as
+    int64 bytes, rows kept per series as int64 bytes, TensorBoard-smoothed values of the whole
+    series at the kept rows as float64 bytes when ``smoothing`` is given)."""
+
+def ema(y: Buffer, weight: float, out: Buffer, *, starts: Buffer | None = None, ends: Buffer | None = None) -> None:
+    """TensorBoard's smoothing of each series of float64 ``y`` into the writable float64
+    ``out`` of the same length."""

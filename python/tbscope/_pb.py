@@ -116,3 +116,54 @@ def packed_floats(field: int, values: npt.ArrayLike) -> bytes:
     with np.errstate(over="ignore"):
         body = np.ascontiguousarray(values, dtype="<f4").tobytes()
     return message_field(field, body) if body else b""
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding, for the few plugin messages read in Python (custom-scalar layouts). Event records
+# are decoded in Rust; these are small messages found inside them.
+
+
+def _read_varint(buf: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if at >= len(buf) or shift > 63:
+            raise ValueError("truncated or overlong varint")
+        b = buf[at]
+        at += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, at
+        shift += 7
+
+
+def fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
+    """The fields of one message: (field number, wire type, value), with varints and fixed-size
+    values as unsigned ints and length-delimited ones as bytes. ValueError on malformed input."""
+    out: list[tuple[int, int, int | bytes]] = []
+    at = 0
+    while at < len(buf):
+        k, at = _read_varint(buf, at)
+        field, wire = k >> 3, k & 7
+        value: int | bytes
+        if wire == VARINT:
+            value, at = _read_varint(buf, at)
+        elif wire == FIXED64:
+            if at + 8 > len(buf):
+                raise ValueError("truncated 64-bit field")
+            value = int.from_bytes(buf[at : at + 8], "little")
+            at += 8
+        elif wire == FIXED32:
+            if at + 4 > len(buf):
+                raise ValueError("truncated 32-bit field")
+            value = int.from_bytes(buf[at : at + 4], "little")
+            at += 4
+        elif wire == LEN:
+            n, at = _read_varint(buf, at)
+            if at + n > len(buf):
+                raise ValueError("truncated length-delimited field")
+            value = bytes(buf[at : at + n])
+            at += n
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        out.append((field, wire, value))
+    return out

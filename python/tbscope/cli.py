@@ -561,6 +561,11 @@ def _table(df: pd.DataFrame, title: str | None) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+from tbscope.server.command import serve_command  # noqa: E402 - after main, which it joins
+
+main.add_command(serve_command)
+
+
 @main.command("ls")
 @click.argument("logdir", type=click.Path())
 @_filters()

@@ -57,7 +57,9 @@ class Frame:
         if self._arrow is None:
             import pyarrow as pa
 
-            self._arrow = pa.table(self._table)
+            # Not pa.table(): it checks for a pandas DataFrame, which imports pandas (half a
+            # second) even where nothing else needs it, as on the server's start-up path.
+            self._arrow = pa.RecordBatchReader.from_stream(self._table).read_all()
         return self._arrow
 
     def to_pandas(self) -> pd.DataFrame:

@@ -230,19 +230,45 @@ class Logdir:
         """Graphs, run metadata and other blob sequences."""
         return self._frame("blobs")  # type: ignore[return-value]
 
+    def pr_curves(self) -> Frame:
+        """PR curves (``add_pr_curve``) decoded: run, tag, step, wall_time, and per row the lists
+        ``thresholds``, ``tp``, ``fp``, ``tn``, ``fn``, ``precision``, ``recall``, with the raw
+        tensor (``dtype``, ``shape``, ``content``). See :mod:`tbscope.plugins`."""
+        from tbscope.plugins import pr_curves
+
+        return Frame(pr_curves(self.tensors().to_arrow()), "pr_curves")
+
+    def custom_scalars(self) -> dict[str, dict[str, Any]]:
+        """Each run's custom-scalar layout (``add_custom_scalars``) as a dict shaped like the
+        ``Layout`` proto; ``tbscope.plugins.merge_layouts`` merges them as TensorBoard does."""
+        from tbscope.plugins import custom_scalar_layouts
+
+        return custom_scalar_layouts(self.tensors().to_arrow())
+
     def hparams_records(self) -> Frame:
         """Raw hparams plugin records (experiment, session start and end) per run."""
         return self._frame("hparams")
 
     def hparams(self) -> Frame:
-        """One row per run with hparams records: group_name, start/end time, status, and a
-        column ``hparam:<name>`` per hyperparameter (union of keys; float64, bool or string)."""
+        """One row per experiment with hparams records: group_name, start/end time, status, a
+        column ``hparam:<name>`` per hyperparameter (union of keys; float64, bool or string),
+        and ``hparams_run``, the run the records are in.
+
+        An experiment is a run, except for torch's and tensorboardX's ``add_hparams``, which
+        write the hparams into a child run ``<run>/<timestamp>``: that row is named after the
+        parent run holding the curves (see :mod:`tbscope.experiments` for the exact rule).
+        """
+        import pyarrow as pa
+
         self._ensure()
-        return Frame(self._call("hparams"), "hparams")
+        table = pa.RecordBatchReader.from_stream(self._call("hparams")).read_all()
+        children = self._hparams_children(table.column("run").to_pylist()) if table.num_rows else {}
+        return Frame(_name_experiments(table, children), "hparams")
 
     def summary(self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True) -> pd.DataFrame:
-        """One row per run: ``run``, ``max_step``, ``last_wall_time``, the run's hparams
-        (``hparam:<name>``) and, for every scalar tag (sorted by name), one column per statistic.
+        """One row per run (per experiment): ``run``, ``max_step``, ``last_wall_time``, the run's
+        hparams (``hparam:<name>``) and, for every scalar tag (sorted by name), one column per
+        statistic.
 
         ``stats`` (in the order given): ``last`` (the last point as written, NaN included: a
         diverged run must not look fine), ``first``, ``min``, ``max``, ``mean`` (these skip NaN),
@@ -251,6 +277,11 @@ class Logdir:
         ``<tag>:argmin_step`` and ``<tag>:argmax_step``. A run without hparams of its own takes
         those of the nearest enclosing run that has them (Keras writes ``run/train`` and
         ``run/validation`` under the run that holds the hparams); ``hparams=False`` leaves them out.
+
+        The child run ``<run>/<timestamp>`` that torch's and tensorboardX's ``add_hparams`` write
+        is joined to its parent: one row named ``<run>`` with the child's hparams, the parent's
+        curves and the child's metrics (for tags the parent does not log itself). The rule is
+        in :mod:`tbscope.experiments`; with ``hparams=False`` every run is a row.
         """
         import pandas as pd
 
@@ -274,10 +305,12 @@ class Logdir:
             "max_step": info.column("max_step").to_pandas(),
             "last_wall_time": info.column("last_wall_time").to_pandas(),
         }
+        children: dict[str, str] = {}
         if hparams:
             hp_all = self._hparams_frame()
+            children = self._hparams_children([str(r) for r in hp_all["run"]]) if len(hp_all) else {}
             if len(hp_all):
-                hp = self._run_hparams(info.column("run"), hp_all)
+                hp = self._run_hparams(info.column("run"), hp_all, children)
                 for c in hp.columns:
                     if c.startswith("hparam:"):
                         cols[c] = hp[c].to_numpy()
@@ -294,15 +327,86 @@ class Logdir:
                 cols[name] = pd.arrays.IntegerArray(col.fill_null(0).to_numpy(), missing)
             else:
                 cols[name] = col.to_numpy()
+        if children:
+            cols = self._join_children(cols, children)
         return cols
 
-    def _run_hparams(self, run_names: list[str] | pa.ChunkedArray, hp: pd.DataFrame | None = None) -> pd.DataFrame:
+    def _join_children(self, cols: dict[str, Any], children: dict[str, str]) -> dict[str, Any]:
+        """Summary columns with each hparams child folded into its parent's row: the child's
+        statistics fill the tags its parent does not log, then the child's row goes."""
+        import numpy as np
+        import pandas as pd
+
+        runs = [str(r) for r in cols["run"]]
+        row = {r: i for i, r in enumerate(runs)}
+        pairs = [(row[c], row[p]) for c, p in children.items() if c in row and p in row]
+        if not pairs:
+            return cols
+        series = self.series().to_arrow().to_pandas()
+        scalars = series[series["kind"] == "scalars"]
+        logged = set(zip(scalars["run"].astype(str), scalars["tag"].astype(str)))
+        out = dict(cols)
+        for name, col in cols.items():
+            if name in ("run", "max_step", "last_wall_time") or name.startswith("hparam:"):
+                continue
+            tag = name.rsplit(":", 1)[0]
+            fills = [(ic, ip) for ic, ip in pairs if (runs[ip], tag) not in logged]
+            if not fills:
+                continue
+            col = col.copy()  # numpy views of Arrow buffers are read-only
+            for ic, ip in fills:
+                col[ip] = col[ic]
+            out[name] = col
+        for name in ("max_step", "last_wall_time"):
+            col = out[name].copy()
+            for ic, ip in pairs:
+                if pd.isna(col.iloc[ip]):
+                    col.iloc[ip] = col.iloc[ic]
+            out[name] = col
+        keep = np.ones(len(runs), dtype=bool)
+        keep[[ic for ic, _ in pairs]] = False
+        for name, col in out.items():
+            out[name] = col[keep].reset_index(drop=True) if isinstance(col, pd.Series) else col[keep]
+        return out
+
+    def _hparams_children(self, hparams_runs: list[str]) -> dict[str, str]:
+        """``{child: parent}``: the hparams child runs of this logdir (:mod:`tbscope.experiments`),
+        decided on the whole logdir whatever this scan's filters. ``hparams_runs``: the runs with
+        hparams records."""
+        from tbscope.experiments import hparams_children
+
+        with_hp = set(hparams_runs)
+        candidates = sorted(r for r in with_hp if "/" in r and r.rsplit("/", 1)[0] not in with_hp)
+        if not candidates:
+            return {}
+        a = self._native_args
+        if a["runs"] is None and a["tags"] is None and a["kinds"] is None and a["step_lo"] is None and a["step_hi"] is None:
+            whole = self
+        else:
+            exact = [re.compile("^" + re.escape(r) + "$") for r in candidates]
+            # The names of every run (discovery lists runs whatever the kinds), and the series
+            # of the candidates only.
+            names = scan(self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")).runs
+            whole = scan(self.path, runs=exact, verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir"))
+        if whole is self:
+            names = self.runs
+        series = whole.series().to_arrow()
+        contents: dict[str, list[tuple[str, int]]] = {}
+        for run, kind, points in zip(series.column("run").to_pylist(), series.column("kind").to_pylist(), series.column("points").to_pylist()):
+            if run in with_hp:
+                contents.setdefault(run, []).append((kind, points))
+        return hparams_children(names, with_hp, contents)
+
+    def _run_hparams(self, run_names: list[str] | pa.ChunkedArray, hp: pd.DataFrame | None = None, children: dict[str, str] | None = None) -> pd.DataFrame:
         """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
-        ``hparam:<name>`` column per hyperparameter (``hp``: ``_hparams_frame()`` if known)."""
+        ``hparam:<name>`` column per hyperparameter (``hp``: ``_hparams_frame()`` if known;
+        ``children``: ``_hparams_children()`` if known)."""
         import pandas as pd
 
         if hp is None:
             hp = self._hparams_frame()
+        if children is None:
+            children = self._hparams_children([str(r) for r in hp["run"]]) if len(hp) else {}
         if not len(hp):
             # Nothing to look up (most logdirs of many runs): no walk over every run name.
             n = len(run_names)
@@ -314,6 +418,9 @@ class Logdir:
             run_names = run_names.to_pylist()
         hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
         by_run = {str(r): row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
+        for child, parent in children.items():
+            # The parent of an hparams child holds them as if they were its own.
+            by_run[parent] = by_run[child]
         rows, sources = [], []
         for run in run_names:
             src = _nearest(run, by_run)
@@ -333,14 +440,15 @@ class Logdir:
         a = self._native_args
         reusable = a["runs"] is None and a["tags"] is None and a["step_lo"] is None and a["step_hi"] is None and (a["kinds"] is None or "hparams" in a["kinds"])
         if reusable:
-            hp = self.hparams().to_pandas()
+            hp = Frame(self._call("hparams"), "hparams").to_pandas()
         else:
             # hparams records are run-level facts: tag and step filters (and a runs filter that
             # leaves out the enclosing session run) must not hide them.
             hp_scan = scan(
                 self.path, kinds=["hparams"], verify=a["verify"], threads=a["threads"] or None, max_record_bytes=a["max_record_bytes"], cache=a.get("cache_dir")
             )
-            hp = hp_scan.hparams().to_pandas()
+            hp_scan._ensure()
+            hp = Frame(hp_scan._call("hparams"), "hparams").to_pandas()
         return hp
 
     def aggregate(
@@ -378,8 +486,16 @@ class Logdir:
         chosen = check_stats(stats, AGGREGATE_STATS, "aggregate")
         self._ensure()
         runs = self.runs
-        hp = self._run_hparams(runs) if isinstance(by, str) and by.startswith("hparam:") else None
-        groups = group_runs(by, runs, hp)
+        children: dict[str, str] = {}
+        if isinstance(by, str) and by.startswith("hparam:"):
+            hp_all = self._hparams_frame()
+            children = self._hparams_children([str(r) for r in hp_all["run"]]) if len(hp_all) else {}
+            # An hparams child is part of its parent's experiment: its metrics join that group.
+            mine = [r for r in runs if r not in children]
+            groups = group_runs(by, mine, self._run_hparams(mine, hp_all, children))
+            groups.update({c: groups[p] for c, p in children.items() if p in groups and c in runs})
+        else:
+            groups = group_runs(by, runs, None)
         columns = ["group", "tag", "step", *chosen]
         sc = self.scalars().to_arrow().select(["run", "tag", "step", "value"]).to_pandas()
         if not len(sc) or not groups:
@@ -393,6 +509,13 @@ class Logdir:
         gcode = run_group[sc["run"].cat.codes.to_numpy()]
         mask = (gcode >= 0) & tag_keep[sc["tag"].cat.codes.to_numpy()]
         sc = sc[mask].assign(group=pd.Categorical.from_codes(gcode[mask], categories=names))
+        if children:
+            # A child's rows count as its parent's run.
+            merged = [children.get(str(c), str(c)) for c in sc["run"].cat.categories]
+            uniq = sorted(set(merged))
+            at = {name: i for i, name in enumerate(uniq)}
+            remap = np.array([at[m] for m in merged] + [-1], dtype=np.int64)
+            sc["run"] = pd.Categorical.from_codes(remap[sc["run"].cat.codes.to_numpy()], categories=uniq)
         # One value per run and step (the last written), so count counts runs.
         sc = sc.drop_duplicates(["run", "tag", "step"], keep="last")
         out = sc.groupby(["group", "tag", "step"], observed=True, sort=True)["value"].agg(list(chosen)).reset_index()
@@ -426,6 +549,21 @@ class Logdir:
 
         self._ensure()
         return pa.table(self._call("run_facts"))
+
+
+def _name_experiments(table: pa.Table, children: dict[str, str]) -> pa.Table:
+    """The hparams table with ``hparams_run`` (where the records are) and each hparams child's
+    row named after its parent, sorted by run."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    runs = table.column("run").to_pylist()
+    table = table.append_column("hparams_run", pa.array(runs, pa.string()))
+    if not any(r in children for r in runs):
+        return table
+    named = pa.array([children.get(r, r) for r in runs], pa.string())
+    table = table.set_column(table.schema.get_field_index("run"), "run", named)
+    return table.take(pc.sort_indices(named))
 
 
 def _raise_strict(problems: Iterable[Problem]) -> None:

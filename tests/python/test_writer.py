@@ -465,6 +465,9 @@ def test_purge_step_as_tensorboardx(tmp_path):
         for i in range(10):
             w.add_scalar("x", float(i), i)
         w.close()
+        # A resumed run starts later: in the next second, so its file name sorts after the
+        # first one's whatever the per-process file counter (9 -> 10 would sort first).
+        time.sleep(1.001 - time.time() % 1)
         w = cls(d, purge_step=5, filename_suffix=".resumed")  # a later file name
         for i in range(5, 8):
             w.add_scalar("x", 100.0 + i, i)

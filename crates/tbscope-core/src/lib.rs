@@ -4,13 +4,15 @@
 //! (zero-copy decoding) → [`data_compat`] (kinds) → [`event_file`] (one file into columns) →
 //! [`logdir`] (runs and files) → [`load`] (parallel reads, merging, reloads) → [`columns`]
 //! (Arrow). The other direction: [`writer`] encodes and frames events on a background thread,
-//! with [`histogram`] binning values like PyTorch. [`cache`] wraps a reader with a cache
-//! directory. No Python here: `tbscope-py` is a thin binding over [`scan::Scan`] (a
-//! [`load::Reader`] or a [`cache::CachedReader`]) and [`writer::EventWriter`].
+//! with [`histogram`] binning values like PyTorch. For drawing: [`downsample`] (M4 and
+//! TensorBoard's smoothing). [`cache`] wraps a reader with a cache directory. No Python here:
+//! `tbscope-py` is a thin binding over [`scan::Scan`] (a [`load::Reader`] or a
+//! [`cache::CachedReader`]) and [`writer::EventWriter`].
 
 pub mod cache;
 pub mod columns;
 pub mod data_compat;
+pub mod downsample;
 pub mod error;
 pub mod event_file;
 pub mod histogram;

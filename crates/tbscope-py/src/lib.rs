@@ -25,6 +25,7 @@ use pyo3::types::PyCapsule;
 use tbscope_core::event_file::Options;
 use tbscope_core::{CachedReader, Error, Kind, Reader, ReaderOptions, Restarts, Scan};
 
+mod series;
 mod writer;
 
 create_exception!(
@@ -692,6 +693,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
+    m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     m.add(
         "CorruptRecordError",
         m.py().get_type::<CorruptRecordError>(),

@@ -1,0 +1,99 @@
+"""Response bodies: JSON (orjson, numpy columns without a Python loop when they are finite) with
+non-finite floats as the strings TensorBoard uses, and Arrow IPC streams."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+ARROW = "application/vnd.apache.arrow.stream"
+_NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def floats(values: Any) -> Any:
+    """A float column for JSON: the numpy array itself when every value is finite (orjson
+    writes it natively), else a list with NaN, inf and -inf as strings."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(arr)
+    if not bad.any():
+        return arr
+    out: list[Any] = arr.tolist()
+    for i in np.flatnonzero(bad):
+        v = arr[i]
+        out[i] = "NaN" if v != v else _NONFINITE[float(v)]
+    return out
+
+
+def clean(obj: Any) -> Any:
+    """Any JSON-able value with non-finite floats as strings (for small nested values)."""
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "NaN" if obj != obj else _NONFINITE[obj]
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    return obj
+
+
+def _default(obj: Any) -> Any:
+    """What orjson does not know: timestamps (pandas, numpy), decimals, anything else as text."""
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    if hasattr(obj, "__float__"):
+        return clean(float(obj))
+    return str(obj)
+
+
+def dumps(obj: Any) -> bytes:
+    import orjson
+
+    return orjson.dumps(obj, default=_default, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def etag(request: Request, generation: int) -> str:
+    """Entity tag of a JSON answer: the data generation and the request."""
+    key = f"{generation}\0{request.url.path}\0{request.url.query}\0{request.headers.get('accept', '')}"
+    return '"' + hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + '"'
+
+
+def not_modified(request: Request, tag: str) -> Response | None:
+    if request.headers.get("if-none-match") == tag:
+        return Response(status_code=304, headers={"ETag": tag, "Cache-Control": "no-cache"})
+    return None
+
+
+def json_response(body: Any, tag: str | None = None, status: int = 200) -> Response:
+    headers = {"Cache-Control": "no-cache"}
+    if tag:
+        headers["ETag"] = tag
+    return Response(dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def arrow_response(table: pa.Table, tag: str | None = None) -> Response:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    headers = {"Cache-Control": "no-cache"}
+    if tag:
+        headers["ETag"] = tag
+    # The IPC buffer itself goes out (a memoryview): no copy into a bytes object.
+    return Response(memoryview(sink.getvalue()), media_type=ARROW, headers=headers)
+
+
+def wants_arrow(request: Request) -> bool:
+    return ARROW in request.headers.get("accept", "")

@@ -1,0 +1,59 @@
+"""The API's endpoints, one module per concept; each module has a ``router``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import Request
+
+from tbscope.server.errors import ApiError
+from tbscope.server.models import Error
+from tbscope.server.store import SourceState, Store
+
+#: Error answers every endpoint may give (documented in the OpenAPI document).
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": Error, "description": "bad parameters"},
+    401: {"model": Error, "description": "a token is required"},
+    404: {"model": Error, "description": "no such run, tag or endpoint"},
+    413: {"model": Error, "description": "too much asked for"},
+    500: {"model": Error, "description": "internal error"},
+}
+
+KIND_NAMES = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors", "pr_curves", "custom_scalars", "distributions")
+
+
+def store_of(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def name_filter(pattern: str | None) -> Any:
+    """A predicate for ``filter=``: a glob (``*`` crosses ``/``) or ``/regex/``."""
+    if not pattern:
+        return lambda _name: True
+    if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
+        try:
+            rx = re.compile(pattern[1:-1])
+        except re.error as e:
+            raise ApiError(400, f"filter /{pattern[1:-1]}/ is not a valid regex: {e}") from None
+        return lambda name: rx.search(name) is not None
+    from tbscope._filters import glob_to_regex
+
+    rx = re.compile(glob_to_regex(pattern))
+    return lambda name: rx.search(name) is not None
+
+
+def source_run(store: Store, run: str) -> tuple[SourceState, str]:
+    hit = store.resolve(run)
+    if hit is None or not hit[0].ready:
+        later = " (the logdirs are still loading: try again when api/v1/status says loading.done)" if store.loading else ""
+        raise ApiError(404, f"no run {run!r}; list them with api/v1/runs{later}")
+    return hit
+
+
+def series_kind(kind: str, plugin: str) -> str:
+    """The API kind of a series: tensors of the PR-curve and custom-scalar plugins are their own."""
+    if kind == "tensors" and plugin in ("pr_curves", "custom_scalars"):
+        return plugin
+    return kind

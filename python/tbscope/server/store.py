@@ -1,0 +1,410 @@
+"""The server's data: its logdirs, read by a background thread, and what changed when.
+
+Each logdir is one :class:`tbscope.Logdir` (through the incremental cache unless turned off).
+A reload thread reads them (the first time everything, then only new bytes), and after each
+read takes a :class:`Snapshot`: the run and series tables and the report, with run names
+prefixed for several logdirs. Requests read snapshots, never a Logdir that is being read, so
+the server answers at once while a large logdir loads. Point tables (scalars, histograms, ...)
+are taken from the Logdir between reloads, under its lock, and kept with the snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tbscope.server.config import Config, Source
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tbscope.reader import Logdir
+
+log = logging.getLogger("tbscope.server")
+
+#: 24 colours for runs (Tableau 10, then darker and lighter companions): a run's colour is a
+#: CRC-32 of its name into this list, the same for every user and session.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
+    "#e6550d", "#31a354", "#756bb1", "#636363", "#6baed6", "#fd8d3c", "#74c476", "#9e9ac8",
+)  # fmt: skip
+
+KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
+
+
+def color(run: str) -> str:
+    return PALETTE[zlib.crc32(run.encode("utf-8", "surrogatepass")) % len(PALETTE)]
+
+
+def _proc_read_bytes() -> int | None:
+    """Bytes this process has read so far (Linux), for load progress."""
+    try:
+        with open("/proc/self/io", "rb") as f:
+            for line in f:
+                if line.startswith(b"rchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+@dataclass
+class Progress:
+    """How far the first load is: totals from a listing of event files, ``bytes_done`` from
+    the process's read counter while loading (exact once done)."""
+
+    done: bool = False
+    files_total: int = 0
+    bytes_total: int = 0
+    _start_read: int | None = None
+    _final_bytes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.done:
+            b = max(self._final_bytes, self.bytes_total)
+            return {"done": True, "files_done": self.files_total, "files_total": self.files_total, "bytes_done": b, "bytes_total": b}
+        now = _proc_read_bytes()
+        done_bytes = 0 if now is None or self._start_read is None else max(0, now - self._start_read)
+        done_bytes = min(done_bytes, self.bytes_total)
+        files = int(self.files_total * done_bytes / self.bytes_total) if self.bytes_total else 0
+        return {"done": False, "files_done": files, "files_total": self.files_total, "bytes_done": done_bytes, "bytes_total": self.bytes_total}
+
+
+def _list_event_files(path: str) -> tuple[int, int]:
+    """(files, bytes) of the event files under ``path``."""
+    files = size = 0
+    if os.path.isfile(path):
+        return 1, os.path.getsize(path)
+    for root, _dirs, names in os.walk(path):
+        for n in names:
+            if "tfevents" in n:
+                try:
+                    size += os.stat(os.path.join(root, n)).st_size
+                    files += 1
+                except OSError:
+                    pass
+    return files, size
+
+
+@dataclass
+class SourceState:
+    """One logdir and its reader."""
+
+    source: Source
+    index: int
+    logdir: Logdir | None = None
+    exists: bool = False
+    # Set once its first read is done: until then requests do not wait for it (the reader is
+    # busy reading) and see no rows of it.
+    ready: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def full_name(self, run: str) -> str:
+        """A run's name in the API."""
+        if self.source.name is None:
+            return run
+        return self.source.name if run == "." else f"{self.source.name}/{run}"
+
+
+@dataclass
+class Snapshot:
+    """What the server shows, as of one generation. Tables are Arrow (zero-copy views of the
+    readers' columns); ``runs`` and ``series`` have API run names and a ``source`` column."""
+
+    generation: int
+    runs: pa.Table
+    series: pa.Table
+    report: list[dict[str, Any]]
+    # (source index, kind) -> table, taken on first use.
+    tables: dict[tuple[int, str], Any] = field(default_factory=dict)
+    extras: dict[Any, Any] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class Change:
+    generation: int
+    runs: tuple[str, ...]
+    kinds: tuple[str, ...]
+
+
+class Store:
+    """The logdirs, the reload thread and the current snapshot."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.sources = [SourceState(s, i) for i, s in enumerate(config.sources)]
+        self.generation = 0
+        self.progress = Progress()
+        self.snapshot = self._empty_snapshot()
+        self.changes: deque[Change] = deque(maxlen=1000)
+        self._listeners: list[Callable[[Change], None]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loaded = threading.Event()
+        self._facts: dict[str, tuple[Any, ...]] = {}
+        self.load_seconds: float | None = None
+        # The last index built per (logdir, scalar tag): the next snapshot's starts from it.
+        self._indexes: dict[tuple[int, str], Any] = {}
+
+    # ---------------------------------------------------------------------------- lifecycle
+
+    @property
+    def loading(self) -> bool:
+        return not self._loaded.is_set()
+
+    def start(self) -> None:
+        """Start reading (in the background) and reloading every ``reload_interval`` seconds."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="tbscope-reload", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        return self._loaded.wait(timeout)
+
+    def subscribe(self, fn: Callable[[Change], None]) -> Callable[[], None]:
+        """Call ``fn`` after each reload that found something; returns the unsubscribe."""
+        self._listeners.append(fn)
+        return lambda: self._listeners.remove(fn) if fn in self._listeners else None
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        try:
+            self._first_load()
+        except Exception:  # noqa: BLE001 - a reader failure must not kill the server thread
+            log.exception("reading the logdirs failed")
+        self.load_seconds = time.monotonic() - t0
+        self.progress.done = True
+        self._loaded.set()
+        interval = self.config.reload_interval
+        while interval > 0 and not self._stop.wait(interval):
+            try:
+                self.reload()
+            except Exception:  # noqa: BLE001 - same: log, try again next time
+                log.exception("reloading the logdirs failed")
+
+    def _first_load(self) -> None:
+        totals = threading.Thread(target=self._count_files, daemon=True, name="tbscope-list")
+        totals.start()
+        self.progress._start_read = _proc_read_bytes()
+        self.reload()
+        before = self.progress._start_read
+        after = _proc_read_bytes()
+        if before is not None and after is not None:
+            self.progress._final_bytes = after - before
+
+    def _count_files(self) -> None:
+        files = size = 0
+        for st in self.sources:
+            f, b = _list_event_files(st.source.path) if os.path.exists(st.source.path) else (0, 0)
+            files += f
+            size += b
+        self.progress.files_total, self.progress.bytes_total = files, size
+
+    # ---------------------------------------------------------------------------- reading
+
+    def _open(self, st: SourceState) -> bool:
+        if st.logdir is not None:
+            return True
+        if not os.path.exists(st.source.path):
+            return False
+        from tbscope.reader import scan
+
+        st.logdir = scan(st.source.path, cache=True if self.config.cache else None)
+        st.exists = True
+        return True
+
+    def reload(self) -> Change | None:
+        """Read what is new in every logdir; a new snapshot and a change notice if anything
+        changed. Returns the change (None when nothing changed)."""
+        for st in self.sources:
+            if not self._open(st):
+                continue
+            assert st.logdir is not None
+            with st.lock:
+                try:
+                    st.logdir.reload()
+                except FileNotFoundError:
+                    # Deleted under us: show what was read, look again next time.
+                    log.warning("logdir %s disappeared", st.source.path)
+            st.ready = True
+        return self._publish()
+
+    def _publish(self) -> Change | None:
+        import pyarrow as pa
+
+        run_tables, series_tables, report = [], [], []
+        for st in self.sources:
+            if st.logdir is None or not st.ready:
+                continue
+            with st.lock:
+                runs = st.logdir.run_info().to_arrow()
+                series = st.logdir.series().to_arrow()
+                problems = st.logdir.report.problems
+            run_tables.append(_prefixed(runs, st))
+            series_tables.append(_prefixed(series, st))
+            for p in problems:
+                report.append({"file": p.file, "run": st.full_name(p.run) if p.run else p.run, "offset": p.offset, "end": p.offset + p.length, "severity": p.severity, "reason": p.reason})
+        runs = pa.concat_tables(run_tables, promote_options="default") if run_tables else _empty_runs()
+        series = pa.concat_tables(series_tables, promote_options="default") if series_tables else _empty_series()
+        facts = _run_facts(runs)
+        changed = sorted(r for r in facts.keys() | self._facts.keys() if facts.get(r) != self._facts.get(r))
+        kinds = sorted({k for r in changed for k, n in _kind_deltas(self._facts.get(r), facts.get(r))})
+        first = self.generation == 0
+        if not changed and not first and len(report) == len(self.snapshot.report):
+            return None
+        self._facts = facts
+        self.generation += 1
+        self.snapshot = Snapshot(self.generation, runs.sort_by("run"), series, report)
+        change = Change(self.generation, tuple(changed), tuple(kinds))
+        self.changes.append(change)
+        for fn in list(self._listeners):
+            try:
+                fn(change)
+            except Exception:  # noqa: BLE001 - a listener's failure is its own
+                log.exception("change listener failed")
+        return change
+
+    def _empty_snapshot(self) -> Snapshot:
+        return Snapshot(0, _empty_runs(), _empty_series(), [])
+
+    # ---------------------------------------------------------------------------- lookups
+
+    def changes_since(self, generation: int) -> tuple[list[str], list[str], bool]:
+        """(runs, kinds, reset) changed after ``generation``; reset when it is too old."""
+        if generation >= self.generation:
+            return [], [], False
+        have = list(self.changes)
+        if not have or have[0].generation > generation + 1:
+            return [], [], True
+        runs: set[str] = set()
+        kinds: set[str] = set()
+        for c in have:
+            if c.generation > generation:
+                runs.update(c.runs)
+                kinds.update(c.kinds)
+        return sorted(runs), sorted(kinds), False
+
+    def resolve(self, run: str) -> tuple[SourceState, str] | None:
+        """The logdir of an API run name and the run's name inside it."""
+        for st in self.sources:
+            name = st.source.name
+            if name is None:
+                return (st, run) if st.ready else None
+            if run == name:
+                return st, "."
+            if run.startswith(name + "/"):
+                return st, run[len(name) + 1 :]
+        return None
+
+    def table(self, st: SourceState, kind: str, snap: Snapshot | None = None) -> pa.Table:
+        """One kind's rows of a logdir, as of the snapshot (taken once per snapshot)."""
+        snap = snap or self.snapshot
+        key = (st.index, kind)
+        with snap.lock:
+            got = snap.tables.get(key)
+        if got is not None:
+            return got
+        if st.logdir is None or not st.ready:
+            from tbscope.server.tables import empty_kind_table
+
+            return empty_kind_table(kind)
+        with st.lock:
+            if kind == "pr_curves":
+                got = st.logdir.pr_curves().to_arrow()
+            else:
+                got = getattr(st.logdir, kind if kind != "hparams" else "hparams_records")().to_arrow()
+        with snap.lock:
+            snap.tables.setdefault(key, got)
+            return snap.tables[key]
+
+    def cached(self, key: Any, make: Callable[[], Any], snap: Snapshot | None = None) -> Any:
+        """A value computed once per snapshot (per-tag scalar indexes, the hparams table...)."""
+        snap = snap or self.snapshot
+        with snap.lock:
+            if key in snap.extras:
+                return snap.extras[key]
+        value = make()
+        with snap.lock:
+            return snap.extras.setdefault(key, value)
+
+    def previous_index(self, source: int, tag: str) -> Any:
+        return self._indexes.get((source, tag))
+
+    def remember_index(self, source: int, tag: str, index: Any) -> None:
+        self._indexes[(source, tag)] = index
+
+    @contextlib.contextmanager
+    def with_logdir(self, st: SourceState) -> Iterator[Logdir]:
+        """A logdir's reader, under its lock (no reload runs meanwhile)."""
+        with st.lock:
+            assert st.logdir is not None and st.ready
+            yield st.logdir
+
+
+def _prefixed(table: pa.Table, st: SourceState) -> pa.Table:
+    """``table`` with API run names (prefixed for a named logdir)."""
+    if st.source.name is None:
+        return table
+    from tbscope.server.tables import strings
+
+    names = strings([st.full_name(str(r)) for r in table.column("run").to_pylist()])
+    return table.set_column(table.schema.get_field_index("run"), "run", names)
+
+
+def _run_facts(runs: pa.Table) -> dict[str, tuple[Any, ...]]:
+    """Per run, what a change notice compares: points per kind, bytes, max step."""
+    cols = ["bytes", "max_step", *KINDS]
+    data = [runs.column(c).to_pylist() for c in cols]
+    return {str(r): tuple(d[i] for d in data) for i, r in enumerate(runs.column("run").to_pylist())}
+
+
+def _kind_deltas(old: tuple[Any, ...] | None, new: tuple[Any, ...] | None) -> list[tuple[str, int]]:
+    if new is None:
+        return [(k, 0) for k in KINDS]
+    out = []
+    for i, k in enumerate(KINDS):
+        a = 0 if old is None else (old[2 + i] or 0)
+        b = new[2 + i] or 0
+        if a != b:
+            out.append((k, b - a))
+    return out
+
+
+def _empty_runs() -> pa.Table:
+    import numpy as np
+
+    from tbscope.server.tables import numeric, strings, table
+
+    ints = numeric(np.zeros(0, np.int64))
+    floats = numeric(np.zeros(0, np.float64))
+    cols: dict[str, Any] = {"run": strings([]), "files": ints, "bytes": ints, "first_wall_time": floats, "last_wall_time": floats, "max_step": ints}
+    for k in KINDS:
+        cols[k] = ints
+    return table(cols)
+
+
+def _empty_series() -> pa.Table:
+    import numpy as np
+
+    from tbscope.server.tables import numeric, strings, table
+
+    ints = numeric(np.zeros(0, np.int64))
+    text = strings([])
+    return table({"run": text, "tag": text, "kind": text, "plugin": text, "display_name": text, "description": text, "points": ints, "first_step": ints, "last_step": ints})
