@@ -5,7 +5,7 @@ PIP := .venv/bin/pip
 VENV_STAMP := .venv/.installed
 WHEEL_DIR := dist
 
-.PHONY: run test venv build wheel test-rust test-python lint smoke bench fuzz clean
+.PHONY: run test venv build wheel test-rust test-python test-torch torch-venv lint smoke bench fuzz fuzz-smoke clean web test-web test-e2e chromium screenshots
 
 # The demo logdir is written by tbscope's own SummaryWriter; then the CLI reads it back, and the
 # server serves it: until Ctrl-C on a terminal, else (CI) it answers once and stops.
@@ -26,14 +26,34 @@ $(VENV_STAMP): requirements-dev.txt constraints.txt
 
 venv: $(VENV_STAMP)
 
+# The dashboard (web/): npm installs exactly what package-lock.json pins, Vite builds into
+# python/tbscope/server/static/, which the wheel and the sdist carry (users never need Node).
+# Both steps rerun only when their inputs changed.
+WEB_STATIC := python/tbscope/server/static/index.html
+WEB_DEPS := web/node_modules/.package-lock.json
+WEB_SRC := $(shell find web/src web/index.html web/vite.config.ts web/tsconfig.json -type f 2>/dev/null)
+
+$(WEB_DEPS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(WEB_STATIC): $(WEB_DEPS) $(WEB_SRC)
+	cd web && npm run --silent build
+
+web: $(WEB_STATIC)
+
+# Debian's chromium drives the end-to-end tests (Playwright cannot download a browser here).
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
 # The release wheel, installed into the venv: tests run against what users get.
-build: $(VENV_STAMP)
+build: $(VENV_STAMP) $(WEB_STATIC)
 	rm -rf $(WHEEL_DIR)
 	.venv/bin/maturin build --release --quiet --out $(WHEEL_DIR)
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
 
 # pytest runs last so its summary closes the output.
-test: build test-rust lint smoke test-python
+test: build test-rust fuzz-smoke lint smoke test-web test-e2e test-torch test-python
 
 test-rust:
 	cargo test --workspace --exclude tbscope-py --quiet
@@ -45,6 +65,18 @@ lint: $(VENV_STAMP)
 test-python: $(VENV_STAMP)
 	$(PY) -m pytest -q
 
+# Pure dashboard logic (vitest; the smoothing tests run TensorBoard's own code from the venv).
+test-web: $(WEB_DEPS) $(VENV_STAMP)
+	cd web && npm run --silent typecheck && TBSCOPE_PYTHON=../$(PY) npx vitest run
+
+# The dashboard in a real browser against a real `tbscope serve` (screenshots go to build/).
+test-e2e: build chromium
+	$(PY) -m pytest -q tests/e2e
+
+# Refresh the README's screenshots from the end-to-end fixture logdir.
+screenshots: build chromium
+	TBSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q tests/e2e/test_screenshots.py
+
 # What `pip install tbscope` gives: the wheel alone in a clean venv, dependencies from PyPI.
 smoke:
 	rm -rf build/smoke-venv
@@ -53,10 +85,53 @@ smoke:
 	cd build && smoke-venv/bin/python ../tests/smoke.py
 	build/smoke-venv/bin/tbscope --version
 
-bench: build
+# torch gets a venv of its own: the package index serves only its CUDA build (about 5 GB
+# installed; it runs on the CPU), which stays out of .venv. Built once, reused until a pin in
+# constraints-torch.txt changes (the stamp is named after the file's hash). The rest of it
+# follows constraints.txt and requirements-torch.txt without downloading torch again.
+TORCH_VENV := build/torch-venv
+TORCH_PY := $(TORCH_VENV)/bin/python
+TORCH_PIN := $(TORCH_VENV)/.pins-$(shell sha256sum constraints-torch.txt | cut -c1-16)
+TORCH_PIP_INSTALL := $(TORCH_PY) -m pip install --quiet -r requirements-torch.txt -c constraints.txt -c constraints-torch.txt
+
+$(TORCH_PIN):
+	rm -rf $(TORCH_VENV)
+	python3 -m venv $(TORCH_VENV)
+	$(TORCH_PIP_INSTALL)
+	$(TORCH_PY) -c 'import torch; assert torch.ones(2).sum().item() == 2'
+	touch $@
+
+$(TORCH_VENV)/.installed: $(TORCH_PIN) requirements-torch.txt constraints.txt
+	$(TORCH_PIP_INSTALL)
+	touch $@
+
+torch-venv: $(TORCH_VENV)/.installed
+
+# tests/torch against real torch, with the wheel `make build` made. They fail (never skip)
+# when torch cannot be imported.
+test-torch: build torch-venv
+	$(TORCH_PY) -m pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
+	$(TORCH_PY) -m pip install --quiet $(WHEEL_DIR)/tbscope-*.whl -c constraints.txt -c constraints-torch.txt
+	$(TORCH_PY) -m pytest -q tests/torch
+
+bench: build chromium
 	$(PY) bench/run.py
 	$(PY) bench/writer.py
+	$(PY) bench/dashboard.py
 	$(PY) bench/serve.py
+	$(PY) bench/crafted.py
+
+# The fuzz targets as plain binaries on stable Rust, 25 s each, seeded with event files from
+# tensorboardX's and TensorBoard's writers (and ../shared/data/wild when it is there). Built
+# into the main target directory with the same release profile, so `make build`'s
+# dependencies are reused.
+FUZZ_SEEDS := build/fuzz-seeds
+FUZZ_SECONDS ?= 25
+fuzz-smoke: $(VENV_STAMP)
+	$(PY) crates/tbscope-core/fuzz/seeds.py $(FUZZ_SEEDS)
+	cd crates/tbscope-core/fuzz && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --release --quiet --no-default-features --bins
+	target/release/tf_record --seconds $(FUZZ_SECONDS) --seeds $(FUZZ_SEEDS) $(addprefix --seeds ,$(wildcard ../shared/data/wild))
+	target/release/event_file --seconds $(FUZZ_SECONDS) --seeds $(FUZZ_SEEDS) $(addprefix --seeds ,$(wildcard ../shared/data/wild))
 
 # libFuzzer needs nightly Rust and cargo-fuzz; see crates/tbscope-core/fuzz/README.md for the
 # stable-Rust fallback (the same targets as plain binaries).
@@ -66,4 +141,4 @@ fuzz:
 	cd crates/tbscope-core && cargo +nightly fuzz run event_file -- -max_total_time=60
 
 clean:
-	rm -rf target $(WHEEL_DIR) build .venv demo-logdir
+	rm -rf target $(WHEEL_DIR) build .venv demo-logdir python/tbscope/server/static web/node_modules

@@ -47,3 +47,9 @@ with tempfile.TemporaryDirectory() as d:
         with urllib.request.urlopen(server.url + "api/v1/runs") as r:
             assert json.load(r)["columns"]["run"] == ["run"]
     print(f"tbscope {tbscope.__version__}: smoke test passed ({len(df)} rows, and the server answered)")
+
+# The wheel carries the built dashboard (users never need Node).
+static = Path(tbscope.__file__).parent / "server" / "static"
+assert (static / "index.html").is_file(), f"the dashboard is missing from the wheel ({static})"
+assert any(static.glob("assets/index-*.js")), "the dashboard's script is missing from the wheel"
+print("dashboard assets present")

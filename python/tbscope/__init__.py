@@ -10,7 +10,7 @@ from __future__ import annotations
 from tbscope._core import __version__
 from tbscope.cache import CacheInfo
 from tbscope.curves import downsample, ema
-from tbscope.errors import CorruptRecordError
+from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
 from tbscope.export import ExportStats, export
 from tbscope.frames import BlobFrame, Frame, TensorFrame
 from tbscope.reader import (
@@ -40,11 +40,14 @@ __all__ = [
     "LoadStats",
     "Logdir",
     "Problem",
+    "QueryError",
     "Report",
     "Result",
+    "RewriteError",
     "RewriteStats",
     "Server",
     "SummaryWriter",
+    "TbscopeError",
     "TensorFrame",
     "__version__",
     "downsample",
@@ -61,3 +64,10 @@ __all__ = [
     "serve",
     "sql",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext tbscope``: the ``%tbscope --logdir DIR`` magic (see :mod:`tbscope.notebook`)."""
+    from tbscope.notebook import load_ipython_extension as load
+
+    load(ipython)

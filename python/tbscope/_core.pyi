@@ -7,11 +7,9 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["CorruptRecordError", "EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "read_records", "rewrite", "to_csv"]
 
 __version__: str
-
-class CorruptRecordError(Exception): ...
 
 @final
 class Table:
@@ -21,8 +19,6 @@ class Table:
     def __arrow_c_schema__(self) -> object: ...
     @property
     def num_rows(self) -> int: ...
-    @property
-    def num_batches(self) -> int: ...
 
 @final
 class Stream:
@@ -48,6 +44,7 @@ class NativeReader:
         provenance: bool = False,
         threads: int = 0,
         cache_dir: str | PathLike[str] | None = None,
+        tail_timeout: float = 600.0,
     ) -> NativeReader: ...
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""
@@ -56,13 +53,8 @@ class NativeReader:
     def series(self) -> Table: ...
     def hparams(self) -> Table: ...
     def runs_table(self) -> Table: ...
-    def run_mtimes(self) -> Table:
-        """run, last_modified: the newest mtime of each run's event files (seconds, null when
-        none could be stat'ed), as of the last load."""
     def run_facts(self) -> Table:
         """Per run: the runs table's columns, then last_modified, series, first_step, last_step."""
-    def scalar_stats(self) -> Table:
-        """Per scalar series: run, tag, points, first, last, min, max, mean, count, argmin, argmax."""
     def summary_table(self, stats: list[tuple[str, str]]) -> Table:
         """Per run of runs_table(): a column <tag>:<suffix> per tag with scalars (sorted) and per
         (statistic, suffix) of ``stats``."""
@@ -246,7 +238,7 @@ def to_csv(
 ) -> bytes | None:
     """An Arrow table as CSV in pandas' to_csv format, UTF-8: written to the file descriptor
     ``fd`` as it is formatted (then None), or returned. ValueError for a column type it does not
-    format; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
+    format or a negative ``fd``; OSError when writing fails. ``quote_chars``: what makes a field quoted (default:
     comma, quote, newline)."""
 
 def downsample(
@@ -268,3 +260,15 @@ def downsample(
 def ema(y: Buffer, weight: float, out: Buffer, *, starts: Buffer | None = None, ends: Buffer | None = None) -> None:
     """TensorBoard's smoothing of each series of float64 ``y`` into the writable float64
     ``out`` of the same length."""
+
+def read_records(
+    path: str | PathLike[str],
+    offsets: Sequence[int] | None = None,
+    *,
+    containing: bytes | None = None,
+    max_record_bytes: int = ...,
+) -> list[tuple[int, bytes]]:
+    """(offset, payload) of whole records of one event file, read with the reader's framing
+    (both CRCs checked, damage skipped, a record still being written left out): the records
+    starting at ``offsets`` (OSError if one does not), else every record, or only those whose
+    payload contains ``containing``."""

@@ -24,29 +24,60 @@ def _escape(text: str) -> str:
 
 
 def glob_to_regex(glob: str) -> str:
-    """Translate a glob to an anchored regex: ``*`` any run of characters, ``?`` one, ``[..]`` a set."""
+    """Translate a glob to an anchored regex: ``*`` any run of characters, ``?`` one, ``[..]`` a set.
+
+    Sets follow ``fnmatch``: ``[!..]`` negates, a ``]`` first in the set is a member (``[]x]``),
+    any other character in it stands for itself (``[[]`` is a literal ``[``, the usual escape),
+    ``a-z`` is a range (a reversed one is a ValueError), and a ``[`` without its ``]`` is a
+    literal ``[``.
+    """
     out = []
     i = 0
-    while i < len(glob):
+    n = len(glob)
+    while i < n:
         c = glob[i]
+        i += 1
         if c == "*":
             out.append(".*")
         elif c == "?":
             out.append(".")
         elif c == "[":
-            end = glob.find("]", i + 2 if glob[i + 1 : i + 2] in ("!", "^") else i + 1)
+            j = i
+            if j < n and glob[j] in "!^":
+                j += 1
+            if j < n and glob[j] == "]":
+                j += 1
+            end = glob.find("]", j)
             if end == -1:
                 out.append(_escape(c))
             else:
-                body = glob[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
+                out.append(_char_set(glob[i:end]))
+                i = end + 1
         else:
             out.append(_escape(c))
-        i += 1
     return "^(?:" + "".join(out) + ")$"
+
+
+def _char_set(body: str) -> str:
+    """A glob set's body (between the brackets) as a regex class whose members are escaped, so
+    that ``[``, ``&&``, ``--`` and ``~~`` (class syntax in the native regex) are plain members."""
+    negate = body[:1] in ("!", "^")
+    if negate:
+        body = body[1:]
+    items = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            lo, hi = body[k], body[k + 2]
+            if lo > hi:
+                # fnmatch would match nothing here; a typo is likelier than that wish.
+                raise ValueError(f"the range {lo}-{hi} in [{body}] is reversed; write {hi}-{lo}")
+            items.append(_escape(lo) + "-" + _escape(hi))
+            k += 3
+        else:
+            items.append(_escape(body[k]))
+            k += 1
+    return "[" + ("^" if negate else "") + "".join(items) + "]"
 
 
 # Python regex flags the native matcher can honour, and its spelling of each.
@@ -66,7 +97,10 @@ def _one(p: object, what: str) -> str:
         # comment, which would otherwise swallow the closing parenthesis.
         return f"(?{flags}:{p.pattern}\n)" if "x" in flags else f"(?{flags}:{p.pattern})"
     if isinstance(p, str):
-        return glob_to_regex(p)
+        try:
+            return glob_to_regex(p)
+        except ValueError as e:
+            raise ValueError(f"{what}= glob {p!r}: {e}") from None
     raise TypeError(f"{what}= takes a glob string, a compiled re.Pattern, or a list of them; got {type(p).__name__}")
 
 

@@ -28,7 +28,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -161,9 +161,11 @@ def _finite(v: Any) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
-def survey(logdir: str | os.PathLike[str], info: pd.DataFrame) -> list[RunFacts]:
+def survey(logdir: str | os.PathLike[str], info: pd.DataFrame, unreadable: Mapping[str, str] | None = None) -> list[RunFacts]:
     """The facts of every run of ``info`` (a ``Logdir.run_info()`` of an unfiltered-kinds scan
-    of ``logdir``, as pandas), with the safety checks applied."""
+    of ``logdir``, as pandas), with the safety checks applied. ``unreadable`` maps runs the scan
+    could not read whole to why: they are refused (an unreadable file may hold the data that
+    would make the run worth keeping)."""
     root = os.fspath(logdir)
     if not os.path.isdir(root):
         if os.path.exists(root):
@@ -182,6 +184,8 @@ def survey(logdir: str | os.PathLike[str], info: pd.DataFrame) -> list[RunFacts]
         mtime: float | None = None
         if not inside(real, root_real):
             refused = f"resolves to {real}, outside the logdir (a symlink); left alone"
+        elif unreadable and run in unreadable:
+            refused = f"could not be read whole ({unreadable[run]}); left alone"
         else:
             try:
                 entries = event_files(where)

@@ -28,14 +28,14 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from tbscope.reader import Logdir
+    from tbscope.reader import Logdir, Report
 
 log = logging.getLogger("tbscope")
 
 #: Exit statuses, shared by ``--help`` and the generated reference.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success (check: no data lost; clean: every selected run was handled)"),
-    (1, "check found lost data, clean could not remove a run, rewrite's output did not verify, or reading failed (I/O error, missing optional package)"),
+    (1, "check found lost data (with --strict, also a warning such as a stopped tail), clean could not remove a run, rewrite's output did not verify, or reading failed (a file or directory could not be read: printed on stderr, the output lacks its data; a missing optional package)"),
     (2, "bad usage: unknown command or option, bad value or glob, SQL error, a path that does not exist, or an output that exists"),
 )
 
@@ -123,6 +123,8 @@ def _translate(e: Exception) -> click.ClickException:
         return _OneLineUsageError(msg)
     if isinstance(e, FileNotFoundError):
         return _OneLineUsageError(f"{msg}; check the path (a logdir or an event file)")
+    if isinstance(e, FileExistsError):
+        return _OneLineUsageError(msg.replace("force=True (tbscope export --force)", "--force"))
     if isinstance(e, ImportError):
         name = (e.name or "").split(".")[0]
         pkg = _EXTRAS.get(name, name)
@@ -321,6 +323,21 @@ def _read(lg: Logdir) -> None:
     info = lg.cache_info
     if info is not None:
         log.info("cache %s: %s%s", info.dir, info.status, ", new generation written" if info.written else "")
+
+
+def _fail_if_unread(report: Report) -> None:
+    """What every reading command does once its output is written: files and directories that
+    could not be read (severity ``error``: no permission, a failed read) go to stderr, one
+    line each, and the command exits with 1, since its output lacks their rows. Damaged
+    records are not I/O errors: they stay in ``tbscope check``'s report."""
+    unread = report.by_severity("error")
+    if not unread:
+        return
+    sys.stdout.flush()
+    for p in unread:
+        click.echo(f"Error: cannot read {p.file or p.run or '.'}: {p.reason}", err=True)
+    click.echo(f"Error: {len(unread)} {'file or directory' if len(unread) == 1 else 'files or directories'} could not be read; the output above lacks their data", err=True)
+    sys.exit(1)
 
 
 def _human_bytes(n: Any) -> str:
@@ -644,6 +661,7 @@ def ls_command(
         df = df.assign(bytes=df["bytes"].map(_human_bytes)).rename(columns={"bytes": "size"})
         df["last_write"] = df["last_write"].dt.strftime("%Y-%m-%d %H:%M")
     _emit(df, fmt, title=f"{len(df)} runs in {logdir}")
+    _fail_if_unread(lg.report)
 
 
 @main.command("tags")
@@ -678,6 +696,7 @@ def tags_command(
     ser = lg.series().to_pandas()
     df = ser[["run", "tag", "kind", "points", "first_step", "last_step", "plugin"]]
     _emit(df, fmt, title=f"{len(df)} series in {logdir}")
+    _fail_if_unread(lg.report)
 
 
 # --------------------------------------------------------------------------------------------
@@ -689,24 +708,31 @@ def tags_command(
 @click.argument("logdir", type=click.Path())
 @_filters(tags=False, kinds=False, steps=False)
 @click.option("--strict-crc/--no-verify", "verify", default=True, help="Check data CRCs (default) or skip them; length CRCs are always checked.")
+@click.option("--final", is_flag=True, help="Read every file as finished, even one written to within --tail-timeout: a record cut short is then a torn record or a stopped tail, not a pending tail.")
+@click.option("--strict", is_flag=True, help="Also exit with 1 on warnings, such as a stopped tail (a record lost where a writer stopped).")
+@click.option("--tail-timeout", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="How long after its last change the newest file of a run may still be written.")
 @_format
-def check(logdir: str, runs: tuple[str, ...], verify: bool, fmt: str) -> None:
+def check(logdir: str, runs: tuple[str, ...], verify: bool, final: bool, strict: bool, tail_timeout: float, fmt: str) -> None:
     """Report corrupt records, unusable values and truncated files under LOGDIR.
 
-    Exits with 1 when data was lost: a corrupt record, an unusable value or a file that could
-    not be read. A truncated tail alone (a file still being written) does not count. csv and
-    json print one row per problem: run, file, severity, offset, length, reason.
+    Exits with 1 when data was lost: a corrupt record (a torn record followed by whole records
+    among them), an unusable value or a file that could not be read. A pending tail (the newest
+    file of a run, changed within --tail-timeout, ends inside a record) does not count, nor
+    does a stopped tail (a file no longer written ends inside a record: a warning) unless
+    --strict is given. csv and json print one row per problem: run, file, severity, offset,
+    length, reason.
 
     \b
     Examples:
       tbscope check runs/
+      tbscope check runs/ --final --strict
       tbscope check runs/ --format json
     """
     import pandas as pd
 
     from tbscope.reader import scan
 
-    lg = scan(logdir, verify=verify, **_scan_args(runs))
+    lg = scan(logdir, verify=verify, tail_timeout=0.0 if final else tail_timeout, **_scan_args(runs))
     _read(lg)
     info = lg.run_info().to_pandas()
     report = lg.report
@@ -725,7 +751,7 @@ def check(logdir: str, runs: tuple[str, ...], verify: bool, fmt: str) -> None:
     else:
         df = pd.DataFrame([p.__dict__ for p in report.problems], columns=["run", "file", "severity", "offset", "length", "reason"])
         _emit(df, fmt)
-    if not report.ok:
+    if not report.ok or (strict and report.by_severity("warning")):
         sys.exit(1)
 
 
@@ -793,6 +819,7 @@ def summary(
         agg_kwargs: dict[str, Any] = {} if stat_list is None else {"stats": stat_list}
         df = aggregate(group_by, **agg_kwargs)
         _emit(df, fmt, title=f"runs of {logdir} grouped by {group_by}")
+        _fail_if_unread(lg.report)
         return
     kwargs: dict[str, Any] = {}
     if stat_list is not None:
@@ -804,6 +831,7 @@ def summary(
         # Straight from the columns: a DataFrame of 100,000 runs is not needed to write them.
         cols = lg._summary_columns(**kwargs)
         if _write_fast_csv(sys.stdout, cols, header=True):
+            _fail_if_unread(lg.report)
             return
         df = pd.DataFrame(cols)
     else:
@@ -815,6 +843,7 @@ def summary(
     elif fmt == "table" and "last_wall_time" in df.columns:
         df = df.assign(last_wall_time=pd.to_datetime(df["last_wall_time"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M"))
     _emit(df, fmt, title=f"runs in {logdir}")
+    _fail_if_unread(lg.report)
 
 
 # --------------------------------------------------------------------------------------------
@@ -847,6 +876,11 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, Any] | list[Any] | None:
 @click.argument("query")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter: NAME=VALUE for $NAME, or VALUE for each ? in order. Numbers are numbers; anything else is a string.")
 @_filters(kinds=False)
+@click.option(
+    "--external-access",
+    is_flag=True,
+    help="Let the query read and write files (read_csv, COPY ... TO, ATTACH), install or load DuckDB extensions and change settings. Off by default: a query sees tbscope's tables only. Only for your own queries.",
+)
 @_format
 @_cache_options
 def sql_command(
@@ -856,6 +890,7 @@ def sql_command(
     runs: tuple[str, ...],
     tags: tuple[str, ...],
     steps: tuple[int | None, int | None] | None,
+    external_access: bool,
     fmt: str,
     cache: bool | None,
     cache_dir: str | None,
@@ -876,12 +911,16 @@ def sql_command(
         query = sys.stdin.read()
     t0 = time.perf_counter()
     with _activity(f"querying {logdir}"):
-        result = run_sql(logdir, query, params=_parse_params(params), **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir))
+        extra = {"external_access": True} if external_access else {}
+        result = run_sql(logdir, query, params=_parse_params(params), **extra, **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir))
     log.info("query ran in %.3f s", time.perf_counter() - t0)
     if fmt == "table":
         _emit(result.to_pandas(), fmt)
     else:
         _emit_chunks((b.to_pandas() for b in result.iter_batches()), fmt)
+    report = getattr(result, "report", None)
+    if report is not None:
+        _fail_if_unread(report)
 
 
 def _api(name: str, *modules: str) -> Callable[..., Any]:
@@ -906,6 +945,7 @@ def _api(name: str, *modules: str) -> Callable[..., Any]:
 @click.option("-o", "--output", "out", required=True, type=click.Path(), help="Where to write: a .csv, .parquet or .jsonl file, or a directory with --partition-by run.")
 @click.option("--to", "file_format", type=click.Choice(["csv", "parquet", "jsonl"]), help="File format (default: from the suffix of --output; parquet for a directory).")
 @click.option("--partition-by", type=click.Choice(["run"]), help="Write a Parquet dataset into the --output directory, one partition per run.")
+@click.option("--force", is_flag=True, help="Replace an existing --output: a file, or a directory holding an earlier export (never an event file of LOGDIR, nor a directory holding LOGDIR).")
 @_filters()
 @_format
 @_cache_options
@@ -914,6 +954,7 @@ def export_command(
     out: str,
     file_format: str | None,
     partition_by: str | None,
+    force: bool,
     runs: tuple[str, ...],
     tags: tuple[str, ...],
     kinds: tuple[str, ...],
@@ -925,7 +966,10 @@ def export_command(
     """Write tables to CSV, Parquet or JSON lines, streamed batch by batch (bounded memory).
 
     --kinds chooses the tables (default: scalars). The command prints what it wrote (output,
-    rows, bytes) in the --format given.
+    rows, bytes) in the --format given. An existing --output is refused unless --force is
+    given; the output is written under a hidden name and renamed into place, so a failed
+    export leaves nothing behind. A new file inside LOGDIR is fine; an event file of LOGDIR
+    (a name containing tfevents) is never written, even with --force.
 
     \b
     Examples:
@@ -934,9 +978,21 @@ def export_command(
       tbscope export runs/ -o dataset/ --partition-by run
     """
     export = _api("export", "tbscope.export", "tbscope.query")
+    # Checked here so the message names this command's options, not the API's keywords.
+    if partition_by and file_format not in (None, "parquet"):
+        raise click.UsageError(f"--partition-by writes a Parquet dataset; --to {file_format} cannot be partitioned "
+                               "(drop --to, or use --to parquet)")
+    from tbscope.export import FORMATS
+
+    known = {suffix for suffixes in FORMATS.values() for suffix in suffixes}
+    if not partition_by and file_format is None and os.path.splitext(out)[1].lower() not in known:
+        raise click.UsageError(f"cannot tell the file format from {out!r}: name it .csv, .parquet or .jsonl, "
+                               "or pass --to csv|parquet|jsonl")
     progress = _stderr_is_tty()
     kwargs = {**_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir)}
     t0 = time.perf_counter()
+    if force:
+        kwargs["force"] = True
     stats = export(logdir, out, format=file_format, kinds=tuple(kinds) or ("scalars",), partition_by=partition_by, progress=progress, **kwargs)
     log.info("export took %.3f s", time.perf_counter() - t0)
     import pandas as pd
@@ -947,11 +1003,14 @@ def export_command(
         row = dict(stats)
     else:
         row = {k: v for k, v in vars(stats).items() if not k.startswith("_")}
-    row = {"output": out, **{k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in row.items() if k not in ("output", "out", "path")}}
+    row = {"output": out, **{k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in row.items() if k not in ("output", "out", "path", "report")}}
     if fmt != "json":
         # One flat row for a table or csv; json keeps lists and objects as they are.
         row = {k: _flat(v) for k, v in row.items()}
     _emit(pd.DataFrame([row]), fmt)
+    report = getattr(stats, "report", None)
+    if report is not None:
+        _fail_if_unread(report)
 
 
 def _flat(v: Any) -> Any:
@@ -1001,6 +1060,9 @@ def clean_command(
     followed out of LOGDIR: a run or event file that resolves outside it (or is a symlink) is
     listed as skipped and left alone.
 
+    A run with an event file that could not be read is never removed (that file may hold its
+    data): it is listed as skipped, and the command exits with 1.
+
     Prints one row per selected run (run, reason, last_activity, files, bytes, action), then
     the total freed (on stderr with csv and json). --empty and --no-data also match a run that
     has just started: add --older-than to spare it.
@@ -1029,7 +1091,9 @@ def clean_command(
     archive_real = retention.check_archive(archive, logdir) if archive else None
     lg = scan(logdir, **_scan_args(runs))
     _read(lg)
-    facts = retention.survey(logdir, lg.run_info().to_pandas())
+    # A run with a file that could not be read is never removed: that file may hold its data.
+    unread = {p.run: p.reason for p in lg.report.by_severity("error") if p.run}
+    facts = retention.survey(logdir, lg.run_info().to_pandas(), unread)
     chosen = retention.select(facts, rules, time.time())
     verb = "archive" if archive else "delete"
     rows = []
@@ -1072,6 +1136,7 @@ def clean_command(
     else:
         _emit(df, fmt)
         click.echo(summary_line, err=True)
+    _fail_if_unread(lg.report)
     if failed:
         sys.exit(1)
 
@@ -1147,7 +1212,8 @@ def rewrite_command(
     except RewriteError as e:
         raise click.ClickException(" ".join(str(e).split())) from e
     for p in stats.report.problems:
-        log.warning("%s (not copied)", p)
+        if p.severity != "error":
+            log.warning("%s (not copied)", p)
     log.info("rewrote %d records into %d, %d files into %d, in %.3f s", stats.records_in, stats.records_out, stats.files_in, len(stats.files_out), stats.seconds)
     row: dict[str, Any] = {
         "output": stats.output,
@@ -1168,6 +1234,7 @@ def rewrite_command(
         for k in ("bytes_in", "bytes_out", "bytes_skipped"):
             row[k] = _human_bytes(row[k])
     _emit(pd.DataFrame([row]), fmt)
+    _fail_if_unread(stats.report)
 
 
 # Every command's --help ends with the exit statuses too.

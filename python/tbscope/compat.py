@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import mmap
 import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
@@ -76,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tbscope import _core
 from tbscope.frames import to_ndarray
 from tbscope.reader import Logdir, Restarts, scan
 
@@ -382,7 +382,8 @@ def _event_header(data: bytes) -> tuple[float, int, str | None, str | None]:
 
 
 class _Files:
-    """Event files opened once each, for reading records and blobs at known offsets."""
+    """Event files opened once each, for reading blobs at known offsets; records come from the
+    native reader's framing (``_core.read_records``), which checks their CRCs again."""
 
     def __init__(self) -> None:
         self._fds: dict[str, int] = {}
@@ -405,39 +406,33 @@ class _Files:
         return data
 
     def record(self, path: str, offset: int) -> bytes:
-        """The data of the TFRecord that starts at ``offset`` (CRCs were checked by the scan)."""
-        (n,) = struct.unpack("<Q", self.read(path, offset, 8))
-        return self.read(path, offset + 12, n)
+        """The payload of the record that starts at ``offset``."""
+        return self.records(path, [offset])[0]
+
+    def records(self, path: str, offsets: Sequence[int]) -> list[bytes]:
+        """The payloads of the records that start at ``offsets``, in that order."""
+        return [data for _, data in _core.read_records(path, list(offsets))]
 
 
 def _scan_file_for_tag(path: str, tag: str) -> list[tuple[int, int, float]]:
     """(offset, step, wall_time) of every record of ``path`` that holds ``tag``.
 
-    A slow path (Python walks the TFRecord framing), used only for records tbscope's tables
-    cannot show: zero-element images/audio/text/blob summaries. ``bytes.find`` skips records
-    that cannot mention the tag without decoding them.
+    A slow path, used only for records tbscope's tables cannot show: zero-element
+    images/audio/text/blob summaries. The native reader's framing returns only the records whose
+    payload mentions the tag; each is then probed.
     """
     out: list[tuple[int, int, float]] = []
-    tag_b = tag.encode("utf-8")
     try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                return out
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                pos, size = 0, len(mm)
-                while pos + 12 <= size:
-                    (n,) = struct.unpack_from("<Q", mm, pos)
-                    start, end = pos + 12, pos + 12 + n
-                    if end + 4 > size:
-                        break
-                    if mm.find(tag_b, start, end) != -1:
-                        rec = mm[start:end]
-                        if _probe_event(rec, tag) is not _NO_PROBE:
-                            wall, step, _, _ = _event_header(rec)
-                            out.append((pos, step, wall))
-                    pos = end + 4
-    except (OSError, ValueError):
-        pass
+        found = _core.read_records(path, containing=tag.encode("utf-8"))
+    except OSError:
+        return out
+    for offset, rec in found:
+        try:
+            if _probe_event(rec, tag) is not _NO_PROBE:
+                wall, step, _, _ = _event_header(rec)
+                out.append((offset, step, wall))
+        except ValueError:  # a payload that is not a valid Event
+            continue
     return out
 
 
@@ -1007,9 +1002,8 @@ class EventAccumulator(_Accumulator):
         out = []
         with _Files() as files:
             for rel, which in keep:
-                path = run.path(rel)
-                for off in rec.offsets[which].tolist():
-                    ev = parse(files.record(path, off))
+                for data in files.records(run.path(rel), rec.offsets[which].tolist()):
+                    ev = parse(data)
                     for v in ev.summary.value:
                         if (v.tag or v.node_name) == tag and v.HasField("tensor"):
                             out.append(TensorEvent(ev.wall_time, ev.step, v.tensor))
@@ -1136,9 +1130,8 @@ class PluginEventAccumulator(_Accumulator):
                 if files is not None and rel not in files:
                     continue
                 initial: dict[str, Any] = {}
-                path = run.path(rel)
-                for off in rec.offsets[which[:1] if firsts_only else which].tolist():
-                    ev = tb.data_compat.migrate_event(parse(fs.record(path, off)))
+                for data in fs.records(run.path(rel), rec.offsets[which[:1] if firsts_only else which].tolist()):
+                    ev = tb.data_compat.migrate_event(parse(data))
                     for e in tb.dataclass_compat.migrate_event(ev, initial):
                         if e.HasField("summary"):
                             for v in e.summary.value:

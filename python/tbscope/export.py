@@ -1,9 +1,10 @@
 """Export a logdir's tables to CSV, Parquet or JSON lines, streamed batch by batch.
 
 Rows are read with :meth:`Logdir.iter_batches`, a bounded number of event-file bytes at a time,
-and written as they come, so memory stays flat however big the logdir is. A single output file
-is written under a temporary name and renamed into place at the end: an interrupted export
-never leaves a truncated file that looks complete.
+and written as they come, so memory stays flat however big the logdir is. Every output (a file,
+or a directory of files) is written under a hidden temporary name next to it and renamed into
+place at the end: a failed or interrupted export leaves nothing behind. An existing output is
+replaced only with ``force=True``, and never when it is one of the input's event files.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
+import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tbscope.reader import Logdir
+    from tbscope.reader import Logdir, Problem, Report
 
 __all__ = ["ExportStats", "FORMATS", "export"]
 
@@ -35,13 +39,22 @@ _EXPORTABLE = ("scalars", "tensors", "histograms", "images", "audio", "text", "b
 @dataclass
 class ExportStats:
     """What an export wrote: rows per kind, files and their total bytes, and the time taken.
-    Passed, as a running total, to a ``progress`` callback after every batch."""
+    Passed, as a running total, to a ``progress`` callback after every batch. ``report`` is what
+    the read could not read (files that could not be opened, corrupt records): rows it holds
+    back are missing from the output."""
 
     rows: int = 0
     bytes: int = 0
     files: list[str] = field(default_factory=list)
     kinds: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    report: Report = field(default_factory=lambda: _empty_report())
+
+
+def _empty_report() -> Report:
+    from tbscope.reader import Report
+
+    return Report(())
 
 
 Progress = Union[bool, Callable[[ExportStats], None], None]
@@ -59,9 +72,90 @@ def _format_of(out: Path, fmt: str | None) -> str:
     raise ValueError(f"cannot tell the format from {str(out)!r}; name it .csv, .parquet or .jsonl, or pass format='csv'|'parquet'|'jsonl'")
 
 
-def _check_dir(path: Path) -> None:
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise FileExistsError(f"{path} already exists and is not an empty directory; choose a new or empty directory")
+#: File name suffixes an export writes (what ``force=True`` may replace in a directory).
+_OUTPUT_SUFFIXES = tuple(x for suffixes in FORMATS.values() for x in suffixes)
+
+
+def _check_output(out: Path, source: str, *, directory: bool, force: bool) -> None:
+    """Refuses an output that would destroy data: an input event file (even with ``force``),
+    a directory holding the input, or an existing output without ``force``."""
+    if "tfevents" in out.name:
+        # TensorBoard and tbscope take any file named so for an event file: it would be read as
+        # (corrupt) input, and if it exists it may well be one.
+        raise ValueError(f"{out} is named like an event file ('tfevents' in its name); export never writes over or among its input's event files, not even with force=True. Choose another name")
+    src = os.path.realpath(source)
+    real = os.path.realpath(out)
+    if os.path.isfile(src) and os.path.lexists(out) and os.path.exists(out) and os.path.samefile(src, out):
+        raise ValueError(f"{out} is the input event file; export never writes over its input, not even with force=True")
+    if directory and (real == src or src.startswith(real.rstrip(os.sep) + os.sep)):
+        what = "is the input" if real == src else f"holds the input {source}"
+        raise ValueError(f"{out} {what}; export never replaces its input, not even with force=True. Choose a new directory")
+    if not os.path.lexists(out):
+        return
+    if not directory:
+        if os.path.isdir(out) and not os.path.islink(out):
+            raise FileExistsError(f"{out} is a directory; give a file name (a directory is written only for several kinds or partition_by=)")
+        if not force:
+            raise FileExistsError(f"{out} already exists; choose a new name, or pass force=True (tbscope export --force) to replace it")
+        return
+    if not os.path.isdir(out) or os.path.islink(out):
+        raise FileExistsError(f"{out} exists and is not a directory; choose a new directory")
+    if not any(Path(out).iterdir()):
+        return
+    if not force:
+        raise FileExistsError(f"{out} already exists and is not empty; choose a new or empty directory, or pass force=True (tbscope export --force) to replace an earlier export there")
+    stray = _not_an_export(Path(out))
+    if stray is not None:
+        raise FileExistsError(f"{out} holds {stray}, which an export does not write; not replaced, even with force=True. Choose a new or empty directory")
+
+
+def _not_an_export(path: Path) -> str | None:
+    """The first entry under ``path`` that an export would not have written (anything but
+    directories and regular files with an export suffix), or None."""
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            if stat.S_ISDIR(st.st_mode) and "tfevents" not in name:
+                continue
+            if not stat.S_ISREG(st.st_mode) or "tfevents" in name or not name.lower().endswith(_OUTPUT_SUFFIXES):
+                return os.path.relpath(full, path)
+    return None
+
+
+def _hidden(out: Path, directory: bool) -> Path:
+    """A new hidden file or directory next to ``out`` to write it under. Made with the usual
+    permissions (0666/0777 less the umask), as ``out`` would have been: tempfile's are private
+    (0600/0700), and an export renamed from one stayed unreadable to anyone else."""
+    for _ in range(100):
+        p = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
+        try:
+            if directory:
+                os.mkdir(p)
+            else:
+                os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return p
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot find a free temporary name next to {out}")
+
+
+def _publish_dir(staging: Path, out: Path) -> None:
+    """Renames a finished staging directory to ``out``; an existing ``out`` (checked by
+    :func:`_check_output`) is moved aside first and removed once the new one is in place."""
+    if not os.path.lexists(out) or (out.is_dir() and not any(out.iterdir())):
+        # rename() replaces an empty directory.
+        os.rename(staging, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    os.rename(out, old / out.name)
+    try:
+        os.rename(staging, out)
+    except BaseException:
+        os.rename(old / out.name, out)
+        old.rmdir()
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -188,12 +282,14 @@ class _Sink:
 # --------------------------------------------------------------------------------------------
 
 
-def _batches(lg: Logdir, kind: str, max_rows: int) -> Iterator[pa.RecordBatch]:
+def _batches(lg: Logdir, kind: str, max_rows: int, problems: dict[Problem, None]) -> Iterator[pa.RecordBatch]:
+    """The rows of one kind; once they are all out, what the read reported is in ``problems``."""
     if kind == "hparams":
         # One row per run: small, and built from the whole scan (not streamable by nature).
         yield from lg.hparams().to_arrow().to_batches(max_chunksize=max_rows)
+        problems.update(dict.fromkeys(lg.report.problems))
         return
-    yield from lg.iter_batches(kind, max_rows=max_rows)
+    yield from lg._iter_batches(kind, max_rows, 256 << 20, lambda report: problems.update(dict.fromkeys(report.problems)))
 
 
 def _progress_callback(progress: Progress) -> tuple[Callable[[ExportStats], None] | None, Callable[[], None]]:
@@ -224,6 +320,7 @@ def export(
     partition_by: str | Iterable[str] | None = None,
     progress: Progress = None,
     max_rows: int = 1 << 20,
+    force: bool = False,
     **scan_kwargs: Any,
 ) -> ExportStats:
     """Write a logdir's tables to ``out`` as CSV, Parquet or JSON lines, streaming.
@@ -233,7 +330,15 @@ def export(
     several kinds it is a directory that gets ``<kind>.<ext>`` files. ``partition_by="run"`` (or
     any columns) writes a Parquet dataset under the directory ``out`` (``out/<kind>/`` for several
     kinds), one ``run=<name>`` folder per run, readable with ``pyarrow.dataset`` (names are
-    URI-escaped, ``/`` as ``%2F``). A directory must be new or empty; a file is replaced.
+    URI-escaped, ``/`` as ``%2F``).
+
+    Nothing is destroyed: an existing ``out`` is refused unless ``force=True``; with it, a file is
+    replaced, and a directory too if it holds nothing but files an export writes (an earlier
+    export). A name containing ``tfevents`` (an event file's name: the input's own files, or a
+    file TensorBoard would take for one) and a directory holding the input are refused even with
+    ``force``. Outputs are written under a hidden temporary name and renamed into place at the end,
+    so a failed export leaves nothing behind. A new file inside the logdir (``runs/all.parquet``)
+    is fine. The read's problems (unreadable files, corrupt records) are in ``ExportStats.report``.
 
     ``source`` is a path (with :func:`tbscope.scan` filters as keyword arguments: ``runs=``,
     ``tags=``, ``steps=``, ...) or a :class:`tbscope.Logdir`. ``progress`` is a callable that
@@ -273,31 +378,62 @@ def export(
         lg = source
     else:
         lg = scan(source, kinds=kl, **scan_kwargs)
+    directory = bool(parts) or len(kl) > 1
+    _check_output(out_path, lg.path, directory=directory, force=force)
 
     stats = ExportStats()
+    problems: dict[Problem, None] = {}
     tick, done = _progress_callback(progress)
     try:
-        if parts or len(kl) > 1:
-            _check_dir(out_path)
-            out_path.mkdir(parents=True, exist_ok=True)
-        for kind in kl:
-            if parts:
-                target = out_path / kind if len(kl) > 1 else out_path
-                _write_dataset(_batches(lg, kind, max_rows), target, parts, stats, kind, tick)
-            else:
-                target = out_path / f"{kind}{_EXT[fmt]}" if len(kl) > 1 else out_path
-                _write_file(_batches(lg, kind, max_rows), target, fmt, stats, kind, tick)
+        if not directory:
+            _write_file(_batches(lg, kl[0], max_rows, problems), out_path, fmt, stats, kl[0], tick, replace=force)
+        else:
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            # Everything goes into a hidden directory next to out, renamed into place at the end.
+            staging = _hidden(out_path, directory=True)
+            try:
+                for kind in kl:
+                    if parts:
+                        target = staging / kind if len(kl) > 1 else staging
+                        _write_dataset(_batches(lg, kind, max_rows, problems), target, parts, stats, kind, tick)
+                    else:
+                        _write_file(_batches(lg, kind, max_rows, problems), staging / f"{kind}{_EXT[fmt]}", fmt, stats, kind, tick)
+                _publish_dir(staging, out_path)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            stats.files = [str(out_path / os.path.relpath(f, staging)) for f in stats.files]
     finally:
         done()
+    from tbscope.reader import Report
+
+    stats.report = Report(tuple(problems))
     stats.seconds = time.perf_counter() - started
     return stats
 
 
-def _write_file(batches: Iterator[pa.RecordBatch], target: Path, fmt: str, stats: ExportStats, kind: str, tick: Callable[[ExportStats], None] | None) -> None:
+def _put(tmp: Path, target: Path, replace: bool) -> None:
+    """Gives the finished ``tmp`` the name ``target``: with ``replace`` in one rename; without,
+    only if ``target`` still does not exist (a file that appeared meanwhile is not clobbered)."""
+    if replace:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)  # fails with FileExistsError rather than replace
+    except FileExistsError:
+        raise FileExistsError(f"{target} already exists (it appeared during the export); choose a new name, or pass force=True (tbscope export --force) to replace it") from None
+    except OSError:
+        # No hard links on this file system: the check is no longer atomic, but still made.
+        if os.path.lexists(target):
+            raise FileExistsError(f"{target} already exists (it appeared during the export); choose a new name, or pass force=True to replace it") from None
+        os.replace(tmp, target)
+        return
+    tmp.unlink()
+
+
+def _write_file(batches: Iterator[pa.RecordBatch], target: Path, fmt: str, stats: ExportStats, kind: str, tick: Callable[[ExportStats], None] | None, replace: bool = True) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _hidden(target, directory=False)
     sink: _Sink | None = None
     stats.kinds.setdefault(kind, 0)
     try:
@@ -314,7 +450,7 @@ def _write_file(batches: Iterator[pa.RecordBatch], target: Path, fmt: str, stats
             sink = _Sink(tmp, fmt, _empty_schema(kind))
         sink.close()
         sink = None
-        os.replace(tmp, target)
+        _put(tmp, target, replace)
     except BaseException:
         if sink is not None:
             sink.close()

@@ -16,12 +16,14 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Union
 
 from tbscope._filters import _escape, compile_filter, glob_to_regex
+from tbscope.errors import QueryError, QueryTimeoutError, QueryTooLargeError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,13 +31,9 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
-    from tbscope.reader import LoadStats, Logdir
+    from tbscope.reader import LoadStats, Logdir, Report
 
-__all__ = ["QueryError", "Result", "TABLES", "pushdown", "sql"]
-
-
-class QueryError(ValueError):
-    """The SQL query could not be parsed, bound or run; the message says why."""
+__all__ = ["QueryError", "QueryTimeoutError", "QueryTooLargeError", "Result", "TABLES", "pushdown", "sql"]
 
 
 @dataclass(frozen=True)
@@ -412,22 +410,38 @@ class Pushdown:
         return self.runs is None and self.tags is None and self.steps == (None, None)
 
 
-_DB: Any = None
+# What a query may not do unless external_access=True: touch files (read_csv, glob, COPY,
+# ATTACH of a file, EXPORT DATABASE), install or load extensions, or change any setting (SET,
+# PRAGMA, RESET), this lock included. Registered Arrow tables are not files: they still work.
+_LOCKED = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+    "lock_configuration": True,  # last: the options above cannot be set once it holds
+}
+_DBS: dict[bool, Any] = {}
 _DB_LOCK = threading.Lock()
 
 
-def _cursor() -> Any:
-    """A fresh connection to tbscope's private in-memory database.
+def _connect(external_access: bool) -> Any:
+    """A new in-memory database, locked down unless ``external_access``."""
+    return _duckdb().connect(":memory:", config={} if external_access else dict(_LOCKED))
+
+
+def _cursor(external_access: bool = False) -> Any:
+    """A fresh connection to tbscope's private in-memory database (one locked down, one
+    with external access).
 
     Opening a database costs tens of milliseconds; a cursor on an open one costs microseconds,
     and tables registered on it stay private to it (concurrent queries do not see each other's).
     """
-    global _DB
-    duckdb = _duckdb()
     with _DB_LOCK:
-        if _DB is None:
-            _DB = duckdb.connect(":memory:")
-        return _DB.cursor()
+        db = _DBS.get(external_access)
+        if db is None:
+            db = _DBS[external_access] = _connect(external_access)
+        return db.cursor()
 
 
 def _parse(con: Any, query: str) -> dict[str, Any]:
@@ -497,13 +511,17 @@ class Result:
 
     Implements ``__arrow_c_stream__``, so ``pyarrow.table(result)`` and ``polars.DataFrame(result)``
     take it directly. ``stats`` maps each table that was read to what its scan read, and
-    ``pushed`` to the filters its scan got.
+    ``pushed`` to the filters its scan got. ``report`` is what those scans could not read
+    (:class:`tbscope.Report`): rows of a file that could not be opened are missing from the result.
     """
 
-    def __init__(self, table: pa.Table, stats: dict[str, LoadStats] | None = None, pushed: dict[str, Pushdown] | None = None) -> None:
+    def __init__(self, table: pa.Table, stats: dict[str, LoadStats] | None = None, pushed: dict[str, Pushdown] | None = None, report: Report | None = None) -> None:
+        from tbscope.reader import Report
+
         self._table = table
         self.stats: dict[str, LoadStats] = stats or {}
         self.pushed: dict[str, Pushdown] = pushed or {}
+        self.report: Report = report if report is not None else Report(())
 
     def __repr__(self) -> str:
         return f"<tbscope.Result: {self.num_rows} rows × {len(self.columns)} columns>"
@@ -605,6 +623,9 @@ def sql(
     query: str,
     *,
     params: Sequence[Any] | Mapping[str, Any] | None = None,
+    max_rows: int | None = None,
+    timeout: float | None = None,
+    external_access: bool = False,
     **scan_kwargs: Any,
 ) -> Result:
     """Run a DuckDB SQL query over a logdir's tables.
@@ -618,35 +639,61 @@ def sql(
     :class:`tbscope.Logdir`; a Logdir that has already been read is queried from memory.
     ``params`` fills ``?``/``$1`` (a sequence) or ``$name`` (a mapping) placeholders.
 
+    The query sees tbscope's tables and nothing else: it cannot read or write files, attach
+    databases, install or load extensions, or change DuckDB's settings (:class:`QueryError`
+    says so). ``external_access=True`` lifts that, for your own queries on your own machine
+    (never for queries that come from someone else).
+
+    ``max_rows`` raises :class:`QueryTooLargeError` when the result has more rows;
+    ``timeout`` (seconds, counted from the call) stops the query and raises
+    :class:`QueryTimeoutError` when it runs longer. Reading the logdir is not interrupted, but
+    its time counts: the query gets what is left.
+
     >>> import tbscope
     >>> tbscope.sql("runs/", "SELECT run, max(value) FROM scalars WHERE tag = 'acc' GROUP BY run")  # doctest: +SKIP
     """
+    started = time.monotonic()
     duckdb = _duckdb()
     if not isinstance(query, str):
         raise TypeError(f"query must be a SQL string; got {type(query).__name__}")
+    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0):
+        raise ValueError(f"max_rows= takes a number of rows >= 0 (or None for no limit); got {max_rows!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 or not math.isfinite(timeout)):
+        raise ValueError(f"timeout= takes a positive number of seconds (or None for no limit); got {timeout!r}")
+    limits = _Limits(max_rows, None if timeout is None else float(timeout), None if timeout is None else started + timeout, bool(external_access))
     lg = _base(source, scan_kwargs)
-    con = _cursor()
+    con = _cursor(limits.external_access)
     try:
-        return _run(con, duckdb, lg, query, params)
+        return _run(con, duckdb, lg, query, params, limits)
     finally:
         con.close()
 
 
-def _run(con: Any, duckdb: Any, lg: Logdir, query: str, params: Sequence[Any] | Mapping[str, Any] | None) -> Result:
-    from tbscope.reader import Logdir
+@dataclass(frozen=True)
+class _Limits:
+    max_rows: int | None = None
+    timeout: float | None = None
+    deadline: float | None = None  # time.monotonic()
+    external_access: bool = False
+
+
+def _run(con: Any, duckdb: Any, lg: Logdir, query: str, params: Sequence[Any] | Mapping[str, Any] | None, limits: _Limits = _Limits()) -> Result:
+    from tbscope.reader import Logdir, Report
 
     pushed, select = _pushdown(con, query, params)
     if not select:
         # Statements other than one SELECT may create tables: give them a database of their
         # own so nothing outlives the call.
         con.close()
-        con = duckdb.connect(":memory:")
+        con = _connect(limits.external_access)
     stats: dict[str, LoadStats] = {}
     tables: dict[str, pa.Table] = {}
+    problems: dict[Any, None] = {}
     if lg._loaded:
         # Already in memory: reading again with filters would cost more than it saves.
         for name in pushed:
             tables[name] = _materialise(lg, name)
+        problems.update(dict.fromkeys(lg.report.problems))
     else:
         groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]]] = {}
         for name, p in pushed.items():
@@ -665,18 +712,73 @@ def _run(con: Any, duckdb: Any, lg: Logdir, query: str, params: Sequence[Any] | 
             for name in names:
                 stats[name] = st
                 tables[name] = _materialise(reader, name)
+            problems.update(dict.fromkeys(reader.report.problems))
+    timer = None
     try:
         for name, table in tables.items():
             con.register(name, table)
+        if limits.deadline is not None:
+            left = limits.deadline - time.monotonic()
+            if left <= 0:
+                raise QueryTimeoutError(_timeout_message(limits), limits.timeout or 0.0)
+            # interrupt() stops what the connection is running, from any thread.
+            timer = threading.Timer(left, con.interrupt)
+            timer.daemon = True
+            timer.start()
         try:
             rel = con.sql(query, params=params)
-            out = rel.to_arrow_table() if rel is not None else _empty()
+            if rel is None:
+                out = _empty()
+            elif limits.max_rows is None:
+                out = rel.to_arrow_table()
+            else:
+                out = _at_most(rel, limits.max_rows)
+        except duckdb.InterruptException as e:
+            raise QueryTimeoutError(_timeout_message(limits), limits.timeout or 0.0) from e
         except duckdb.Error as e:
-            raise QueryError(f"{_one_line(e)}{_hint()}") from e
+            raise QueryError(_error_message(duckdb, e, limits)) from e
     finally:
+        if timer is not None:
+            timer.cancel()
         if not select:
             con.close()
-    return Result(out, stats, pushed)
+    return Result(out, stats, pushed, Report(tuple(problems)))
+
+
+def _at_most(rel: Any, max_rows: int) -> pa.Table:
+    """The relation's rows as a table, or QueryTooLargeError as soon as there are more than
+    ``max_rows`` (the rest is never computed)."""
+    import pyarrow as pa
+
+    to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
+    reader = to_reader(max(1, min(max_rows + 1, 1 << 17)))
+    batches = []
+    rows = 0
+    for batch in reader:
+        rows += batch.num_rows
+        if rows > max_rows:
+            raise QueryTooLargeError(
+                f"the query returned more than max_rows={max_rows:,} rows; add a LIMIT, aggregate, or narrow the WHERE clause",
+                max_rows,
+            )
+        batches.append(batch)
+    return pa.Table.from_batches(batches, schema=reader.schema)
+
+
+def _timeout_message(limits: _Limits) -> str:
+    return f"the query ran longer than timeout={limits.timeout:g} s and was stopped; narrow it (fewer runs, tags or steps) or raise the limit"
+
+
+def _error_message(duckdb: Any, e: BaseException, limits: _Limits) -> str:
+    msg = _one_line(e)
+    locked = isinstance(e, getattr(duckdb, "PermissionException", ())) or "configuration has been locked" in msg
+    if locked and not limits.external_access:
+        return (
+            f"{msg}. Queries see tbscope's tables only: files, extensions and settings are off. "
+            "For your own query on your own machine, sql(..., external_access=True) "
+            "(tbscope sql --external-access) lifts this"
+        )
+    return f"{msg}{_hint()}"
 
 
 def _empty() -> pa.Table:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,6 +33,8 @@ class Problem:
     run: str
     file: str
     severity: str  # "corrupt" | "error" | "warning" | "truncated" | "info"
+    # A pending tail is "truncated"; a stopped tail is a "warning" whose reason starts with
+    # "stopped tail" (see docs/robustness.md).
     offset: int
     length: int
     reason: str
@@ -48,8 +50,10 @@ class Report:
     """What could not be read cleanly.
 
     Severities: ``corrupt`` (bytes or values skipped: data lost), ``error`` (a file or directory
-    could not be read), ``warning`` (data kept but suspect, e.g. a NaN wall time), ``truncated``
-    (a file ends inside a record: normal while a writer is writing) and ``info``.
+    could not be read), ``warning`` (data kept but suspect, e.g. a NaN wall time, or a stopped
+    tail: a file no longer written ends inside a record, one record lost), ``truncated`` (a
+    pending tail: a file that may still be written ends inside a record, read again on reload)
+    and ``info``.
     """
 
     problems: tuple[Problem, ...]
@@ -96,7 +100,7 @@ class Logdir:
         self._native = _core.NativeReader(self.path, **native_args)
         self._strict = strict
         self._loaded = False
-        self._seen_problems = 0
+        self._seen_problems: set[Problem] = set()
         self._seen_cache_warnings = 0
 
     def __repr__(self) -> str:
@@ -108,8 +112,10 @@ class Logdir:
         self._loaded = True
         self._log_cache(debug=True)
         if self._strict:
+            # By value, not by position: a reload may also drop an entry that no longer holds.
             problems = self.report.problems
-            fresh, self._seen_problems = problems[self._seen_problems :], len(problems)
+            fresh = [p for p in problems if p not in self._seen_problems]
+            self._seen_problems = set(problems)
             _raise_strict(fresh)
         return stats
 
@@ -184,6 +190,10 @@ class Logdir:
         >>> for batch in tbscope.scan("runs/").iter_batches("scalars"):  # doctest: +SKIP
         ...     process(batch.to_pandas())
         """
+        return self._iter_batches(kind, max_rows, max_bytes, None)
+
+    def _iter_batches(self, kind: str, max_rows: int, max_bytes: int, on_report: Callable[[Report], None] | None) -> Iterator[pa.RecordBatch]:
+        """:meth:`iter_batches`, then ``on_report(report)`` with what the read reported."""
         import pyarrow as pa
 
         if kind not in KINDS:
@@ -194,12 +204,17 @@ class Logdir:
             other = Logdir(self.path, self._native_args, self._strict)
             frame = other.hparams_records() if kind == "hparams" else other._frame(kind)
             yield from frame.to_arrow().to_batches(max_chunksize=max_rows)
+            if on_report is not None:
+                on_report(other.report)
             return
         native = _core.NativeReader(self.path, **self._native_args)
         for table in native.stream(kind, max_bytes):
             yield from pa.table(table).to_batches(max_chunksize=max_rows)
+        problems = [Problem(*p) for p in native.report()]
         if self._strict:
-            _raise_strict([Problem(*p) for p in native.report()])
+            _raise_strict(problems)
+        if on_report is not None:
+            on_report(Report(tuple(problems)))
 
     def _blob_path(self, rel: str) -> str | None:
         p = self._call("file_path", rel)
@@ -523,12 +538,12 @@ class Logdir:
         out["group"] = out["group"].cat.remove_unused_categories()
         return out[columns]
 
-    def sql(self, query: str, params: Any = None) -> Result:
+    def sql(self, query: str, params: Any = None, *, max_rows: int | None = None, timeout: float | None = None, external_access: bool = False) -> Result:
         """Run a SQL query over this scan's tables: see :func:`tbscope.sql`. Returns a
         :class:`tbscope.query.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
         from tbscope.query import sql
 
-        return sql(self, query, params=params)
+        return sql(self, query, params=params, max_rows=max_rows, timeout=timeout, external_access=external_access)
 
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
@@ -599,6 +614,7 @@ def scan(
     threads: int | None = None,
     max_record_bytes: int = 256 << 20,
     cache: Cache = None,
+    tail_timeout: float = 600.0,
 ) -> Logdir:
     """Open a logdir, an event file or a directory tree of runs, lazily.
 
@@ -611,7 +627,9 @@ def scan(
     steps: ``(start, stop)``, half-open; either may be None.
     restarts: ``"all"`` keeps every record; ``"preempt"`` applies TensorBoard's rule (a record
         at step s drops earlier records of its series with step >= s).
-    strict: raise :class:`CorruptRecordError` instead of skipping and reporting bad data.
+    strict: raise :class:`CorruptRecordError` instead of skipping and reporting bad data. Every
+        file is then read as finished (as with ``tail_timeout=0``), so a record cut short at
+        the end of a file is a stopped tail, which raises too.
     verify: check data CRCs (length CRCs are always checked).
     provenance: add ``file`` and ``offset`` columns to every table.
     threads: worker threads; default ``TBSCOPE_NUM_THREADS`` or the number of CPUs.
@@ -619,6 +637,11 @@ def scan(
         (``$TBSCOPE_CACHE_DIR``, else ``~/.cache/tbscope``, one subdirectory per logdir), so that
         scanning it again reads only what was written since; a path puts the cache there. The
         cache holds the whole logdir: any filters are answered from it. See ``docs/cache.md``.
+    tail_timeout: seconds after its last change during which the newest event file of a run may
+        still be written. A record running past the end of such a file is a pending tail: no
+        rows, read again on reload. Afterwards (or once a newer file appears in the run) it is
+        a torn record: corruption when whole records follow it, which are then read, or a
+        stopped tail. ``0`` reads every file as finished. See ``docs/robustness.md``.
 
     >>> import tbscope
     >>> logdir = tbscope.scan("runs/", tags="loss*")  # doctest: +SKIP
@@ -626,6 +649,8 @@ def scan(
     """
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError("threads= takes a positive int (or None for all CPUs)")
+    if isinstance(tail_timeout, bool) or not isinstance(tail_timeout, (int, float)) or not tail_timeout >= 0:
+        raise ValueError(f"tail_timeout= takes a number of seconds >= 0 (0: every file is finished), not {tail_timeout!r}")
     kl = kinds_list(kinds)
     if kl is not None:
         bad = [k for k in kl if k not in KINDS]
@@ -646,6 +671,8 @@ def scan(
         max_record_bytes=max_record_bytes,
         provenance=provenance,
         threads=threads or 0,
+        # strict=True asks for the final answer about every torn record.
+        tail_timeout=0.0 if strict else float(tail_timeout),
     )
     if cache_dir is not None:
         # Left out otherwise, so readers built from these arguments stay as before.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tbscope import _core
 from tbscope._filters import Filter, compile_filter, parse_steps
+from tbscope.errors import RewriteError
 from tbscope.reader import KINDS, Problem, Report, scan
 
 if TYPE_CHECKING:
@@ -37,15 +38,6 @@ _SERIES_COLUMNS = ("kind", "plugin", "plugin_content", "display_name", "descript
 # Report reasons that mean the output itself is damaged (rather than holding, as the input
 # did, a value the reader cannot use).
 _FRAMING = ("crc", "cap", "not a valid Event", "segment")
-
-
-class RewriteError(RuntimeError):
-    """The rewritten logdir did not read back as the filtered input; it is left at
-    ``staging`` for inspection and nothing was written under the output's name."""
-
-    def __init__(self, message: str, staging: str) -> None:
-        super().__init__(message)
-        self.staging = staging
 
 
 @dataclass(frozen=True)

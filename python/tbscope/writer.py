@@ -7,7 +7,8 @@ over as bytes.
 
 Durability: writers still open at interpreter exit are closed (``atexit``); a SIGTERM flushes
 them first; after ``os.fork()`` a child never touches its parent's native writer and opens a
-file of its own only if it writes.
+file of its own only if it writes. These hooks are set by the first writer, not by ``import
+tbscope``: a program that only reads registers nothing.
 """
 
 from __future__ import annotations
@@ -244,6 +245,7 @@ _LIVE: weakref.WeakSet[SummaryWriter] = weakref.WeakSet()
 # Re-entrant: the SIGTERM handler runs on the main thread, possibly while that thread holds it.
 _LIVE_LOCK = threading.RLock()
 _SIGTERM_INSTALLED = False
+_HOOKS_INSTALLED = False
 
 
 def _live_writers() -> list[SummaryWriter]:
@@ -310,9 +312,16 @@ def _after_fork_in_child() -> None:
         w._after_fork()
 
 
-atexit.register(_close_all_at_exit)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+def _install_hooks() -> None:
+    """The exit and fork hooks, set once, by the first writer (``import tbscope`` sets none)."""
+    global _HOOKS_INSTALLED
+    with _LIVE_LOCK:
+        if _HOOKS_INSTALLED:
+            return
+        _HOOKS_INSTALLED = True
+    atexit.register(_close_all_at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,6 +380,11 @@ def _step(step: Any) -> int | None:
 
 def _walltime(walltime: Any) -> float | None:
     return None if walltime is None else float(walltime)
+
+
+def _need_mapping(method: str, name: str, value: object) -> None:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{method}: {name} must be a mapping of tag to value (a dict); got {type(value).__name__}")
 
 
 def _scalar_or_raise(tag: str, value: Any, method: str) -> float:
@@ -533,6 +547,7 @@ class SummaryWriter:
         self._runs: dict[str, _Run] = {}
         self._json_exported: dict[str, int] = {}
         self._scalars_keys: dict[str, tuple[str, str]] = {}
+        _install_hooks()
         self._main = self._run_for(self._directory, main=True)
         self._w: _Sink = self._main.sink
         if self._write_to_disk:
@@ -658,6 +673,7 @@ class SummaryWriter:
             else:  # write_to_disk=False, or a file that opens on its first record
                 w.scalars(list(metrics), list(metrics.values()), step, walltime)
         except TypeError:
+            _need_mapping("log", "metrics", metrics)
             self._scalars_slow("log", list(metrics), list(metrics.values()), step, walltime)
 
     def _scalars_slow(self, method: str, tags: list[Any], values: list[Any], step: Any, walltime: Any) -> None:
@@ -680,6 +696,8 @@ class SummaryWriter:
         ``layout="torch"``: torch's way, each ``tag`` in a run folder of its own
         (``<log_dir>/<main_tag>_<tag>``) under the tag ``main_tag``.
         """
+        if type(tag_scalar_dict) is not dict:
+            _need_mapping("add_scalars", "tag_scalar_dict", tag_scalar_dict)
         if self.layout == "torch":
             return self._add_scalars_torch(main_tag, tag_scalar_dict, global_step, walltime)
         tags = [f"{main_tag}/{t}" for t in tag_scalar_dict]
@@ -744,7 +762,11 @@ class SummaryWriter:
         if not (isinstance(bins, str) and bins == "tensorflow"):
             # torch computes edges from float64 values; float32 ones would give other edges.
             wide = arr if arr.dtype == np.float64 else arr.astype(np.float64)
-            edges = np.ascontiguousarray(np.histogram_bin_edges(wide, bins=bins), dtype=np.float64)
+            try:
+                edges = np.ascontiguousarray(np.histogram_bin_edges(wide, bins=bins), dtype=np.float64)
+            except (IndexError, MemoryError, OverflowError) as e:
+                # numpy's own message for an absurd bin count (2**63) is an IndexError.
+                raise ValueError(f"add_histogram({tag!r}): bins={bins!r} cannot be used ({e}); give a rule such as 'auto', a modest bin count or an array of edges") from None
         self._w.histogram(tag, arr, _step(global_step), _walltime(walltime), edges,
                           None if max_bins is None else int(max_bins))
 
@@ -921,16 +943,23 @@ class SummaryWriter:
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
-        """Log a model graph (a torch module traced with ``input_to_model``, or a GraphDef)."""
+        """Log a model graph (a torch module traced with ``input_to_model`` by torch's tracer, or a
+        GraphDef). A traced module also gets the tracer's run metadata, as torch writes it."""
         from tbscope import _summary
 
-        self._w.event(_summary.graph_event(model, input_to_model, verbose, use_strict_trace))
+        for event in _summary.graph_events(model, input_to_model, verbose, use_strict_trace):
+            self._w.event(event)
 
-    def add_onnx_graph(self, onnx_model_file: Any) -> None:
-        """Not supported (tensorboardX/torch convert ONNX protobufs with their own code)."""
-        raise NotImplementedError(
-            "tbscope.SummaryWriter cannot convert ONNX graphs; write it with tensorboardX's "
-            "SummaryWriter.add_onnx_graph into the same log_dir (TensorBoard merges the files)")
+    def add_onnx_graph(self, onnx_model_file: Any = None, *, prototxt: Any = None) -> None:
+        """Log the graph of an ONNX model file (a path), converted by torch's converter (or
+        tensorboardX's), which needs the ``onnx`` package. ``prototxt`` is torch's name for
+        the argument."""
+        from tbscope import _summary
+
+        path = onnx_model_file if onnx_model_file is not None else prototxt
+        if path is None:
+            raise TypeError("add_onnx_graph() needs the path of an ONNX model file")
+        self._w.event(_summary.onnx_graph_event(path))
 
     def add_openvino_graph(self, xmlname: Any) -> None:
         """Not supported (tensorboardX converts OpenVINO XML with its own code)."""

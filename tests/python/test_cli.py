@@ -152,6 +152,34 @@ def test_check_truncated_is_not_data_loss(truncated):
     assert "truncated" in r.output and NAME in r.output
 
 
+def test_check_stopped_tail_fails_only_with_strict(truncated):
+    # Just written: a pending tail, whatever --strict says.
+    assert run("check", str(truncated), "--strict").exit_code == 0
+    # Read as finished: the cut record is a stopped tail, a warning.
+    for final in (["--final"], ["--tail-timeout", "0"]):
+        r = run("check", str(truncated), *final)
+        assert r.exit_code == 0, r.output
+        assert "stopped tail" in r.output
+        r = run("check", str(truncated), *final, "--strict")
+        assert r.exit_code == 1, r.output
+
+
+def test_check_torn_record_is_data_loss_once_final(tmp_path):
+    records = [frame(scalar_event("loss", s, float(s))) for s in range(6)]
+    big = frame(scalar_event("x" * 4000, 9, 1.0))
+    at = len(b"".join(records[:3]))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / NAME).write_bytes(b"".join(records[:3]) + big[:50] + b"".join(records[3:]))
+    r = run("check", str(tmp_path))
+    assert r.exit_code == 0, r.output  # may still be written: a pending tail
+    assert "truncated" in r.output
+    r = run("check", str(tmp_path), "--final", "--format", "json")
+    assert r.exit_code == 1, r.output
+    rows = json.loads(r.output)
+    assert [(p["severity"], p["offset"], p["length"]) for p in rows] == [("corrupt", at, 50)]
+    assert rows[0]["reason"].startswith("torn record")
+
+
 def test_check_corrupt(corrupt):
     r = run("check", str(corrupt))
     assert r.exit_code == 1
@@ -646,6 +674,17 @@ def test_export_partitioned_dataset(clean, tmp_path):
     assert got["value"].tolist() == want["value"].tolist()
 
 
+def test_export_format_errors_name_the_options(clean, tmp_path):
+    """The command's errors name --to and --partition-by, not the Python API's keywords."""
+    r = run("export", str(clean), "-o", str(tmp_path / "scalars.out"))
+    assert r.exit_code == 2 and "--to csv|parquet|jsonl" in r.output and "format=" not in r.output
+    assert not (tmp_path / "scalars.out").exists()
+    r = run("export", str(clean), "-o", str(tmp_path / "dataset"), "--partition-by", "run", "--to", "csv")
+    assert r.exit_code == 2 and "--to csv cannot be partitioned" in r.output and "partition_by=" not in r.output
+    r = run("export", str(clean), "-o", str(tmp_path / "scalars.out"), "--to", "csv", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.output)[0]["rows"] == 40
+
+
 # --------------------------------------------------------------------------------------------
 # clean (retention)
 # --------------------------------------------------------------------------------------------
@@ -909,3 +948,164 @@ def test_clean_in_a_real_process_keeps_the_symlink_target(retention):
     assert tree(outside) == before
     assert "outside the logdir" in r.stdout and "deleted" in r.stdout
     assert "WARNING tbscope: ext:" in r.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# what could not be read is never hidden; export and sql safety; glob escapes
+# --------------------------------------------------------------------------------------------
+
+
+def _as_nobody(*args: str) -> subprocess.CompletedProcess:
+    """``python -m tbscope ARGS`` as an unprivileged user: as root (CI), under ``setpriv``,
+    since permission bits deny root nothing."""
+    cmd = [sys.executable, "-m", "tbscope", *args]
+    if os.geteuid() == 0:
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.fixture()
+def unreadable():
+    """A logdir in a directory anyone may enter: run ``a`` intact, run ``b`` whose event file
+    cannot be opened, and a run directory ``c`` that cannot be listed; plus a directory anyone
+    may write to, for outputs."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() == 0 and not Path("/usr/bin/setpriv").exists() and not any(Path(p, "setpriv").exists() for p in os.environ.get("PATH", "").split(":")):
+        pytest.skip("running as root without setpriv: permissions cannot deny anything")
+    base = Path(tempfile.mkdtemp(prefix="tbscope-unread-"))
+    os.chmod(base, 0o755)
+    root = base / "logdir"
+    records = b"".join(frame(scalar_event("loss", s, float(s))) for s in range(5))
+    for run_name in "abc":
+        (root / run_name).mkdir(parents=True)
+        (root / run_name / NAME).write_bytes(records)
+    for d in (root, *(root / r for r in "abc")):
+        os.chmod(d, 0o755)
+    for r in "abc":
+        os.chmod(root / r / NAME, 0o644)
+    out = base / "out"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    os.chmod(root / "b" / NAME, 0)
+    os.chmod(root / "c", 0)
+    try:
+        yield root, out
+    finally:
+        os.chmod(root / "c", 0o755)
+        os.chmod(root / "b" / NAME, 0o644)
+        shutil.rmtree(base)
+
+
+READING = {
+    "ls": ["ls", "{root}", "--format", "csv"],
+    "tags": ["tags", "{root}", "--format", "csv"],
+    "summary": ["summary", "{root}", "--format", "csv"],
+    "summary-json": ["summary", "{root}", "--format", "json"],
+    "group-by": ["summary", "{root}", "--group-by", "(.)", "--format", "csv"],
+    "sql": ["sql", "{root}", "SELECT count(*) AS n FROM scalars", "--format", "csv"],
+    "export": ["export", "{root}", "-o", "{out}/x.csv", "--format", "csv"],
+    "clean": ["clean", "{root}", "--no-data", "--yes", "--format", "csv"],
+    "rewrite": ["rewrite", "{root}", "-o", "{out}/rewritten"],
+}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs permission bits")
+@pytest.mark.parametrize("command", list(READING))
+def test_reading_commands_print_what_they_could_not_read_and_exit_1(unreadable, command):
+    # Before: `ls` showed run b as an empty run and `sql` counted 0 for it, both with exit 0
+    # and nothing on stderr.
+    if command == "sql" and not _has("duckdb"):
+        pytest.skip("duckdb is not installed")
+    root, out = unreadable
+    r = _as_nobody(*(a.format(root=root, out=out) for a in READING[command]))
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    if command == "rewrite":
+        # A rewrite would silently lose the data: it refuses and writes nothing.
+        assert "Permission denied" in r.stderr and "would miss its data" in r.stderr
+        assert list(out.iterdir()) == []
+        return
+    err = r.stderr.splitlines()
+    assert f"Error: cannot read b/{NAME}: cannot open: Permission denied (os error 13)" in err, r.stderr
+    assert "Error: cannot read c: cannot list directory: Permission denied (os error 13)" in err, r.stderr
+    assert "Traceback" not in r.stderr
+    # What could be read is still there.
+    if command == "sql":
+        assert r.stdout.splitlines() == ["n", "5"]
+    elif command == "export":
+        assert pd.read_csv(out / "x.csv")["run"].tolist() == ["a"] * 5
+    elif command == "clean":
+        # --no-data picks run b (it read as empty) but it is never removed: its file may hold data.
+        assert "could not be read whole" in r.stdout and (root / "b").exists()
+    else:
+        assert "a" in r.stdout
+
+
+def test_a_dangling_event_file_is_an_error_in_process(clean, tmp_path):
+    import shutil
+
+    root = tmp_path / "logdir"
+    shutil.copytree(clean, root)
+    (root / "run0" / "events.out.tfevents.9.gone").symlink_to(tmp_path / "nowhere")
+    r = run("ls", str(root), "--format", "csv")
+    assert r.exit_code == 1
+    assert r.stdout.startswith("run,") and "run1" in r.stdout
+    assert "Error: cannot read run0/events.out.tfevents.9.gone: cannot open" in r.stderr
+
+
+def test_ls_over_damaged_records_exits_0(corrupt):
+    # Damaged records are not I/O errors: they keep their own path (tbscope check).
+    r = run("ls", str(corrupt))
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_export_refuses_an_existing_output_unless_force(clean, tmp_path):
+    out = tmp_path / "x.csv"
+    out.write_text("keep me")
+    r = run("export", str(clean), "-o", str(out))
+    assert r.exit_code == 2 and "--force" in one_line_error(r)
+    assert out.read_text() == "keep me"
+    r = run("export", str(clean), "-o", str(out), "--force", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert len(pd.read_csv(out)) == len(tbscope.read_scalars(clean))
+
+
+def test_export_never_writes_over_an_input_event_file(clean, tmp_path):
+    import shutil
+
+    root = tmp_path / "logdir"
+    shutil.copytree(clean, root)
+    victim = next(root.rglob("*tfevents*"))
+    before = victim.read_bytes()
+    # Before: this replaced the event file with CSV.
+    for extra in ([], ["--force"]):
+        r = run("export", str(root), "-o", str(victim), "--to", "csv", *extra)
+        assert r.exit_code == 2 and "named like an event file" in one_line_error(r)
+    assert victim.read_bytes() == before
+    r = run("export", str(root), "-o", str(root / "all.parquet"))
+    assert r.exit_code == 0, r.output
+
+
+@needs_sql
+def test_sql_external_access_is_an_opt_in(clean, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2")
+    q = f"SELECT content FROM read_text('{secret}')"
+    r = run("sql", str(clean), q)
+    assert r.exit_code == 2 and "--external-access" in one_line_error(r) and "hunter2" not in r.output
+    r = run("sql", str(clean), q, "--external-access", "--format", "csv")
+    assert r.exit_code == 0 and "hunter2" in r.stdout
+
+
+def test_a_glob_escape_for_a_literal_bracket(tmp_path):
+    # Before: '[[]abc]' failed with "unclosed character class".
+    records = b"".join(frame(scalar_event("loss", s, float(s))) for s in range(3))
+    for name in ("[abc]", "a", "[x]"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / NAME).write_bytes(records)
+    for glob, want in (("[[]abc]", ["[abc]"]), ("[[]*", ["[abc]", "[x]"]), ("[]a]", ["a"]), ("[!a]*", ["[abc]", "[x]"])):
+        r = run("ls", str(tmp_path), "--runs", glob, "--format", "csv")
+        assert r.exit_code == 0, r.output
+        assert pd.read_csv(io.StringIO(r.stdout))["run"].tolist() == want, glob

@@ -334,6 +334,45 @@ def test_plugin_accumulator_finds_zero_element_records(tb_logdir):
     assert len(acc.Tensors("text/empty")) == 1
 
 
+def test_zero_element_records_are_found_after_damage(tb_logdir, tmp_path):
+    """The run's files are walked with the reader's framing, which resynchronises after damage,
+    not by hopping from length to length (which took garbage for a length and stopped)."""
+    import shutil
+    import struct
+
+    run = tmp_path / "plugins"
+    shutil.copytree(tb_logdir / "plugins", run)
+    for f in run.glob("*tfevents*"):
+        data = f.read_bytes()
+        first = 16 + struct.unpack("<Q", data[:8])[0]
+        f.write_bytes(data[:first] + b"\xff" * 40 + data[first:])
+    acc = compat.PluginEventAccumulator(str(run), purge_orphaned_data=False).Reload()
+    assert [e.step for e in acc.Tensors("img/none")] == [0]
+    assert len(acc.Tensors("text/empty")) == 1
+
+
+def test_read_records_uses_the_readers_framing(tmp_path):
+    """``_core.read_records``: payloads with offsets, both CRCs checked, damage skipped, a record
+    still being written left out; a wrong offset is an error, not bytes read as a record."""
+    from tbscope import _core
+    from tfrecord_util import frame
+
+    payloads = [b"first", b"second with xyz", b"third xyz"]
+    recs = [frame(p) for p in payloads]
+    data = recs[0] + b"garbage" + recs[1] + recs[2] + frame(b"unfinished")[:9]
+    path = tmp_path / "events.out.tfevents.1700000000.h"
+    path.write_bytes(data)
+    at1 = len(recs[0]) + 7
+    at2 = at1 + len(recs[1])
+    assert _core.read_records(path) == [(0, b"first"), (at1, payloads[1]), (at2, payloads[2])]
+    assert _core.read_records(path, containing=b"xyz") == [(at1, payloads[1]), (at2, payloads[2])]
+    assert _core.read_records(path, [at2, 0]) == [(at2, payloads[2]), (0, b"first")]
+    with pytest.raises(OSError, match="no whole record at offset"):
+        _core.read_records(path, [at1 + 1])
+    with pytest.raises(FileNotFoundError):
+        _core.read_records(tmp_path / "missing")
+
+
 # --------------------------------------------------------------------------------------------
 # semantics that differ from TensorBoard on purpose
 # --------------------------------------------------------------------------------------------

@@ -113,3 +113,14 @@ def test_relative_links_resolve(doc):
         if not (doc.parent / target.split("#")[0]).exists():
             broken.append(target)
     assert not broken, f"{doc.name} links to missing files: {broken}"
+
+
+def test_readme_sampling_figures_are_tensorboards():
+    """The README's figures for what TensorBoard keeps per tag are TensorBoard's own defaults."""
+    from tensorboard.backend.event_processing import data_ingester, event_accumulator
+
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    server = data_ingester.DEFAULT_TENSOR_SIZE_GUIDANCE
+    legacy = event_accumulator.DEFAULT_SIZE_GUIDANCE
+    assert (f"its server keeps {server['scalars']:,} scalars and {server['images']} images per tag, and its "
+            f"`EventAccumulator` {legacy['scalars']:,} scalars and {legacy['images']} images") in text

@@ -147,3 +147,117 @@ def test_errors(tbx_logdir, tmp_path):
         export(tbx_logdir, tmp_path / "x.csv", kinds="series")
     # A failed export leaves no partial file behind.
     assert not list(tmp_path.glob(".*partial"))
+
+
+# --------------------------------------------------------------------------------------------
+# export never destroys data
+
+
+def _copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _event_files(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob("*tfevents*"))}
+
+
+def test_an_existing_output_is_refused_unless_force(tbx_logdir, tmp_path):
+    out = tmp_path / "out.csv"
+    out.write_text("keep me")
+    # Before: the file was silently replaced.
+    with pytest.raises(FileExistsError, match="already exists.*force"):
+        export(tbx_logdir, out)
+    assert out.read_text() == "keep me"
+    st = export(tbx_logdir, out, force=True)
+    assert st.rows == len(pd.read_csv(out)) == len(tbscope.read_scalars(tbx_logdir))
+    # Directories: a non-empty one is refused; with force, only an earlier export is replaced.
+    d = tmp_path / "ds"
+    export(tbx_logdir, d, partition_by="run")
+    with pytest.raises(FileExistsError, match="not empty"):
+        export(tbx_logdir, d, partition_by="run")
+    export(tbx_logdir, d, partition_by="run", force=True, tags="no-such-tag")
+    assert len(pd.read_parquet(d)) == 0, "the earlier dataset was replaced, not merged into"
+    (d / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="notes.txt"):
+        export(tbx_logdir, d, partition_by="run", force=True)
+    assert (d / "notes.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no staging left behind"
+
+
+def test_never_over_or_into_an_input_event_file(tbx_logdir, tmp_path):
+    logdir = _copy(tbx_logdir, tmp_path / "logdir")
+    before = _event_files(logdir)
+    victim = next(iter(before))
+    # Before: `-o LOGDIR/run/events.out.tfevents...` replaced that event file with CSV.
+    for force in (False, True):
+        with pytest.raises(ValueError, match="named like an event file"):
+            export(logdir, victim, format="csv", force=force)
+        with pytest.raises(ValueError, match="named like an event file"):
+            export(logdir, victim.with_name(victim.name + ".csv"), force=force)
+        # The input event file given as the source, under another name (a symlink to it).
+        link = tmp_path / "link.csv"
+        link.unlink(missing_ok=True)
+        link.symlink_to(victim)
+        with pytest.raises(ValueError, match="is the input event file"):
+            export(victim, link, force=force)
+        # A directory output that is, or holds, the logdir.
+        for d in (logdir, tmp_path):
+            with pytest.raises(ValueError, match="never replaces its input"):
+                export(logdir, d, partition_by="run", force=force)
+    assert _event_files(logdir) == before
+    # A new file inside the logdir is fine, and is not taken for a run afterwards.
+    st = export(logdir, logdir / "all.parquet")
+    assert st.rows == len(pd.read_parquet(logdir / "all.parquet"))
+    assert tbscope.scan(logdir).runs == tbscope.scan(tbx_logdir).runs and tbscope.scan(logdir).report.ok
+
+
+@pytest.mark.parametrize("shape", ["file", "kinds", "dataset"])
+def test_a_failed_export_leaves_nothing_behind(tbx_logdir, tmp_path, shape):
+    def boom(st):
+        raise RuntimeError("disk full")
+
+    out = tmp_path / ("out.parquet" if shape == "file" else "out")
+    kw = {"kinds": ["scalars", "text"], "format": "csv"} if shape == "kinds" else {"partition_by": "run"} if shape == "dataset" else {}
+    with pytest.raises(RuntimeError, match="disk full"):
+        export(tbx_logdir, out, progress=boom, max_rows=1, **kw)
+    assert list(tmp_path.iterdir()) == []
+    # Over an earlier output with force: the earlier one survives the failure intact.
+    export(tbx_logdir, out, **kw)
+    before = sorted((p.relative_to(tmp_path), p.read_bytes()) for p in tmp_path.rglob("*") if p.is_file())
+    with pytest.raises(RuntimeError, match="disk full"):
+        export(tbx_logdir, out, progress=boom, max_rows=1, force=True, **kw)
+    after = sorted((p.relative_to(tmp_path), p.read_bytes()) for p in tmp_path.rglob("*") if p.is_file())
+    assert after == before
+
+
+def test_export_reports_what_could_not_be_read(tbx_logdir, tmp_path):
+    logdir = _copy(tbx_logdir, tmp_path / "logdir")
+    run = next(p for p in logdir.iterdir() if p.is_dir())
+    (run / "events.out.tfevents.1.gone").symlink_to(tmp_path / "nowhere")
+    for kw in ({}, {"kinds": ["scalars", "hparams"], "format": "csv"}):
+        out = tmp_path / ("x.csv" if not kw else "x")
+        st = export(logdir, out, force=True, **kw)
+        (p,) = st.report.by_severity("error")
+        assert "cannot open" in p.reason
+    assert export(tbx_logdir, tmp_path / "ok.csv").report.ok
+
+
+def test_outputs_get_the_usual_permissions(tbx_logdir, tmp_path):
+    # Before: a file export kept its temporary file's private mode (0600).
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        export(tbx_logdir, tmp_path / "x.csv")
+        export(tbx_logdir, tmp_path / "d", partition_by="run")
+        export(tbx_logdir, tmp_path / "k", kinds=["scalars", "text"], format="csv")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "x.csv").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "k").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "k" / "scalars.csv").stat().st_mode) == 0o644

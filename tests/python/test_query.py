@@ -503,3 +503,114 @@ def test_statements_other_than_one_select(sweep_dir):
     assert set(r.stats) == {"scalars"} and r.pushed["scalars"].empty
     with pytest.raises(QueryError, match="t does not exist"):
         sql(sweep_dir, "SELECT * FROM t")
+
+
+# --------------------------------------------------------------------------------------------
+# sql: locked down, limits
+
+
+@pytest.fixture()
+def secret(tmp_path) -> Path:
+    p = tmp_path / "secret.csv"
+    p.write_text("password\nhunter2\n")
+    return p
+
+
+def _forbidden(secret: Path, tmp: Path) -> list[str]:
+    out = tmp / "stolen.csv"
+    return [
+        f"SELECT * FROM read_text('{secret}')",
+        f"SELECT * FROM read_csv('{secret}')",
+        f"SELECT * FROM '{secret}'",
+        f"SELECT * FROM glob('{secret.parent}/*')",
+        f"SELECT count(*) FROM scalars, read_blob('{secret}')",
+        f"COPY (SELECT * FROM scalars) TO '{out}'",
+        f"ATTACH '{tmp / 'x.duckdb'}' AS x",
+        f"EXPORT DATABASE '{tmp / 'dump'}'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "SET lock_configuration = false",
+        "RESET lock_configuration",
+        "SET threads = 1",
+        "PRAGMA threads = 1",
+        # Several statements run in a database of their own: locked as well.
+        f"CREATE TABLE t AS SELECT * FROM read_text('{secret}'); SELECT * FROM t",
+        f"SET enable_external_access = true; SELECT * FROM read_text('{secret}')",
+    ]
+
+
+def test_queries_cannot_touch_files_extensions_or_settings(sweep_dir, secret, tmp_path):
+    # Before: every one of these worked (read_text returned the file, COPY wrote one).
+    for q in _forbidden(secret, tmp_path):
+        with pytest.raises(QueryError, match="tbscope's tables only") as info:
+            sql(sweep_dir, q)
+        assert "hunter2" not in str(info.value), q
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.csv"], "nothing was written"
+    # The tables themselves still work, on a path and on a Logdir read before.
+    lg = tbscope.scan(sweep_dir)
+    for src in (sweep_dir, lg, lg):
+        assert sql(src, "SELECT count(*) FROM scalars").fetchall() == [(len(tbscope.read_scalars(sweep_dir)),)]
+        lg.reload()
+
+
+def test_external_access_is_an_opt_in(sweep_dir, secret, tmp_path):
+    r = sql(sweep_dir, f"SELECT content FROM read_text('{secret}')", external_access=True)
+    assert r.fetchall() == [("password\nhunter2\n",)]
+    out = tmp_path / "copy.csv"
+    sql(sweep_dir, f"COPY (SELECT run, step FROM scalars) TO '{out}'", external_access=True)
+    assert len(pd.read_csv(out)) == len(tbscope.read_scalars(sweep_dir))
+    # The opt-in does not leak into the next query.
+    with pytest.raises(QueryError, match="tbscope's tables only"):
+        sql(sweep_dir, f"SELECT * FROM read_text('{secret}')")
+    with pytest.raises(QueryError, match="tbscope's tables only"):
+        tbscope.scan(sweep_dir).sql(f"SELECT * FROM read_text('{secret}')")
+
+
+def test_max_rows(sweep_dir):
+    from tbscope.query import QueryTooLargeError
+
+    n = len(tbscope.read_scalars(sweep_dir))
+    assert sql(sweep_dir, "SELECT * FROM scalars", max_rows=n).num_rows == n
+    assert sql(sweep_dir, "SELECT * FROM scalars LIMIT 3", max_rows=3).num_rows == 3
+    with pytest.raises(QueryTooLargeError, match=f"more than max_rows={n - 1}") as info:
+        sql(sweep_dir, "SELECT * FROM scalars", max_rows=n - 1)
+    assert info.value.max_rows == n - 1 and isinstance(info.value, QueryError)
+    # 0 rows allowed: an empty result passes, and the columns are kept.
+    r = sql(sweep_dir, "SELECT run, value FROM scalars WHERE false", max_rows=0)
+    assert r.num_rows == 0 and r.columns == ["run", "value"]
+    for bad in (-1, 1.5, True, "10"):
+        with pytest.raises(ValueError, match="max_rows="):
+            sql(sweep_dir, "SELECT 1", max_rows=bad)
+
+
+def test_timeout_interrupts_a_long_query(sweep_dir):
+    import time
+
+    from tbscope.query import QueryTimeoutError
+
+    lg = tbscope.scan(sweep_dir)
+    lg.reload()
+    t0 = time.monotonic()
+    with pytest.raises(QueryTimeoutError, match=r"timeout=0\.3 s") as info:
+        lg.sql("SELECT count(*) FROM range(1000000000000) a, scalars", timeout=0.3)
+    assert time.monotonic() - t0 < 10 and info.value.timeout == 0.3
+    # The connection is usable again, and a quick query under a limit is not disturbed.
+    assert lg.sql("SELECT count(*) FROM scalars", timeout=30).fetchall() == [(len(tbscope.read_scalars(sweep_dir)),)]
+    for bad in (0, -1, float("nan"), float("inf"), "1"):
+        with pytest.raises(ValueError, match="timeout="):
+            sql(sweep_dir, "SELECT 1", timeout=bad)
+
+
+def test_result_reports_what_could_not_be_read(sweep_dir, tmp_path):
+    import shutil
+
+    shutil.copytree(sweep_dir, tmp_path / "logdir")
+    run = next(p for p in (tmp_path / "logdir").iterdir() if p.is_dir())
+    (run / "events.out.tfevents.1.gone").symlink_to(tmp_path / "nowhere")
+    for src in (tmp_path / "logdir", tbscope.scan(tmp_path / "logdir")):
+        r = sql(src, "SELECT count(*) FROM scalars")
+        (p,) = r.report.by_severity("error")
+        assert p.file.endswith("events.out.tfevents.1.gone") and "cannot open" in p.reason
+        assert not r.report.ok
+    assert sql(sweep_dir, "SELECT count(*) FROM scalars").report.ok

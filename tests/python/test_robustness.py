@@ -136,7 +136,10 @@ def test_truncated_tail_is_kept_for_later(base, tmp_path, into):
     assert "ends inside a record" in p.reason
     assert lg.report.ok  # a file still being written is not data loss
     assert lg.run_info().to_pandas()["truncated_bytes"].tolist() == [cut - off]
-    tbscope.scan(tmp_path, strict=True).scalars()  # strict does not mind a truncated tail
+    # strict=True reads every file as finished: the cut record is then a stopped tail (one
+    # record lost), which it refuses.
+    with pytest.raises(tbscope.CorruptRecordError, match="stopped tail"):
+        tbscope.scan(tmp_path, strict=True).scalars()
 
     # The writer finishes the record and writes more: reload() picks up exactly the rest.
     with open(path, "ab") as f:
@@ -147,6 +150,64 @@ def test_truncated_tail_is_kept_for_later(base, tmp_path, into):
     assert steps(lg) == STEPS
     assert len(lg.report) == 0
     assert lg.run_info().to_pandas()["truncated_bytes"].tolist() == [0]
+
+
+# --------------------------------------------------------------------------------------------
+# torn records: pending while the file may be written, then corruption or a stopped tail
+# --------------------------------------------------------------------------------------------
+
+
+def torn(base: bytes) -> tuple[bytes, int, int]:
+    """``base`` with the first 60 bytes of a big record before record 8: (bytes, where, 60)."""
+    at = spans(base)[8][0]
+    big = frame(scalar_event(100, 1.0, tag="x" * 5000))
+    return base[:at] + big[:60] + base[at:], at, 60
+
+
+def test_torn_record_with_whole_records_after_it(base, tmp_path):
+    data, at, n = torn(base)
+    put(tmp_path, data)
+    # Just written, the newest file of its run: it may still be written, so everything from
+    # the torn header on is a pending tail (it may be one record whose payload embeds others).
+    lg = tbscope.scan(tmp_path)
+    assert steps(lg) == STEPS[:7]
+    assert problems(lg) == [("truncated", at, len(data) - at)]
+    assert lg.report.ok
+    # Read as finished: the torn bytes are lost data, every whole record after them is read.
+    fin = tbscope.scan(tmp_path, tail_timeout=0)
+    assert steps(fin) == STEPS
+    assert problems(fin) == [("corrupt", at, n)]
+    assert fin.report.problems[0].reason.startswith("torn record")
+    assert not fin.report.ok
+    assert_strict_raises(tmp_path, "torn record")
+
+
+def test_a_newer_file_makes_a_pending_tail_final(base, tmp_path):
+    data, at, n = torn(base)
+    put(tmp_path, data)
+    lg = tbscope.scan(tmp_path)
+    assert steps(lg) == STEPS[:7]
+    # The writer restarted into a new file: the old one will not be written again.
+    put(tmp_path, base, name="events.out.tfevents.4000000000.test")
+    lg.reload()
+    assert steps(lg) == STEPS + STEPS
+    assert problems(lg) == [("corrupt", at, n)]
+
+
+def test_stopped_tail_is_a_warning(base, tmp_path):
+    last = spans(base)[-1][0]
+    put(tmp_path, base[:-5])
+    lg = tbscope.scan(tmp_path, tail_timeout=0)
+    assert steps(lg) == STEPS[:-1]
+    assert problems(lg) == [("warning", last, len(base) - 5 - last)]
+    assert lg.report.problems[0].reason.startswith("stopped tail")
+    assert lg.report.ok  # one record lost where a writer stopped: reported, not a failure
+
+
+@pytest.mark.parametrize("bad", [-1, "10", float("nan"), True, None])
+def test_tail_timeout_takes_seconds(tmp_path, bad):
+    with pytest.raises(ValueError, match="tail_timeout"):
+        tbscope.scan(tmp_path, tail_timeout=bad)
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,6 +413,29 @@ def test_logdir_without_event_files_is_reported(tmp_path):
     lg = tbscope.scan(tmp_path)
     assert lg.runs == []
     assert "no event files" in str(lg.report).lower()
+
+
+def test_no_event_files_warning_goes_once_files_appear(base, tmp_path):
+    # Before: the warning stayed in the report of a reloaded scan that now holds runs.
+    lg = tbscope.scan(tmp_path)
+    assert lg.runs == [] and "no event files" in str(lg.report)
+    put(tmp_path, base)
+    lg.reload()
+    assert steps(lg) == STEPS
+    assert lg.report.problems == () and lg.report.ok
+
+
+def test_strict_reload_raises_for_new_problems_after_the_warning_goes(base, tmp_path):
+    lg = tbscope.scan(tmp_path, strict=True)
+    with pytest.raises(tbscope.CorruptRecordError, match="no event files"):
+        lg.reload()
+    damaged = bytearray(base)
+    damaged[len(base) // 2] ^= 0xFF
+    put(tmp_path, bytes(damaged))
+    # The warning leaves the report as the corrupt record enters it: the new problem must still
+    # be seen as new (it took the warning's place, so counting positions would miss it).
+    with pytest.raises(tbscope.CorruptRecordError, match="corrupt"):
+        lg.reload()
 
 
 def test_random_bytes_named_like_an_event_file(base, tmp_path):

@@ -570,41 +570,7 @@ def test_export_scalars_to_json(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# Same signatures as torch's and tensorboardX's writers
-
-#: torch.utils.tensorboard.SummaryWriter's parameters (torch 2.x), for when torch is absent.
-TORCH_SIGNATURES = {
-    "__init__": ["log_dir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix"],
-    "get_logdir": [],
-    "add_hparams": ["hparam_dict", "metric_dict", "hparam_domain_discrete", "run_name", "global_step"],
-    "add_scalar": ["tag", "scalar_value", "global_step", "walltime", "new_style", "double_precision"],
-    "add_scalars": ["main_tag", "tag_scalar_dict", "global_step", "walltime"],
-    "add_tensor": ["tag", "tensor", "global_step", "walltime"],
-    "add_histogram": ["tag", "values", "global_step", "bins", "walltime", "max_bins"],
-    "add_histogram_raw": ["tag", "min", "max", "num", "sum", "sum_squares", "bucket_limits", "bucket_counts",
-                          "global_step", "walltime"],
-    "add_image": ["tag", "img_tensor", "global_step", "walltime", "dataformats"],
-    "add_images": ["tag", "img_tensor", "global_step", "walltime", "dataformats"],
-    "add_image_with_boxes": ["tag", "img_tensor", "box_tensor", "global_step", "walltime", "rescale",
-                             "dataformats", "labels"],
-    "add_figure": ["tag", "figure", "global_step", "close", "walltime"],
-    "add_video": ["tag", "vid_tensor", "global_step", "fps", "walltime"],
-    "add_audio": ["tag", "snd_tensor", "global_step", "sample_rate", "walltime"],
-    "add_text": ["tag", "text_string", "global_step", "walltime"],
-    "add_onnx_graph": ["prototxt"],
-    "add_graph": ["model", "input_to_model", "verbose", "use_strict_trace"],
-    "add_embedding": ["mat", "metadata", "label_img", "global_step", "tag", "metadata_header"],
-    "add_pr_curve": ["tag", "labels", "predictions", "global_step", "num_thresholds", "weights", "walltime"],
-    "add_pr_curve_raw": ["tag", "true_positive_counts", "false_positive_counts", "true_negative_counts",
-                         "false_negative_counts", "precision", "recall", "global_step", "num_thresholds",
-                         "weights", "walltime"],
-    "add_custom_scalars_multilinechart": ["tags", "category", "title"],
-    "add_custom_scalars_marginchart": ["tags", "category", "title"],
-    "add_custom_scalars": ["layout"],
-    "add_mesh": ["tag", "vertices", "colors", "faces", "config_dict", "global_step", "walltime"],
-    "flush": [],
-    "close": [],
-}
+# Same signatures as tensorboardX's writer (torch's: tests/torch/test_dropin.py, against torch itself)
 
 # Where the two writers disagree about a positional slot, ours follows torch and recognises
 # tensorboardX's value by its type (tested in the test_*_positional tests below).
@@ -613,7 +579,6 @@ TBX_POSITIONAL_EXCEPTIONS = {
     ("add_scalar", "display_name"), ("add_scalar", "summary_description"),
     ("add_hparams", "name"), ("add_hparams", "global_step"),
     ("add_image_with_boxes", "dataformats"), ("add_image_with_boxes", "labels"),
-    ("add_onnx_graph", "onnx_model_file"),
 }
 
 
@@ -634,19 +599,6 @@ def check_compatible(ours, their_names: list[str], method: str, exceptions=froze
         i, p = by_name[name]
         assert i == pos and p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY), (
             f"{method}: {name!r} is at {i} ({p.kind}), theirs at {pos}")
-
-
-@pytest.mark.parametrize("method", list(TORCH_SIGNATURES))
-def test_torch_signatures(method):
-    try:
-        from torch.utils.tensorboard import SummaryWriter as TorchWriter
-
-        names = [p.name for p in params(getattr(TorchWriter, method))]
-    except ImportError:
-        names = TORCH_SIGNATURES[method]
-    if method == "add_onnx_graph":
-        names = []  # ours takes tensorboardX's name; both take one positional argument
-    check_compatible(getattr(SummaryWriter, method), names, method)
 
 
 def test_tensorboardx_signatures():

@@ -116,11 +116,14 @@ def test_sigkill_at_random_moments_keeps_every_flushed_point(tmp_path):
 # SIGTERM and interpreter exit
 
 WRITE_THEN_WAIT = r"""
-import signal, sys, time, tbscope
+import signal, sys, time
+def handler(signum, frame):
+    print("their handler ran", flush=True)
+    sys.exit(3)
+if sys.argv[2] == "before-import":
+    signal.signal(signal.SIGTERM, handler)
+import tbscope
 if sys.argv[2] == "chain":
-    def handler(signum, frame):
-        print("their handler ran", flush=True)
-        sys.exit(3)
     signal.signal(signal.SIGTERM, handler)
 w = tbscope.SummaryWriter(sys.argv[1], flush_secs=3600, max_queue=10**6)
 for i in range(1000):
@@ -130,7 +133,7 @@ time.sleep(60)
 """
 
 
-@pytest.mark.parametrize("previous", ["default", "chain"])
+@pytest.mark.parametrize("previous", ["default", "chain", "before-import"])
 def test_sigterm_flushes(tmp_path, previous):
     p = subprocess.Popen([sys.executable, "-c", WRITE_THEN_WAIT, str(tmp_path), previous],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -145,6 +148,98 @@ def test_sigterm_flushes(tmp_path, previous):
     else:
         assert p.returncode == 3 and "their handler ran" in out, err  # and theirs still runs
     assert tb_steps(tmp_path) == [(i, float(i)) for i in range(1000)]
+
+
+IMPORT_THEN_WRITE = r"""
+import atexit, json, os, signal, sys
+registered = []
+_register = atexit.register
+def register(f, *a, **k):
+    registered.append(("atexit", getattr(f, "__module__", None)))
+    return _register(f, *a, **k)
+atexit.register = register
+_at_fork = os.register_at_fork
+def at_fork(**kw):
+    registered.extend(("fork", getattr(f, "__module__", None)) for f in kw.values())
+    return _at_fork(**kw)
+os.register_at_fork = at_fork
+handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+
+import tbscope, tbscope.cli, tbscope.export, tbscope.query, tbscope.clean, tbscope.compat
+tbscope.read_scalars(sys.argv[1])
+def ours():
+    return [r for r in registered if (r[1] or "").startswith("tbscope")]
+same = all(signal.getsignal(s) == h for s, h in handlers.items())
+print(json.dumps({"after_import": ours(), "signals_unchanged": same}), flush=True)
+w = tbscope.SummaryWriter(sys.argv[1] + "/w")
+w.add_scalar("x", 1.0, 1)
+w2 = tbscope.SummaryWriter(sys.argv[1] + "/w2")
+print(json.dumps({"after_writers": ours(), "sigterm_changed": signal.getsignal(signal.SIGTERM) != handlers[signal.SIGTERM]}), flush=True)
+"""
+
+
+def test_import_registers_nothing_until_the_first_writer(tmp_path):
+    # Before: `import tbscope` registered an atexit hook and a fork hook.
+    SummaryWriter(tmp_path / "run").close()
+    r = subprocess.run([sys.executable, "-c", IMPORT_THEN_WRITE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    first, second = (json.loads(line) for line in r.stdout.splitlines())
+    assert first == {"after_import": [], "signals_unchanged": True}
+    # The first writer sets them, once (a second writer adds none).
+    hooks = sorted(tuple(h) for h in second["after_writers"])
+    assert hooks == sorted([("atexit", "tbscope.writer")] + ([("fork", "tbscope.writer")] if hasattr(os, "register_at_fork") else []))
+    assert second["sigterm_changed"]
+
+
+HELPER_THREAD = r"""
+import json, os, sys, time
+import numpy as np, tbscope
+with tbscope.SummaryWriter(sys.argv[1]) as w:
+    w.add_histogram("h", np.random.default_rng(0).standard_normal(1 << 18), 0)
+    deadline = time.monotonic() + 10
+    found = None
+    while time.monotonic() < deadline:
+        for t in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{t}/comm") as f:
+                if f.read().strip() == "tbscope-histogr":
+                    with open(f"/proc/self/task/{t}/sched") as f:
+                        sched = f.read()
+                    line = next((l for l in sched.splitlines() if l.startswith("se.slice")), None)
+                    found = {"slice": int(line.split(":")[1]) if line else None,
+                             "cpus": sorted(os.sched_getaffinity(int(t)))}
+        if found is not None or sys.argv[2] == "off":
+            break
+        time.sleep(0.01)
+    # Another large histogram: a tuned helper is then kept off this thread's CPU.
+    w.add_histogram("h", np.random.default_rng(1).standard_normal(1 << 18), 1)
+    if found is not None:
+        found["cpus_after"] = sorted(os.sched_getaffinity(int(t)))
+print(json.dumps({"helper": found, "all": sorted(os.sched_getaffinity(0))}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2, reason="the helper thread is tuned on Linux with 2+ CPUs")
+@pytest.mark.parametrize("mode", ["tuned", "plain", "off"])
+def test_histogram_helper_opt_out(tmp_path, mode):
+    env = dict(os.environ)
+    env.pop("TBSCOPE_HISTOGRAM_HELPER", None)
+    if mode != "tuned":
+        env["TBSCOPE_HISTOGRAM_HELPER"] = mode
+    r = subprocess.run([sys.executable, "-c", HELPER_THREAD, str(tmp_path), mode], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    if mode == "off":
+        assert out["helper"] is None
+        return
+    helper = out["helper"]
+    assert helper is not None, "no helper thread"
+    if mode == "plain":
+        assert helper["cpus_after"] == out["all"]  # never steered
+        assert helper["slice"] != 100_000
+    elif helper["slice"] is not None:  # the kernel shows slices (Linux 6.12+)
+        assert helper["slice"] == 100_000
+    # The values are the same whatever the helper did.
+    assert len(tbscope.read_histograms(tmp_path)) == 2
 
 
 EXIT_WITHOUT_CLOSE = r"""

@@ -19,11 +19,10 @@ use crate::proto::{
     SummaryValue, TaggedRunMetadata, ValueKind, What,
 };
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
-use crate::tf_record::{data_crc_ok, parse_frame, resync, Corruption, Frame, Resync, HEADER_LEN};
+use crate::tf_record::{data_crc_ok, payload, Damage, End, Step, WalkOptions, Walker, HEADER_LEN};
 
-/// How many bytes from a record that runs beyond the end of its file are searched for whole
-/// records (evidence of a torn write rather than a record still being written).
-pub const TORN_WINDOW: u64 = 2 << 20;
+/// How a stopped tail's report line starts (a reload that finds the file grown replaces it).
+pub const STOPPED_TAIL: &str = "stopped tail";
 
 /// The smallest read; larger records grow the buffer. Small enough that the buffer stays in a
 /// core's L2 cache: the kernel's copy into it and the parse reading it back then never go
@@ -153,6 +152,20 @@ pub struct SessionEvent {
     pub offset: u64,
 }
 
+/// Where a read of a file ends, and what a record running past that end is
+/// ([`crate::tf_record::End`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// The file's current size; the file may still be written, so a record running past it is
+    /// a pending tail: no rows, read again on a reload.
+    Live,
+    /// The file's current size; nothing more will be written to the file, so a record running
+    /// past it is torn: damage when whole records follow, a stopped tail otherwise.
+    Final,
+    /// A record boundary inside the file, from [`split_points`].
+    Cut(u64),
+}
+
 /// Where to resume reading a file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cursor {
@@ -175,6 +188,10 @@ pub struct FileChunk {
     pub end: Cursor,
     /// Bytes of an incomplete record at the end (0 when the file ends on a record boundary).
     pub tail: u64,
+    /// The tail is pending (the file may still be written), not a stopped one.
+    pub tail_pending: bool,
+    /// Bytes fed to CRC-32C by the framing (see `tf_record::Walker::crc_bytes`).
+    pub crc_bytes: u64,
     /// The read stopped exactly at its end on a record boundary, not inside damage.
     pub clean_end: bool,
     pub size: u64,
@@ -232,18 +249,18 @@ struct Parser<'o> {
     tables: &'o mut Tables,
 }
 
-/// Reads `path` from `start` up to `end` (a record boundary from [`split_points`]) or, when
-/// `end` is None, to the size the file has now, into tables of its own (`FileChunk::tables`).
+/// Reads `path` from `start` up to `until` (the size the file has now, or a record boundary
+/// from [`split_points`]) into tables of its own (`FileChunk::tables`).
 pub fn read_file(
     path: &Path,
     start: Cursor,
-    end: Option<u64>,
+    until: Until,
     opts: &Options,
     known: &HashMap<String, Known>,
     cancel: &AtomicBool,
 ) -> FileChunk {
     let mut tables = Tables::default();
-    let mut chunk = read_file_into(path, start, end, opts, known, cancel, &mut tables);
+    let mut chunk = read_file_into(path, start, until, opts, known, cancel, &mut tables);
     chunk.tables = tables;
     chunk
 }
@@ -254,7 +271,7 @@ pub fn read_file(
 pub fn read_file_into(
     path: &Path,
     start: Cursor,
-    end: Option<u64>,
+    until: Until,
     opts: &Options,
     known: &HashMap<String, Known>,
     cancel: &AtomicBool,
@@ -298,7 +315,12 @@ pub fn read_file_into(
         }
     };
     p.out.size = size;
-    let stop = end.map_or(size, |e| e.min(size));
+    // A cut at or past the end (the file shrank since it was split) is the end itself.
+    let (stop, end) = match until {
+        Until::Cut(c) if c < size => (c, End::Cut),
+        Until::Final => (size, End::Final),
+        Until::Live | Until::Cut(_) => (size, End::Live),
+    };
     if opts.kinds.contains(Kind::Scalars) && stop > start.offset {
         // The smallest scalar record is about 40 bytes; reserving for that many rows means the
         // columns never reallocate. Untouched capacity costs address space, not memory.
@@ -326,14 +348,7 @@ pub fn read_file_into(
     }
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
-        p.scan(
-            &file,
-            from,
-            stop,
-            end.is_some_and(|e| e < size),
-            &mut buf,
-            cancel,
-        );
+        p.scan(&file, from, stop, end, &mut buf, cancel);
         if buf.capacity() > 4 * CHUNK {
             // Don't keep a one-off giant record's buffer alive in every worker thread.
             *buf = Vec::new();
@@ -342,6 +357,80 @@ pub fn read_file_into(
     let after = p.tables.rows();
     p.out.rows = std::array::from_fn(|i| (before[i], after[i]));
     p.out
+}
+
+/// Payloads of whole records of one file (both CRCs good), with their offsets, read with the
+/// reader's framing: for callers that decode records themselves (the Python compat layer).
+/// With `offsets`, the records starting there, in that order (an error if one does not: the
+/// file changed since the offset was read); otherwise every record of the file, or only those
+/// whose payload contains `containing`. Whether the file may still be written is decided as a
+/// load decides it, with its directory as its run ([`crate::load::file_may_grow`]).
+pub fn raw_records(
+    path: &Path,
+    offsets: Option<&[u64]>,
+    containing: Option<&[u8]>,
+    max_len: u64,
+) -> std::io::Result<Vec<(u64, Vec<u8>)>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    let Some(offsets) = offsets else {
+        let end = if crate::load::file_may_grow(path) {
+            End::Live
+        } else {
+            End::Final
+        };
+        let opts = WalkOptions {
+            max_len,
+            ..WalkOptions::default()
+        };
+        let mut w = Walker::new(&file, 0, size, end, opts, buf);
+        loop {
+            match w.next() {
+                Step::Record { offset, framed } => {
+                    let data = payload(framed);
+                    if containing.is_none_or(|c| c.is_empty() || contains(data, c)) {
+                        out.push((offset, data.to_vec()));
+                    }
+                }
+                Step::ReadError { error, .. } => return Err(error),
+                Step::End => return Ok(out),
+                Step::Damage { .. } | Step::Tail { .. } => {}
+            }
+        }
+    };
+    // One record each: small reads (a record longer than that grows the buffer).
+    let opts = WalkOptions {
+        max_len,
+        verify: true,
+        min_read: 4096,
+    };
+    for &at in offsets {
+        let mut w = Walker::new(&file, at, size, End::Final, opts, buf);
+        match w.next() {
+            Step::Record { offset, framed } if offset == at => {
+                out.push((offset, payload(framed).to_vec()));
+            }
+            Step::ReadError { error, .. } => return Err(error),
+            _ => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("no whole record at offset {at}; the file changed since it was read"),
+                ))
+            }
+        }
+        buf = w.into_buf();
+    }
+    Ok(out)
+}
+
+/// Whether `needle` occurs in `hay`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let first = needle[0];
+    hay.iter().enumerate().any(|(i, &b)| {
+        b == first && hay.len() - i >= needle.len() && &hay[i..i + needle.len()] == needle
+    })
 }
 
 /// Record boundaries after `from`, about `piece` bytes apart, found by hopping from header to
@@ -472,25 +561,26 @@ impl<'o> Parser<'o> {
         });
     }
 
-    /// The framing loop: records, truncated tails, corruption and resynchronisation.
-    ///
-    /// `segment` says `size` is a cut at a record boundary found by [`split_points`], not the
-    /// end of the file: bytes that do not reach it cleanly are corruption, not a tail.
+    /// The record loop: whole records from the walker (or, for runs of plain scalar records,
+    /// the fused loop over its window), and its damage and tails as problems.
     fn scan(
         &mut self,
         file: &File,
         from: u64,
-        mut size: u64,
-        segment: bool,
+        size: u64,
+        end: End,
         buf: &mut Vec<u8>,
         cancel: &AtomicBool,
     ) {
-        let max_len = self.opts.max_len;
-        let mut pos = from; // file offset of buf[0]
-        let mut len = 0usize; // valid bytes in buf
-        let mut cur = 0usize; // next byte to look at
-        let mut corrupt: Option<(u64, Corruption)> = None;
+        let opts = WalkOptions {
+            max_len: self.opts.max_len,
+            verify: self.opts.verify,
+            min_read: CHUNK,
+        };
+        let mut w =
+            Walker::new(file, from, size, end, opts, std::mem::take(buf)).with_cancel(cancel);
         let mut records_since_check = 0u32;
+        let mut refills = 0;
         loop {
             records_since_check += 1;
             if records_since_check >= 4096 {
@@ -499,127 +589,86 @@ impl<'o> Parser<'o> {
                     break;
                 }
             }
-            let at_eof = pos + len as u64 >= size;
-            let abs = |i: usize| pos + i as u64;
-            // A record that claims more bytes than the file has is a tail: no use reading (or
-            // allocating) for it.
-            let beyond = |at: usize, need: usize| abs(at).saturating_add(need as u64) > size;
-            if let Some((start, why)) = corrupt {
-                match resync(&buf[cur..len], 0, max_len) {
-                    Resync::Found(p) => {
-                        self.report_corrupt(start, abs(cur + p), why);
-                        cur += p;
-                        corrupt = None;
-                        continue;
-                    }
-                    Resync::Candidate { pos: p, need } if !at_eof && !beyond(cur + p, need) => {
-                        cur += p;
-                        self.refill(file, &mut pos, &mut len, &mut cur, need, &mut size, buf);
-                        continue;
-                    }
-                    Resync::Exhausted(p) if !at_eof => {
-                        cur += p;
-                        self.refill(
-                            file, &mut pos, &mut len, &mut cur, HEADER_LEN, &mut size, buf,
-                        );
-                        continue;
-                    }
-                    Resync::Candidate { pos: p, .. } | Resync::Exhausted(p) => {
-                        if segment {
-                            // The next segment starts at a known boundary: all of it is bad.
-                            self.report_corrupt(start, size, why);
-                            cur = (size - pos) as usize;
-                            self.out.clean_end = false;
-                            break;
-                        }
-                        // End of the file: what follows the garbage is a record still being
-                        // written, a torn one, or too short to tell. The torn-write rule is the
-                        // same as outside corruption, so a read gives the same answer whether it
-                        // started before the garbage or, on a reload, right at this header.
-                        self.report_corrupt(start, abs(cur + p), why);
-                        cur += p;
-                        corrupt = None;
-                        if self.torn_write(file, &mut pos, &mut len, &mut cur, &mut size, buf) {
-                            continue;
-                        }
-                        self.out.tail = size - (pos + cur as u64);
-                        break;
-                    }
+            // Runs of plain scalar records take the fused loop; it stops at the first record it
+            // cannot take whole, which the walker then decides about.
+            if let Some((win, base)) = w.window() {
+                if w.refills() != refills {
+                    refills = w.refills();
+                    // Scalar rows this buffer may hold get their memory now, in bulk.
+                    let n = win.len();
+                    self.populate_ahead(n);
+                }
+                let (used, n) = self.fast_records(win, base);
+                if n > 0 {
+                    w.advance(used);
+                    self.out.records += u64::from(n);
+                    records_since_check += n;
+                    continue;
                 }
             }
-            // Runs of plain scalar records take the fused loop; it stops at the first record it
-            // cannot take whole, which the general code below then handles.
-            let (used, n) = self.fast_records(&buf[cur..len], abs(cur));
-            if n > 0 {
-                cur += used;
-                self.out.records += u64::from(n);
-                records_since_check += n;
-                continue;
-            }
-            match parse_frame(&buf[cur..len], max_len, self.opts.verify) {
-                Frame::Record { data, span } => {
-                    let record_offset = abs(cur);
-                    let data_offset = record_offset + HEADER_LEN as u64;
-                    if let Err(e) = self.record(data, record_offset, data_offset) {
-                        if !self.opts.verify && !data_crc_ok(&buf[cur..len], span) {
-                            corrupt = Some((record_offset, Corruption::BadDataCrc));
-                            cur += 1;
+            match w.next() {
+                Step::Record { offset, framed } => {
+                    let data_offset = offset + HEADER_LEN as u64;
+                    if let Err(e) = self.record(payload(framed), offset, data_offset) {
+                        if !self.opts.verify && !data_crc_ok(framed, framed.len()) {
+                            w.reject();
                             continue;
                         }
+                        let span = framed.len() as u64;
                         self.problem(
                             Severity::Corrupt,
-                            record_offset,
-                            span as u64,
+                            offset,
+                            span,
                             format!("record is not a valid Event: {e}"),
                         );
                     }
                     self.out.records += 1;
-                    cur += span;
                 }
-                Frame::NeedMore { need } => {
-                    if at_eof || beyond(cur, need) {
-                        if cur == len && at_eof {
-                            self.out.clean_end = true;
-                        } else if segment {
-                            self.problem(
-                                Severity::Corrupt,
-                                abs(cur),
-                                size - abs(cur),
-                                "record runs past a segment cut".into(),
-                            );
-                            cur = (size - pos) as usize;
-                            self.out.clean_end = false;
-                            break;
-                        } else if self
-                            .torn_write(file, &mut pos, &mut len, &mut cur, &mut size, buf)
-                        {
-                            continue;
-                        }
-                        self.out.tail = size - (pos + cur as u64);
-                        break;
+                Step::Damage {
+                    offset,
+                    length,
+                    why,
+                } => {
+                    let reason = match why {
+                        Damage::PastCut => why.to_string(),
+                        _ => format!("{why}; skipped to the next valid record"),
+                    };
+                    self.problem(Severity::Corrupt, offset, length, reason);
+                }
+                Step::Tail {
+                    offset,
+                    length,
+                    stopped,
+                } => {
+                    self.out.tail = length;
+                    self.out.tail_pending = !stopped;
+                    if stopped {
+                        self.problem(
+                            Severity::Warning,
+                            offset,
+                            length,
+                            format!("{STOPPED_TAIL}: the file ends inside a record and is no longer written (a writer stopped mid-record); that record is lost"),
+                        );
+                    } else {
+                        self.problem(
+                            Severity::Truncated,
+                            offset,
+                            length,
+                            "file ends inside a record still being written (a pending tail); read again on reload".into(),
+                        );
                     }
-                    self.refill(file, &mut pos, &mut len, &mut cur, need, &mut size, buf);
                 }
-                Frame::Corrupt(why) => {
-                    corrupt = Some((abs(cur), why));
-                    cur += 1;
+                Step::ReadError { offset, error } => {
+                    self.problem(Severity::Error, offset, 0, format!("read failed: {error}"));
                 }
+                Step::End => break,
             }
         }
-        self.out.end = Cursor {
-            offset: pos + cur as u64,
-        };
-        self.out.bytes_read = pos + len as u64 - from;
-        if self.out.tail > 0 {
-            let at = self.out.end.offset;
-            let tail = self.out.tail;
-            self.problem(
-                Severity::Truncated,
-                at,
-                tail,
-                "file ends inside a record (still being written?)".into(),
-            );
-        }
+        self.out.end = Cursor { offset: w.cursor() };
+        self.out.clean_end = w.clean_end();
+        self.out.bytes_read = w.bytes_read();
+        self.out.crc_bytes = w.crc_bytes();
+        *buf = w.into_buf();
     }
 
     /// Files the plain scalar records at the front of `buf` (whole, both CRCs good, of tags
@@ -735,116 +784,6 @@ impl<'o> Parser<'o> {
             out.max_step = Some(out.max_step.map_or(max_step, |m| m.max(max_step)));
         }
         (cur, n)
-    }
-
-    /// Decides whether the record at `cur`, which claims more bytes than the file has, is a
-    /// torn write rather than a record still being written: it is torn when a whole record
-    /// (both CRCs good) starts inside the bytes it claims, since a writer appends whole
-    /// records after the one it is writing, never inside it. The torn bytes are then reported
-    /// Corrupt and reading goes on at that record; otherwise the caller keeps them as a tail
-    /// for the next read.
-    ///
-    /// The search is [`resync`]'s, over the first [`TORN_WINDOW`] bytes from `cur` (so a large
-    /// record still being written costs little on each reload): the first header there whose
-    /// length CRC holds decides, by whether its record is whole within the window and its data
-    /// CRC holds; and the records from there must follow one another to the window's end
-    /// ([`crate::tf_record::chains_to_end`]).
-    #[allow(clippy::too_many_arguments)]
-    fn torn_write(
-        &mut self,
-        file: &File,
-        pos: &mut u64,
-        len: &mut usize,
-        cur: &mut usize,
-        size: &mut u64,
-        buf: &mut Vec<u8>,
-    ) -> bool {
-        let at = *pos + *cur as u64;
-        let want = size.saturating_sub(at).min(TORN_WINDOW) as usize;
-        if want <= HEADER_LEN {
-            return false;
-        }
-        if *len - *cur < want {
-            self.refill(file, pos, len, cur, want, size, buf);
-        }
-        let window = &buf[*cur..(*len).min(*cur + want)];
-        let Resync::Found(p) = resync(window, 1, self.opts.max_len) else {
-            return false;
-        };
-        // Records appended after a tear follow one another up to the end; a record that only
-        // sits inside a payload (an event file logged as a blob) is followed by more payload.
-        if !crate::tf_record::chains_to_end(window, p, self.opts.max_len) {
-            return false;
-        }
-        self.problem(
-            Severity::Corrupt,
-            at,
-            p as u64,
-            format!(
-                "torn write: a record cut short after {p} bytes, whole records follow; skipped"
-            ),
-        );
-        *cur += p;
-        true
-    }
-
-    fn report_corrupt(&mut self, start: u64, end: u64, why: Corruption) {
-        self.problem(
-            Severity::Corrupt,
-            start,
-            end - start,
-            format!("{why}; skipped to the next valid record"),
-        );
-    }
-
-    /// Moves unread bytes to the front and reads more, so at least `need` bytes from `cur`
-    /// are present unless the file ends first.
-    #[allow(clippy::too_many_arguments)]
-    fn refill(
-        &mut self,
-        file: &File,
-        pos: &mut u64,
-        len: &mut usize,
-        cur: &mut usize,
-        need: usize,
-        size: &mut u64,
-        buf: &mut Vec<u8>,
-    ) {
-        buf.copy_within(*cur..*len, 0);
-        *pos += *cur as u64;
-        *len -= *cur;
-        *cur = 0;
-        let want = need.max(CHUNK);
-        if buf.len() < want {
-            buf.resize(want, 0);
-        }
-        while *len < need.max(1) || *len < buf.len() {
-            let left = *size - (*pos + *len as u64);
-            if left == 0 {
-                break;
-            }
-            let upto = (*len as u64 + left).min(buf.len() as u64) as usize;
-            match file.read_at(&mut buf[*len..upto], *pos + *len as u64) {
-                Ok(0) => {
-                    // The file shrank under us: treat what we have as its end.
-                    *size = *pos + *len as u64;
-                    break;
-                }
-                Ok(n) => *len += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let at = *pos + *len as u64;
-                    self.problem(Severity::Error, at, 0, format!("read failed: {e}"));
-                    *size = at;
-                    break;
-                }
-            }
-            if *len >= need {
-                break;
-            }
-        }
-        // Scalar rows this buffer may hold get their memory now, in bulk.
-        self.populate_ahead(*len - *cur);
     }
 
     /// Backs the scalar columns with memory for the rows `bytes` more bytes could hold (rows

@@ -793,6 +793,34 @@ struct Mailbox {
     posted: Condvar,
     /// Where the helper may run (see [`Steer`]).
     steer: Steer,
+    /// Whether the helper is steered off its caller's CPU and asks for a short slice.
+    tuned: bool,
+}
+
+/// How the helper thread runs, from `TBSCOPE_HISTOGRAM_HELPER` (read once, when the first
+/// large histogram is binned): unset or `tuned`, kept off its caller's CPU ([`Steer`]) with
+/// a short scheduler slice ([`short_slice`]), which is what reaches the histogram target on a
+/// busy machine; `plain`, an ordinary thread the scheduler places as it likes (for
+/// applications that manage CPU affinity or scheduling themselves); `off`, no helper at all
+/// (the caller bins alone, as on one CPU).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum HelperMode {
+    Tuned,
+    Plain,
+    Off,
+}
+
+fn helper_mode() -> HelperMode {
+    match std::env::var("TBSCOPE_HISTOGRAM_HELPER")
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "plain" => HelperMode::Plain,
+        "off" | "0" | "no" | "false" => HelperMode::Off,
+        _ => HelperMode::Tuned,
+    }
 }
 
 /// Keeps the helper thread off the CPU its caller runs on (Linux; elsewhere it does nothing).
@@ -878,26 +906,36 @@ fn offer(task: Task) {
     if let Some(m) = mailbox() {
         let mut t = m.task.lock().unwrap_or_else(|p| p.into_inner());
         if t.is_none() {
-            m.steer.away_from_caller();
+            if m.tuned {
+                m.steer.away_from_caller();
+            }
             *t = Some(task);
             m.posted.notify_one();
         }
     }
 }
 
-/// The helper thread's mailbox, the thread started on first use; `None` if it cannot start.
+/// The helper thread's mailbox, the thread started on first use; `None` if it cannot start
+/// or is turned off ([`HelperMode`]).
 fn mailbox() -> Option<&'static Mailbox> {
     static MAILBOX: OnceLock<Option<&'static Mailbox>> = OnceLock::new();
     *MAILBOX.get_or_init(|| {
+        let mode = helper_mode();
+        if mode == HelperMode::Off {
+            return None;
+        }
         let m: &'static Mailbox = Box::leak(Box::new(Mailbox {
             task: Mutex::new(None),
             posted: Condvar::new(),
             steer: Steer::new(),
+            tuned: mode == HelperMode::Tuned,
         }));
         let started = std::thread::Builder::new()
             .name("tbscope-histogram".into())
             .spawn(move || {
-                short_slice();
+                if m.tuned {
+                    short_slice();
+                }
                 helper_loop(m)
             });
         started.ok().map(|h| {

@@ -23,12 +23,12 @@ use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::{
     read_file_into, split_points, Cursor, FileChunk, Known, Options, SeriesMeta, SessionEvent,
-    Severity,
+    Severity, Until, STOPPED_TAIL,
 };
 use crate::logdir::discover;
 
-/// A piece of a file to parse: run, path, where to start, where to stop (None: the end).
-type Segment = (String, PathBuf, Cursor, Option<u64>);
+/// A piece of a file to parse: run, path, where to start, where to stop.
+type Segment = (String, PathBuf, Cursor, Until);
 
 /// What to do with steps a restarted job wrote again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,13 @@ pub struct ReaderOptions {
     pub threads: usize,
     /// Lower step bound applied after preemption (preemption must see earlier steps).
     pub step_lo: Option<i64>,
+    /// How long after its last growth the newest event file of a run may still be written
+    /// (see [`may_grow`]); zero reads every file as final.
+    pub tail_timeout: std::time::Duration,
 }
+
+/// The default `tail_timeout`.
+pub const TAIL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Default for ReaderOptions {
     fn default() -> Self {
@@ -59,7 +65,22 @@ impl Default for ReaderOptions {
             restarts: Restarts::All,
             threads: 0,
             step_lo: None,
+            tail_timeout: TAIL_TIMEOUT,
         }
+    }
+}
+
+impl ReaderOptions {
+    /// Sets the step range `[lo, hi)`. Without preemption both bounds go to the file parser,
+    /// which skips records outside them; with it, the lower bound is applied after
+    /// preemption, which must see the steps below it (a restart at step 50 drops earlier
+    /// records at steps >= 50 even when only steps >= 80 are asked for).
+    pub fn with_steps(mut self, lo: Option<i64>, hi: Option<i64>) -> Self {
+        let preempt = self.restarts == Restarts::Preempt;
+        self.file.step_lo = if preempt { None } else { lo };
+        self.file.step_hi = hi;
+        self.step_lo = if preempt { lo } else { None };
+        self
     }
 }
 
@@ -87,6 +108,9 @@ pub(crate) struct FileState {
     pub(crate) ino: u64,
     pub(crate) records: u64,
     pub(crate) tail: u64,
+    /// The tail was left pending (the file may still be written): the plan reads the file
+    /// again once it is final, even if it has not changed.
+    pub(crate) pending: bool,
     /// Shared, like tag names: every file of a logdir usually has the same ones.
     pub(crate) file_version: Option<Arc<str>>,
     pub(crate) writer: Option<Arc<str>>,
@@ -172,6 +196,8 @@ pub struct LoadStats {
     pub bytes_read: u64,
     pub records: u64,
     pub rows: usize,
+    /// Bytes fed to CRC-32C by the framing (records' CRCs and resynchronisation).
+    pub crc_bytes: u64,
 }
 
 /// A logdir being read, with everything read so far.
@@ -241,17 +267,22 @@ pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
         .collect()
 }
 
-/// The number of worker threads for `requested` (0 = automatic).
+/// Most worker threads a read uses, whatever is asked: a pool is made per call, and asking for
+/// a million threads (a typo, or a value from elsewhere) made that call spend minutes
+/// starting them.
+pub const MAX_THREADS: usize = 1024;
+
+/// The number of worker threads for `requested` (0 = automatic), at most [`MAX_THREADS`].
 pub fn thread_count(requested: usize) -> usize {
     if requested > 0 {
-        return requested;
+        return requested.min(MAX_THREADS);
     }
     if let Some(n) = std::env::var("TBSCOPE_NUM_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
     {
         if n > 0 {
-            return n;
+            return n.min(MAX_THREADS);
         }
     }
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -298,6 +329,30 @@ impl Reader {
         self.plan_found(stat_found(found), errors)
     }
 
+    /// [`Reader::plan`] cut into pieces of about `max_bytes` of event file bytes still to read
+    /// (a piece holds at least one file), in plan order: [`Reader::read`] on each in turn
+    /// streams a logdir in bounded memory.
+    pub fn plan_pieces(&mut self, max_bytes: u64) -> Result<Vec<Vec<(String, PathBuf, Cursor)>>> {
+        let mut pieces = Vec::new();
+        let mut piece = Vec::new();
+        let mut bytes = 0u64;
+        for item in self.plan()? {
+            let left = std::fs::metadata(&item.1)
+                .map_or(0, |m| m.len())
+                .saturating_sub(item.2.offset);
+            if !piece.is_empty() && bytes.saturating_add(left) > max_bytes {
+                pieces.push(std::mem::take(&mut piece));
+                bytes = 0;
+            }
+            bytes = bytes.saturating_add(left);
+            piece.push(item);
+        }
+        if !piece.is_empty() {
+            pieces.push(piece);
+        }
+        Ok(pieces)
+    }
+
     /// [`Reader::plan`] on runs already discovered and stat'ed (`found` possibly holding only
     /// those that may have changed).
     pub(crate) fn plan_found(
@@ -332,10 +387,14 @@ impl Reader {
         }
         // (A logdir without runs is not a problem found in it: `report_entries` says so while
         // it lasts.)
-        // Which files changed: new ones, and ones whose size or mtime moved.
+        // Which files changed: new ones, ones whose size or mtime moved, and ones left with a
+        // pending tail that are final now.
         let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
         let mut root_is_file: Option<bool> = None;
+        let now = std::time::SystemTime::now();
         for (run, files) in &found {
+            // This run's files to read, in order; `true`: only if no longer pending.
+            let mut todo: Vec<(&PathBuf, Cursor, bool)> = Vec::new();
             if !self.runs.contains_key(run) {
                 let id = self.run_names.len() as i32;
                 self.run_names.push(run.clone());
@@ -354,8 +413,13 @@ impl Reader {
                 let (dev, ino) = meta.as_ref().map_or((0, 0), |m| (m.dev(), m.ino()));
                 let state = self.runs.get_mut(run).unwrap();
                 match state.files.get(path) {
-                    Some(f) if !f.failed && f.size == size && f.mtime == mtime => continue,
-                    Some(f) => work.push((run.clone(), path.clone(), f.cursor)),
+                    Some(f) if !f.failed && f.size == size && f.mtime == mtime => {
+                        if f.pending {
+                            todo.push((path, f.cursor, true));
+                        }
+                        continue;
+                    }
+                    Some(f) => todo.push((path, f.cursor, false)),
                     None => {
                         // Named only when new: a logdir of many runs re-planned through the
                         // cache would otherwise pay a stat (root.is_file) per known file.
@@ -376,11 +440,12 @@ impl Reader {
                             ino,
                             records: 0,
                             tail: 0,
+                            pending: false,
                             file_version: None,
                             writer: None,
                             failed: false,
                         });
-                        work.push((run.clone(), path.clone(), Cursor::default()));
+                        todo.push((path, Cursor::default(), false));
                     }
                 }
                 let f = state.files.get_mut(path).unwrap();
@@ -388,8 +453,32 @@ impl Reader {
                 f.dev = dev;
                 f.ino = ino;
             }
+            let live = if todo.iter().any(|t| t.2) {
+                self.live_files(run, now)
+            } else {
+                Vec::new()
+            };
+            for (path, cursor, if_final) in todo {
+                if !if_final || !live.iter().any(|(p, l)| *p == path && *l) {
+                    work.push((run.clone(), path.clone(), cursor));
+                }
+            }
         }
         Ok(work)
+    }
+
+    /// Which of `run`'s files may still be written ([`may_grow`]), as of `now`.
+    fn live_files(&self, run: &str, now: std::time::SystemTime) -> Vec<(&PathBuf, bool)> {
+        let Some(state) = self.runs.get(run) else {
+            return Vec::new();
+        };
+        let files: Vec<(&Path, Option<std::time::SystemTime>)> = state
+            .files
+            .values()
+            .map(|f| (f.path.as_path(), f.mtime))
+            .collect();
+        let live = may_grow(&files, now, self.opts.tail_timeout);
+        state.files.keys().zip(live).collect()
     }
 
     /// Reads `work` (from [`Reader::plan`]) and returns its rows as batches per kind, without
@@ -428,7 +517,29 @@ impl Reader {
                     .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?,
             )
         };
+        // Whether each file may still be written decides what a record running past its end is.
+        let now = std::time::SystemTime::now();
+        let mut live: HashMap<&str, Vec<(&PathBuf, bool)>> = HashMap::new();
+        let untils: Vec<Until> = work
+            .iter()
+            .map(|(run, path, _)| {
+                let files = live
+                    .entry(run.as_str())
+                    .or_insert_with(|| self.live_files(run, now));
+                match files.iter().find(|(p, _)| *p == path) {
+                    Some((_, false)) => Until::Final,
+                    _ => Until::Live,
+                }
+            })
+            .collect();
+        drop(live);
+        let work: Vec<(String, PathBuf, Cursor, Until)> = work
+            .into_iter()
+            .zip(untils)
+            .map(|((r, p, c), u)| (r, p, c, u))
+            .collect();
         // Large files are cut at record boundaries so several threads can share them.
+        let last_until: HashMap<PathBuf, Until> = work.iter().map(|w| (w.1.clone(), w.3)).collect();
         let work = self.split_large(work, threads, pool.as_ref());
         let mut groups = self.parse_groups(&work, threads, pool.as_ref(), &known, cancel);
         // Two rare cases need a second pass over the work, with what the first one learnt:
@@ -440,7 +551,7 @@ impl Reader {
         let dirty: std::collections::HashSet<PathBuf> = work
             .iter()
             .zip(chunks())
-            .filter(|((_, _, _, end), c)| end.is_some() && !c.clean_end)
+            .filter(|((_, _, _, end), c)| matches!(end, Until::Cut(_)) && !c.clean_end)
             .map(|(seg, _)| seg.1.clone())
             .collect();
         let work = if deferred || !dirty.is_empty() {
@@ -467,7 +578,8 @@ impl Reader {
                     redo.push(seg);
                 } else if !redo.iter().any(|s| s.1 == seg.1) {
                     // The first segment of a file starts where its read starts.
-                    redo.push((seg.0, seg.1, seg.2, None));
+                    let until = last_until[&seg.1];
+                    redo.push((seg.0, seg.1, seg.2, until));
                 }
             }
             groups = self.parse_groups(&redo, threads, pool.as_ref(), &known2, cancel);
@@ -529,10 +641,11 @@ impl Reader {
         };
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
-                "tbscope: parse {parsed:?}, merge {:?}, append {:?}, arrow {:?}",
+                "tbscope: parse {parsed:?}, merge {:?}, append {:?}, arrow {:?}, crc {} bytes",
                 merged - parsed,
                 appended - merged,
-                t0.elapsed() - appended
+                t0.elapsed() - appended,
+                stats.crc_bytes
             );
         }
         Ok((stats, batches))
@@ -553,8 +666,11 @@ impl Reader {
         let bytes: Vec<u64> = work
             .iter()
             .map(|(_, path, cursor, end)| {
-                end.unwrap_or_else(|| std::fs::metadata(path).map_or(0, |m| m.len()))
-                    .saturating_sub(cursor.offset)
+                match end {
+                    Until::Cut(c) => *c,
+                    Until::Live | Until::Final => std::fs::metadata(path).map_or(0, |m| m.len()),
+                }
+                .saturating_sub(cursor.offset)
             })
             .collect();
         let total: u64 = bytes.iter().sum();
@@ -655,7 +771,7 @@ impl Reader {
     /// Splits files with much left to read into segments for parallel parsing.
     fn split_large(
         &self,
-        work: Vec<(String, PathBuf, Cursor)>,
+        work: Vec<Segment>,
         threads: usize,
         pool: Option<&rayon::ThreadPool>,
     ) -> Vec<Segment> {
@@ -665,22 +781,27 @@ impl Reader {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(64 << 20);
-        let plan = |(run, path, cursor): (String, PathBuf, Cursor)| -> Vec<Segment> {
+        let plan = |(run, path, cursor, until): Segment| -> Vec<Segment> {
             let left = std::fs::metadata(&path)
                 .map_or(0, |m| m.len())
                 .saturating_sub(cursor.offset);
             if threads <= 1 || left <= split_above {
-                return vec![(run, path, cursor, None)];
+                return vec![(run, path, cursor, until)];
             }
             let piece = (left / (threads as u64 * 4)).max(split_above / 4).max(1);
             let cuts = split_points(&path, cursor.offset, piece, self.opts.file.max_len);
             let mut out = Vec::with_capacity(cuts.len() + 1);
             let mut start = cursor.offset;
             for c in cuts {
-                out.push((run.clone(), path.clone(), Cursor { offset: start }, Some(c)));
+                out.push((
+                    run.clone(),
+                    path.clone(),
+                    Cursor { offset: start },
+                    Until::Cut(c),
+                ));
                 start = c;
             }
-            out.push((run, path, Cursor { offset: start }, None));
+            out.push((run, path, Cursor { offset: start }, until));
             out
         };
         match pool {
@@ -708,6 +829,7 @@ impl Reader {
                 let (run, path, _, _) = work.next().expect("a segment per chunk");
                 stats.bytes_read += chunk.bytes_read;
                 stats.records += chunk.records;
+                stats.crc_bytes += chunk.crc_bytes;
                 let rel;
                 let file_id;
                 {
@@ -717,6 +839,7 @@ impl Reader {
                     f.size = chunk.size;
                     f.records += chunk.records;
                     f.tail = chunk.tail;
+                    f.pending = chunk.tail_pending;
                     f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
                     if let Some(v) = &chunk.file_version {
                         f.file_version = Some(Arc::from(v.as_str()));
@@ -742,9 +865,13 @@ impl Reader {
                         .filter(|p| p.severity == Severity::Corrupt)
                         .count() as u64;
                 }
-                // Stale truncation notes for this file are replaced by what this read found.
+                // Stale notes about this file's end (a pending or stopped tail, an empty file)
+                // are replaced by what this read found.
                 self.report.retain(|e| {
-                    !(e.file == rel && matches!(e.severity, Severity::Truncated | Severity::Info))
+                    !(e.file == rel
+                        && (matches!(e.severity, Severity::Truncated | Severity::Info)
+                            || (e.severity == Severity::Warning
+                                && e.reason.starts_with(STOPPED_TAIL))))
                 });
                 for p in &chunk.problems {
                     self.report.push(ReportEntry {
@@ -1127,6 +1254,87 @@ impl Reader {
             .find(|f| self.file_names[f.id as usize] == rel)
             .map(|f| f.path.clone())
     }
+}
+
+/// When an event file's writer created it: the seconds in its name
+/// (`events.out.tfevents.<seconds>.<host>...`, what every writer names its files), if any.
+fn started(path: &Path) -> Option<f64> {
+    let name = path.file_name()?.to_str()?;
+    let rest = &name[name.find("tfevents.")? + "tfevents.".len()..];
+    let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse::<u64>().ok().map(|s| s as f64)
+}
+
+/// Which of a run's event files (path, mtime) may still be written, as of `now`.
+///
+/// Writers never append to an existing file after a restart (they start a new one), so a file
+/// may still grow only while it is the newest of its run and it grew within `timeout`. "Newest"
+/// is judged by when the others were started (the seconds in their names, rounded down): a file
+/// is superseded once another file of its run was started after it last grew, so writers that
+/// run side by side in one directory (several ranks) do not finalise each other's files. A
+/// zero timeout makes every file final.
+pub(crate) fn may_grow(
+    files: &[(&Path, Option<std::time::SystemTime>)],
+    now: std::time::SystemTime,
+    timeout: std::time::Duration,
+) -> Vec<bool> {
+    if timeout.is_zero() {
+        return vec![false; files.len()];
+    }
+    // The two latest starts, so each file compares with the latest of the others.
+    let starts: Vec<Option<f64>> = files.iter().map(|(p, _)| started(p)).collect();
+    let mut best: [(f64, usize); 2] = [(f64::NEG_INFINITY, usize::MAX); 2];
+    for (i, s) in starts.iter().enumerate() {
+        let Some(s) = *s else { continue };
+        if s > best[0].0 {
+            best = [(s, i), best[0]];
+        } else if s > best[1].0 {
+            best[1] = (s, i);
+        }
+    }
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, (_, mtime))| {
+            let Some(mtime) = mtime else {
+                // Not stat'ed: nothing says it stopped.
+                return true;
+            };
+            // A modification time ahead of the clock counts as just now.
+            if now.duration_since(*mtime).is_ok_and(|age| age >= timeout) {
+                return false;
+            }
+            let grew = match mtime.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => d.as_secs_f64(),
+                Err(e) => -e.duration().as_secs_f64(),
+            };
+            let newest_other = if best[0].1 == i { best[1].0 } else { best[0].0 };
+            newest_other <= grew
+        })
+        .collect()
+}
+
+/// Whether one event file may still be written ([`may_grow`] with the default timeout), its
+/// directory's event files taken as its run.
+pub fn file_may_grow(path: &Path) -> bool {
+    let siblings: Vec<PathBuf> = path
+        .parent()
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().contains("tfevents"))
+                        && p.as_path() != path
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut files: Vec<(&Path, Option<std::time::SystemTime>)> = vec![(path, mtime(path))];
+    files.extend(siblings.iter().map(|p| (p.as_path(), mtime(p))));
+    may_grow(&files, std::time::SystemTime::now(), TAIL_TIMEOUT)[0]
 }
 
 /// What turns one file's rows into logdir rows once the merge has numbered its tags (see

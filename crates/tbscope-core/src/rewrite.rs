@@ -1,9 +1,9 @@
 //! Log surgery: a new logdir from an old one, with tags, step ranges or records a restart
 //! superseded left out, and each run's files merged into one. The input is only ever read.
 //!
-//! Records are read with the reader's own framing rules ([`parse_frame`], [`resync`], the same
-//! truncation and corruption cases as `event_file`), so the output holds exactly the records a
-//! scan of the input returns, minus what was asked to go. A record goes out byte for byte
+//! Records are read with the reader's own framing ([`Walker`], which `event_file` uses too, with
+//! the same decision about each file's end), so the output holds exactly the records a scan of
+//! the input returns, minus what was asked to go. A record goes out byte for byte
 //! unless part of it is dropped: an Event whose Summary loses some of its values is re-encoded
 //! with the kept values copied as raw bytes, every other field of the Event untouched.
 //!
@@ -23,7 +23,6 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -43,9 +42,7 @@ use crate::proto::{
     read_varint, summary_values, DecodeError, Event, SessionLog, SummaryValue, TaggedRunMetadata,
     ValueKind, What,
 };
-use crate::tf_record::{
-    parse_frame, resync, write_record, Corruption, Frame, Resync, FOOTER_LEN, HEADER_LEN,
-};
+use crate::tf_record::{payload, write_record, End, Step, WalkOptions, Walker};
 use crate::writer::put_varint;
 
 /// Tags are short and trusted: the reader's fast hasher.
@@ -491,202 +488,6 @@ impl<'o> Editor<'o> {
 }
 
 // ------------------------------------------------------------------------------------------
-// Reading: the reader's framing rules, one record (or one damaged span) at a time.
-
-/// What the next bytes of a file are.
-#[derive(Debug, PartialEq, Eq)]
-enum Item<'a> {
-    /// A whole record whose CRCs hold: its framed bytes and its payload.
-    Record {
-        offset: u64,
-        framed: &'a [u8],
-        data: &'a [u8],
-    },
-    /// Bytes that are not records, skipped up to the next record that checks out.
-    Corrupt {
-        offset: u64,
-        length: u64,
-        why: Corruption,
-    },
-    /// The file ends inside a record.
-    Truncated { offset: u64, length: u64 },
-}
-
-/// Walks a file's records with `event_file`'s rules: both CRCs checked, resynchronisation at
-/// the next valid record after damage, an incomplete record at the end as a truncated tail.
-/// Bytes past the size seen at open are not read (a writer still appending).
-struct Records {
-    file: File,
-    size: u64,
-    max_len: u64,
-    buf: Vec<u8>,
-    /// File offset of `buf[0]`, valid bytes in `buf`, next byte to look at.
-    pos: u64,
-    len: usize,
-    cur: usize,
-    corrupt: Option<(u64, Corruption)>,
-    /// A truncated tail found while resynchronising, reported after the corruption before it.
-    pending_tail: Option<(u64, u64)>,
-    done: bool,
-}
-
-impl Records {
-    fn open(path: &Path, max_len: u64) -> io::Result<Records> {
-        let file = File::open(path)?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(io::Error::other("not a regular file"));
-        }
-        Ok(Records {
-            file,
-            size: meta.len(),
-            max_len,
-            buf: Vec::new(),
-            pos: 0,
-            len: 0,
-            cur: 0,
-            corrupt: None,
-            pending_tail: None,
-            done: false,
-        })
-    }
-
-    fn abs(&self, i: usize) -> u64 {
-        self.pos + i as u64
-    }
-
-    /// Moves unread bytes to the front and reads until `need` bytes from `cur` are there or
-    /// the file (as sized at open) ends.
-    fn fill(&mut self, need: usize) -> io::Result<()> {
-        self.buf.copy_within(self.cur..self.len, 0);
-        self.pos += self.cur as u64;
-        self.len -= self.cur;
-        self.cur = 0;
-        let want = need.max(CHUNK);
-        if self.buf.len() < want {
-            self.buf.resize(want, 0);
-        }
-        while self.len < self.buf.len() {
-            let left = self.size - (self.pos + self.len as u64);
-            if left == 0 {
-                break;
-            }
-            let upto = (self.len as u64 + left).min(self.buf.len() as u64) as usize;
-            match self
-                .file
-                .read_at(&mut self.buf[self.len..upto], self.pos + self.len as u64)
-            {
-                // The file shrank under us: what we have is its end.
-                Ok(0) => {
-                    self.size = self.pos + self.len as u64;
-                    break;
-                }
-                Ok(n) => self.len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-            if self.len >= need {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn next(&mut self) -> io::Result<Option<Item<'_>>> {
-        loop {
-            if let Some((offset, length)) = self.pending_tail.take() {
-                return Ok(Some(Item::Truncated { offset, length }));
-            }
-            if self.done {
-                return Ok(None);
-            }
-            let at_eof = self.pos + self.len as u64 >= self.size;
-            let size = self.size;
-            let beyond = |at: u64, need: usize| at.saturating_add(need as u64) > size;
-            if let Some((start, why)) = self.corrupt {
-                match resync(&self.buf[self.cur..self.len], 0, self.max_len) {
-                    Resync::Found(p) => {
-                        self.cur += p;
-                        self.corrupt = None;
-                        let end = self.abs(self.cur);
-                        return Ok(Some(Item::Corrupt {
-                            offset: start,
-                            length: end - start,
-                            why,
-                        }));
-                    }
-                    Resync::Candidate { pos: p, need }
-                        if !at_eof && !beyond(self.abs(self.cur + p), need) =>
-                    {
-                        self.cur += p;
-                        self.fill(need)?;
-                    }
-                    Resync::Exhausted(p) if !at_eof => {
-                        self.cur += p;
-                        self.fill(HEADER_LEN)?;
-                    }
-                    Resync::Candidate { pos: p, .. } | Resync::Exhausted(p) => {
-                        // The end of the file: what follows the damage is a record still being
-                        // written, or too short to tell (the reader's reading, too).
-                        self.cur += p;
-                        self.corrupt = None;
-                        self.done = true;
-                        let end = self.abs(self.cur);
-                        if end < self.size {
-                            self.pending_tail = Some((end, self.size - end));
-                        }
-                        return Ok(Some(Item::Corrupt {
-                            offset: start,
-                            length: end - start,
-                            why,
-                        }));
-                    }
-                }
-                continue;
-            }
-            // Plain values out of the frame first: the record's bytes are borrowed only on the
-            // way out, so the other branches may refill the buffer.
-            let frame = match parse_frame(&self.buf[self.cur..self.len], self.max_len, true) {
-                Frame::Record { span, .. } => Ok(span),
-                Frame::NeedMore { need } => Err(Ok(need)),
-                Frame::Corrupt(why) => Err(Err(why)),
-            };
-            match frame {
-                Ok(span) => {
-                    let offset = self.abs(self.cur);
-                    let start = self.cur;
-                    self.cur += span;
-                    let framed = &self.buf[start..start + span];
-                    return Ok(Some(Item::Record {
-                        offset,
-                        framed,
-                        data: &framed[HEADER_LEN..span - FOOTER_LEN],
-                    }));
-                }
-                Err(Ok(need)) => {
-                    if at_eof || beyond(self.abs(self.cur), need) {
-                        self.done = true;
-                        if self.cur == self.len && at_eof {
-                            return Ok(None);
-                        }
-                        let offset = self.abs(self.cur);
-                        return Ok(Some(Item::Truncated {
-                            offset,
-                            length: self.size - offset,
-                        }));
-                    }
-                    self.fill(need)?;
-                }
-                Err(Err(why)) => {
-                    self.corrupt = Some((self.abs(self.cur), why));
-                    self.cur += 1;
-                }
-            }
-        }
-    }
-}
-
-// ------------------------------------------------------------------------------------------
 // Preemption, decided by the reader itself.
 
 /// Values preemption drops, per input file (by its name relative to the input, as the
@@ -719,6 +520,7 @@ pub fn superseded(
         restarts: Restarts::All,
         threads,
         step_lo: None,
+        ..Default::default()
     };
     let mut reader = crate::load::Reader::new(src, opts)?;
     reader.load(cancel)?;
@@ -1004,6 +806,26 @@ fn rewrite_run(
     let mut scratch = Vec::new();
     let mut since_check = 0u32;
     let no_map = HashMap::default();
+    let mut buf = Vec::new();
+    // Whether each file may still be written: the reader's decision (see `load::may_grow`).
+    let now = SystemTime::now();
+    let stats: Vec<(&Path, Option<SystemTime>)> = job
+        .files
+        .iter()
+        .map(|p| {
+            let mtime = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+            (p.as_path(), mtime)
+        })
+        .collect();
+    let live: Vec<(&PathBuf, bool)> = job
+        .files
+        .iter()
+        .zip(crate::load::may_grow(
+            &stats,
+            now,
+            crate::load::TAIL_TIMEOUT,
+        ))
+        .collect();
     for path in job.files {
         let rel = rel_name(root, path);
         let dropped = preempted.and_then(|p| p.get(&rel)).unwrap_or(&no_map);
@@ -1017,8 +839,23 @@ fn rewrite_run(
             out = Some(Output::new(run_dir.join(&name), rel_out(&name)));
         }
         let o = out.as_mut().expect("set above");
-        let mut records = Records::open(path, opts.max_len).map_err(|e| Error::io(e, path))?;
-        st.bytes_in += records.size;
+        let file = File::open(path).map_err(|e| Error::io(e, path))?;
+        let meta = file.metadata().map_err(|e| Error::io(e, path))?;
+        if !meta.is_file() {
+            return Err(Error::io(io::Error::other("not a regular file"), path));
+        }
+        st.bytes_in += meta.len();
+        let end = if live.iter().any(|(p, l)| *p == path && *l) {
+            End::Live
+        } else {
+            End::Final
+        };
+        let walk = WalkOptions {
+            max_len: opts.max_len,
+            verify: true,
+            min_read: CHUNK,
+        };
+        let mut records = Walker::new(&file, 0, meta.len(), end, walk, std::mem::take(&mut buf));
         let problem =
             |st: &mut RewriteStats, sev: Severity, offset: u64, length: u64, why: String| {
                 st.problems.push(ReportEntry {
@@ -1030,7 +867,8 @@ fn rewrite_run(
                     reason: why,
                 })
             };
-        while let Some(item) = records.next().map_err(|e| Error::io(e, path))? {
+        loop {
+            let item = records.next();
             since_check += 1;
             if since_check >= 4096 {
                 since_check = 0;
@@ -1039,11 +877,10 @@ fn rewrite_run(
                 }
             }
             match item {
-                Item::Record {
-                    offset,
-                    framed,
-                    data,
-                } => {
+                Step::End => break,
+                Step::ReadError { error, .. } => return Err(Error::io(error, path)),
+                Step::Record { offset, framed } => {
+                    let data = payload(framed);
                     st.records_in += 1;
                     let here = dropped.get(&offset);
                     // The reader's tags are the lossy UTF-8 of the bytes.
@@ -1079,7 +916,7 @@ fn rewrite_run(
                         }
                     }
                 }
-                Item::Corrupt {
+                Step::Damage {
                     offset,
                     length,
                     why,
@@ -1093,18 +930,22 @@ fn rewrite_run(
                         format!("{why}; skipped to the next valid record, not copied"),
                     );
                 }
-                Item::Truncated { offset, length } => {
+                Step::Tail {
+                    offset,
+                    length,
+                    stopped,
+                } => {
                     st.bytes_skipped += length;
-                    problem(
-                        &mut st,
-                        Severity::Truncated,
-                        offset,
-                        length,
-                        "file ends inside a record (still being written?); not copied".into(),
-                    );
+                    let (sev, why) = if stopped {
+                        (Severity::Warning, format!("{}: the file ends inside a record and is no longer written (a writer stopped mid-record); not copied", event_file::STOPPED_TAIL))
+                    } else {
+                        (Severity::Truncated, "file ends inside a record still being written (a pending tail); not copied".into())
+                    };
+                    problem(&mut st, sev, offset, length, why);
                 }
             }
         }
+        buf = records.into_buf();
         if !opts.merge {
             if let Some((name, bytes)) = out.take().expect("set above").finish()? {
                 st.files_out.push(name);
@@ -1405,6 +1246,7 @@ pub fn rewrite(
 mod tests {
     use super::*;
     use crate::proto::Metadata;
+    use crate::tf_record::HEADER_LEN;
 
     // Hand-built protobuf, so the tests do not lean on the writer under test elsewhere.
     fn event(wall: f64, step: i64, what: &[u8]) -> Vec<u8> {

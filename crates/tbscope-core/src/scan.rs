@@ -23,8 +23,9 @@ pub type Work = Vec<(String, PathBuf, Cursor)>;
 pub trait Scan: Send {
     /// Reads everything new since the last call (everything, the first time) and keeps it.
     fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats>;
-    /// The files to stream, for [`Scan::read`]; a scan that cannot stream says so.
-    fn plan(&mut self) -> Result<Work>;
+    /// The files to stream, in pieces of about `max_bytes` for [`Scan::read`] (see
+    /// [`Reader::plan_pieces`]); a scan that cannot stream says so.
+    fn plan_pieces(&mut self, max_bytes: u64) -> Result<Vec<Work>>;
     /// Reads `work` without keeping the rows (streaming).
     fn read(
         &mut self,
@@ -55,8 +56,8 @@ impl Scan for Reader {
     fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         Reader::load(self, cancel)
     }
-    fn plan(&mut self) -> Result<Work> {
-        Reader::plan(self)
+    fn plan_pieces(&mut self, max_bytes: u64) -> Result<Vec<Work>> {
+        Reader::plan_pieces(self, max_bytes)
     }
     fn read(
         &mut self,
@@ -110,7 +111,7 @@ impl Scan for CachedReader {
     fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         CachedReader::load(self, cancel)
     }
-    fn plan(&mut self) -> Result<Work> {
+    fn plan_pieces(&mut self, _: u64) -> Result<Vec<Work>> {
         Err(not_streamed())
     }
     fn read(&mut self, _: Work, _: &AtomicBool) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {

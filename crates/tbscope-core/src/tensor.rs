@@ -197,7 +197,8 @@ impl<'a> Tensor<'a> {
         let field = typed_field(dtype);
         for f in Fields::new(self.raw) {
             let (num, w) = f?;
-            if num == field {
+            // torch's add_tensor puts uint8 elements in uint32_val (16), not int_val.
+            if num == field || (dtype == DT_UINT8 && num == 16) {
                 append_typed(dtype, w, &mut out)?;
             }
         }
@@ -275,6 +276,20 @@ fn append_typed(dtype: i32, w: Wire<'_>, out: &mut Vec<u8>) -> Result<()> {
             }
             _ => Err(DecodeError("float8_val has the wrong wire type")),
         },
+        DT_HALF | DT_BFLOAT16 => {
+            let mut push = |v: u64| out.extend_from_slice(&half_val_bits(dtype, v).to_le_bytes());
+            match w {
+                Wire::Varint(v) => push(v),
+                Wire::Bytes(b) => {
+                    let mut pos = 0;
+                    while pos < b.len() {
+                        push(read_varint(b, &mut pos)?);
+                    }
+                }
+                _ => return Err(DecodeError("half_val has the wrong wire type")),
+            }
+            Ok(())
+        }
         _ => {
             let width = element_size(dtype).unwrap_or(8);
             let mut push = |v: u64| out.extend_from_slice(&v.to_le_bytes()[..width]);
@@ -291,6 +306,63 @@ fn append_typed(dtype: i32, w: Wire<'_>, out: &mut Vec<u8>) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The 16-bit pattern of one `half_val` entry. The format puts it in the low 16 bits; torch's
+/// `add_tensor` writes the element's float32 bit pattern instead, as an int32. The two cannot be
+/// confused: every float32 pattern of a nonzero half or bfloat16 value is above 0xFFFF (or
+/// negative, which arrives sign-extended), and zero is zero either way. Such an entry is narrowed
+/// back, exactly for the values torch widened.
+fn half_val_bits(dtype: i32, v: u64) -> u16 {
+    if v <= 0xffff {
+        return v as u16;
+    }
+    let x = f32::from_bits(v as u32);
+    if dtype == DT_BFLOAT16 {
+        bf16_bits(x)
+    } else {
+        f16_bits(x)
+    }
+}
+
+/// float32 to bfloat16, rounding to nearest even (NaN stays NaN).
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) as u16) | 0x40;
+    }
+    let round = 0x7fff + ((b >> 16) & 1);
+    (b.wrapping_add(round) >> 16) as u16
+}
+
+/// float32 to IEEE half precision, rounding to nearest even (overflow to infinity, NaN kept).
+fn f16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let man = b & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    // Keep `shift` low bits of the 24-bit significand off, rounding half to even.
+    let (sig, shift, base) = if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        (man | 0x80_0000, (14 - e) as u32, 0u32)
+    } else {
+        (man, 13, (e as u32) << 10)
+    };
+    let kept = sig >> shift;
+    let rest = sig & ((1 << shift) - 1);
+    let half = 1 << (shift - 1);
+    let up = u32::from(rest > half || (rest == half && kept & 1 == 1));
+    // A carry out of the significand moves into the exponent, which is the right result.
+    sign | (base + kept + up) as u16
 }
 
 /// Converts one element's bytes to f64 (None for dtypes that are not real numbers).
@@ -389,6 +461,79 @@ mod tests {
         assert_eq!(Tensor::decode(&t_bytes).unwrap().scalar_f64(), Some(1.0));
         let t_bytes = tensor_bytes(DT_BFLOAT16, &[], &[0x68, 0xc0, 0x7f]);
         assert_eq!(Tensor::decode(&t_bytes).unwrap().scalar_f64(), Some(1.5));
+    }
+
+    fn varint(mut v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+        out
+    }
+
+    fn elements_f64(buf: &[u8]) -> Vec<f64> {
+        let t = Tensor::decode(buf).unwrap();
+        let Elements::Numeric(b) = t.elements().unwrap() else {
+            panic!()
+        };
+        let size = element_size(base_dtype(t.dtype)).unwrap();
+        b.chunks(size)
+            .map(|c| element_f64(t.dtype, c).unwrap())
+            .collect()
+    }
+
+    /// half_val as torch's add_tensor writes it: each element's float32 bits as an int32
+    /// (negative ones sign-extended to ten bytes), packed.
+    fn torch_half_val(dtype: i32, values: &[f32]) -> Vec<u8> {
+        let mut packed = Vec::new();
+        for v in values {
+            packed.extend(varint(v.to_bits() as i32 as i64 as u64));
+        }
+        let mut tail = vec![0x6a];
+        tail.extend(varint(packed.len() as u64));
+        tail.extend(packed);
+        tensor_bytes(dtype, &[values.len() as i64], &tail)
+    }
+
+    #[test]
+    fn torchs_float32_patterns_in_half_val() {
+        // Values a float16 holds exactly, as torch widened them: subnormal, max, -0, inf.
+        let halves = [0.40332031f32, -0.71923828, 0.0, -0.0, 2f32.powi(-24), 65504.0, f32::INFINITY];
+        let got = elements_f64(&torch_half_val(DT_HALF, &halves));
+        assert_eq!(got, halves.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
+        assert!(got[3].is_sign_negative());
+        // bfloat16 values: float32 patterns whose low 16 bits are zero.
+        let bf = [-0.404296875f32, f32::from_bits(0x7149_0000), f32::from_bits(0x80a0_0000), 0.0];
+        assert_eq!(
+            elements_f64(&torch_half_val(DT_BFLOAT16, &bf)),
+            bf.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()
+        );
+        // NaN stays NaN.
+        assert!(elements_f64(&torch_half_val(DT_HALF, &[f32::NAN]))[0].is_nan());
+        // The format's own 16-bit patterns next to them still mean what they say.
+        let t_bytes = tensor_bytes(DT_HALF, &[2], &[0x6a, 0x03, 0x80, 0x78, 0x00]);
+        assert_eq!(elements_f64(&t_bytes), vec![1.0, 0.0]);
+    }
+
+    #[test]
+    fn f16_rounding_is_to_nearest_even() {
+        assert_eq!(f16_bits(1.0 + 2f32.powi(-11)), 0x3c00); // halfway, even stays
+        assert_eq!(f16_bits(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02); // halfway, odd rounds up
+        assert_eq!(f16_bits(65520.0), 0x7c00); // rounds past the largest half
+        assert_eq!(f16_bits(2f32.powi(-25)), 0x0000); // halfway to the smallest subnormal
+        assert_eq!(f16_bits(1.5 * 2f32.powi(-24)), 0x0002);
+        assert_eq!(f16_bits(2f32.powi(-14) * (1.0 - 2f32.powi(-12))), 0x0400); // carries to a normal
+        assert_eq!(bf16_bits(1.0 + 2f32.powi(-8)), 0x3f80);
+        assert_eq!(bf16_bits(1.0 + 3.0 * 2f32.powi(-8)), 0x3f82);
+    }
+
+    #[test]
+    fn torchs_uint8_in_uint32_val() {
+        // torch: DT_UINT8 with uint32_val (field 16), packed [250, 3].
+        let t_bytes = tensor_bytes(DT_UINT8, &[2], &[0x82, 0x01, 0x03, 0xfa, 0x01, 0x03]);
+        assert_eq!(elements_f64(&t_bytes), vec![250.0, 3.0]);
     }
 
     #[test]

@@ -868,7 +868,12 @@ impl Drop for EventWriter {
     }
 }
 
-fn checked(opts: Options) -> Result<Options> {
+/// The longest `flush_every` used: a deadline past it could overflow the clock (`Instant +
+/// Duration` panics there, which killed the writer thread), and a century is "never" anyway.
+const MAX_FLUSH_EVERY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+fn checked(mut opts: Options) -> Result<Options> {
+    opts.flush_every = opts.flush_every.min(MAX_FLUSH_EVERY);
     if opts.max_queue == 0 {
         return Err(WriteError::InvalidArgument(
             "max_queue must be at least 1 (1 = wake the writer thread on every record)".into(),
@@ -1402,6 +1407,25 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    /// A flush interval past the clock's range (flush_secs=2**63 from Python) once killed
+    /// the writer thread with an `Instant + Duration` overflow: the data never reached disk.
+    #[test]
+    fn an_endless_flush_interval_is_never() {
+        let dir = temp_dir("endless");
+        let path = dir.join("events.out.tfevents.1.endless");
+        let opts = Options {
+            flush_every: Duration::MAX,
+            ..Options::default()
+        };
+        let w = EventWriter::create(&path, opts).unwrap();
+        w.scalar("x", 1.0, Some(1), Some(1.0), ScalarStyle::Simple)
+            .unwrap();
+        w.flush(false).unwrap();
+        w.close().unwrap();
+        assert!(std::fs::metadata(&path).unwrap().len() > 0);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[cfg(target_os = "linux")]

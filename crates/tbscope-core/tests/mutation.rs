@@ -47,6 +47,32 @@ fn mutated_generated_files() {
     run(&srcs, 5000, BUDGET / 2, &o);
 }
 
+/// The same oracle for files read as final (a zero tail timeout): every intact record is read,
+/// also after a torn record (see `common::reference_frames_final`).
+#[test]
+fn mutated_generated_files_final() {
+    let mut o = opts(true, true);
+    o.tail_timeout = std::time::Duration::ZERO;
+    let srcs: Vec<Source> = (0..6)
+        .map(|s| generated(1000 + s, 30 + 40 * s as usize, &o))
+        .collect();
+    run(&srcs, 7000, BUDGET / 2, &o);
+    let pair = [&srcs[0], &srcs[1]];
+    for seed in 0..600 {
+        let mut rng = Rng::new(95_000 + seed);
+        let m = mutate(&mut rng, &pair);
+        check(&m, &pair, &o);
+    }
+}
+
+#[test]
+fn mutated_wild_files_final() {
+    let mut o = opts(true, true);
+    o.tail_timeout = std::time::Duration::ZERO;
+    let srcs = wild(&o);
+    run(&srcs, 11, BUDGET / 2, &o);
+}
+
 /// Many small mutations of one small generated file: dense coverage of the framing edge cases
 /// (damage on header bytes, CRC bytes, at the first/last record) at negligible cost.
 #[test]

@@ -17,10 +17,10 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 use common::*;
-use tbscope_core::event_file::{read_file, Cursor, Options, Severity};
+use tbscope_core::event_file::{read_file, Cursor, Options, Severity, Until};
 use tbscope_core::load::ReportEntry;
 use tbscope_core::masked_crc::masked_crc32c;
-use tbscope_core::tf_record::{parse_frame, resync, Frame, Resync, HEADER_LEN};
+use tbscope_core::tf_record::{parse_frame, End, Frame, Step, WalkOptions, Walker, HEADER_LEN};
 
 const FILE: &str = "events.out.tfevents.1700000000.host.1.0.v2";
 
@@ -681,12 +681,14 @@ fn verify_false_damaged_record_contributes_no_rows() {
 /// A torn record followed by whole records: a writer died in the middle of a large record and
 /// another process appended complete records to the same file (or a copy tool resumed at the
 /// wrong offset). The torn record's header is intact and claims more bytes than the file has.
-/// A record still being written looks the same, except that nothing whole follows it: here a
-/// whole record starts inside the claimed bytes, so the torn bytes are Corrupt (exactly them)
-/// and every record after them is read. TensorBoard's readers stop at the torn record.
+/// Once the file is final (here: a zero `tail_timeout`), the torn bytes are Corrupt (exactly
+/// them) and every record after them is read; TensorBoard's readers stop at the torn record.
+/// While the file may still be written, the same bytes are a pending tail: nothing in them or
+/// after them is read yet (they may be one record whose payload embeds records). With nothing
+/// whole after it, a torn record in a final file is a stopped tail: a warning, one record lost.
 #[test]
 fn torn_record_followed_by_whole_records() {
-    let (bytes, exp) = clean(3);
+    let (bytes, _) = clean(3);
     let big = record(&scalar_event(1.8e9, 50, &[(&"x".repeat(3000), 1.0)]));
     let torn_at = bytes.len();
     let mut b = bytes.clone();
@@ -698,22 +700,41 @@ fn torn_record_followed_by_whole_records() {
     for r in &after {
         b.extend_from_slice(r);
     }
-    let (rows, report) = read(&b, true);
+    let (rows, report) = read_final(&b);
     assert_eq!(rows.len(), 2 * 3 + 3, "{report:?}");
     assert_eq!(
         entries(&report, Severity::Corrupt),
         vec![(torn_at as u64, (first_after - torn_at) as u64)]
     );
+    assert!(report[0].reason.contains("torn record"), "{report:?}");
     assert!(entries(&report, Severity::Truncated).is_empty());
-    let _ = exp;
-    // Without anything whole after it, the same torn record is a tail, kept for the next read.
-    let (rows, report) = read(&b[..first_after], true);
+    // Live: a pending tail of every byte from the torn header on, no rows from it.
+    let (rows, report) = read(&b, true);
     assert_eq!(rows.len(), 2 * 3, "{report:?}");
-    assert!(entries(&report, Severity::Corrupt).is_empty(), "{report:?}");
     assert_eq!(
         entries(&report, Severity::Truncated),
+        vec![(torn_at as u64, (b.len() - torn_at) as u64)]
+    );
+    assert_eq!(report.len(), 1, "{report:?}");
+    // Final, nothing whole after it: a stopped tail.
+    let (rows, report) = read_final(&b[..first_after]);
+    assert_eq!(rows.len(), 2 * 3, "{report:?}");
+    assert_eq!(
+        entries(&report, Severity::Warning),
         vec![(torn_at as u64, (first_after - torn_at) as u64)]
     );
+    assert!(report[0].reason.starts_with("stopped tail"), "{report:?}");
+    assert_eq!(report.len(), 1, "{report:?}");
+}
+
+/// Writes `bytes` as one event file and loads it as a final file (`tail_timeout` zero).
+fn read_final(bytes: &[u8]) -> (Vec<Row>, Vec<ReportEntry>) {
+    let dir = TempDir::new("records-final");
+    let path = dir.write(FILE, bytes);
+    let mut o = opts(true, true);
+    o.tail_timeout = std::time::Duration::ZERO;
+    let (_r, rows, report) = load_once(&path, o);
+    (rows, report)
 }
 
 /// A 0-byte file (a writer that has not flushed yet): no rows, nothing Corrupt, Truncated or
@@ -855,7 +876,7 @@ fn read_file_from_a_cursor() {
     let none = HashMap::new();
     let stop = AtomicBool::new(false);
 
-    let all = read_file(&path, Cursor::default(), None, &o, &none, &stop);
+    let all = read_file(&path, Cursor::default(), Until::Live, &o, &none, &stop);
     assert_eq!(
         (all.records, all.tail, all.end.offset),
         (7, 0, bytes.len() as u64)
@@ -868,7 +889,7 @@ fn read_file_from_a_cursor() {
         Cursor {
             offset: exp[3].offset as u64,
         },
-        None,
+        Until::Live,
         &o,
         &none,
         &stop,
@@ -882,7 +903,7 @@ fn read_file_from_a_cursor() {
         Cursor {
             offset: exp[3].offset as u64 + 5,
         },
-        None,
+        Until::Live,
         &o,
         &none,
         &stop,
@@ -901,7 +922,7 @@ fn read_file_from_a_cursor() {
         Cursor {
             offset: bytes.len() as u64 + 100,
         },
-        None,
+        Until::Live,
         &o,
         &none,
         &stop,
@@ -916,7 +937,7 @@ fn read_file_from_a_cursor() {
     let gone = read_file(
         &dir.path().join("missing.tfevents"),
         Cursor::default(),
-        None,
+        Until::Live,
         &o,
         &none,
         &stop,
@@ -927,7 +948,7 @@ fn read_file_from_a_cursor() {
     );
 }
 
-/// The framing primitives on hand-made input: `parse_frame` sees each defect, and `resync`
+/// The framing primitives on hand-made input: `parse_frame` sees each defect, and the walker
 /// skips exactly the garbage before a record.
 #[test]
 fn framing_primitives_on_hand_built_bytes() {
@@ -946,7 +967,21 @@ fn framing_primitives_on_hand_built_bytes() {
     for n in [0usize, 1, 12, 300] {
         let mut b = rng.bytes(n);
         b.extend_from_slice(r0);
-        assert_eq!(resync(&b, 0, 1 << 20), Resync::Found(n));
+        let mut w = Walker::new(
+            &b[..],
+            0,
+            b.len() as u64,
+            End::Live,
+            WalkOptions::default(),
+            Vec::new(),
+        );
+        if n > 0 {
+            assert!(
+                matches!(w.next(), Step::Damage { offset: 0, length, .. } if length == n as u64),
+                "{n}"
+            );
+        }
+        assert!(matches!(w.next(), Step::Record { offset, .. } if offset == n as u64));
     }
 }
 
@@ -1049,8 +1084,10 @@ fn embedded_records_in_a_growing_record_are_not_a_torn_write() {
     );
 }
 
-/// Garbage, then a torn record with whole records after it: one read of the whole file and a
-/// read that stops at the torn header and resumes there on a reload give the same rows.
+/// Garbage, then a torn record with whole records after it: one read of the final file, and
+/// reads that see it first live and short (the torn header's first bytes: a pending tail after
+/// the garbage), then whole but still live (still a pending tail), then final, give the same
+/// rows and the same report.
 #[test]
 fn torn_write_after_garbage_reads_the_same_at_once_and_on_reload() {
     let (bytes, _) = clean(2);
@@ -1062,22 +1099,40 @@ fn torn_write_after_garbage_reads_the_same_at_once_and_on_reload() {
     for i in 0..3 {
         b.extend(record(&scalar_event(1.9e9, 60 + i, &[("loss", i as f32)])));
     }
-    let (rows, report) = read(&b, true);
+    let (rows, report) = read_final(&b);
     assert_eq!(rows.len(), 2 * 2 + 3, "{report:?}");
     let corrupt = entries(&report, Severity::Corrupt);
     assert_eq!(
         corrupt,
         vec![(bytes.len() as u64, 37), (torn_at as u64, 100)]
     );
-    // The same file seen first up to the torn header's first bytes, then whole.
     let dir = TempDir::new("torn-reload");
-    let path = dir.write(FILE, &b[..torn_at + 50]);
-    let mut r = tbscope_core::Reader::new(&path, opts(true, true)).unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let path = run.join(FILE);
+    std::fs::write(&path, &b[..torn_at + 50]).unwrap();
+    let mut r = tbscope_core::Reader::new(dir.path(), opts(true, true)).unwrap();
+    let scalars = |r: &tbscope_core::Reader| {
+        scalar_rows(&r.table(tbscope_core::data_compat::Kind::Scalars).unwrap())
+    };
     r.load(&AtomicBool::new(false)).unwrap();
+    eprintln!("{:?}", r.report());
+    assert_eq!(scalars(&r).len(), 2 * 2);
     std::fs::write(&path, &b).unwrap();
     r.load(&AtomicBool::new(false)).unwrap();
-    let again = scalar_rows(&r.table(tbscope_core::data_compat::Kind::Scalars).unwrap());
-    assert_eq!(row_keys(&again), row_keys(&rows));
+    assert_eq!(scalars(&r).len(), 2 * 2, "a pending tail yields no rows");
+    eprintln!("{:?}", r.report());
+    // A newer file in the run: this one will not be written again.
+    std::fs::write(run.join("events.out.tfevents.4000000000.host.2.0.v2"), b"").unwrap();
+    r.load(&AtomicBool::new(false)).unwrap();
+    assert_eq!(row_keys(&scalars(&r)), row_keys(&rows));
+    let damage: Vec<_> = r
+        .report()
+        .iter()
+        .filter(|e| e.severity == Severity::Corrupt)
+        .map(|e| (e.offset, e.length))
+        .collect();
+    assert_eq!(damage, corrupt);
 }
 
 /// A tag whose first record has a non-finite wall time (kept with a null wall time) and whose

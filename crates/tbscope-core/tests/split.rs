@@ -1,5 +1,5 @@
 //! Large files cut into segments at record boundaries and parsed by several threads
-//! (`Reader::load` → `split_points` + `read_file(.., end: Some(cut), ..)`).
+//! (`Reader::load` → `split_points` + `read_file(.., Until::Cut(cut), ..)`).
 //!
 //! Splitting must be invisible: the rows, their order and the health report must be exactly what
 //! one sequential read gives, on clean files and on damaged ones. Splitting only happens above
@@ -17,7 +17,7 @@ use std::sync::Once;
 use common::oracle::*;
 use common::*;
 use tbscope_core::data_compat::Kind;
-use tbscope_core::event_file::{read_file, split_points, Cursor, Options, Severity};
+use tbscope_core::event_file::{read_file, split_points, Cursor, Options, Severity, Until};
 use tbscope_core::load::{Reader, ReaderOptions};
 
 static SPLIT: Once = Once::new();
@@ -99,7 +99,7 @@ fn segment_ending_in_a_damaged_record() {
     let seg = read_file(
         &path,
         Cursor::default(),
-        Some(cut),
+        Until::Cut(cut),
         &o,
         &HashMap::new(),
         &AtomicBool::new(false),

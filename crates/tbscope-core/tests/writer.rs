@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use common::{reference_frames, TempDir};
-use tbscope_core::event_file::{read_file, Cursor, FileChunk, Options as ReadOptions};
+use tbscope_core::event_file::{read_file, Cursor, FileChunk, Options as ReadOptions, Until};
 use tbscope_core::histogram::{self, Histogram, Values};
 use tbscope_core::writer::{Backlog, EventWriter, Options, ScalarStyle, WriteError};
 
@@ -24,7 +24,7 @@ fn read(path: &Path) -> FileChunk {
     read_file(
         path,
         Cursor::default(),
-        None,
+        Until::Live,
         &ReadOptions::default(),
         &HashMap::new(),
         &AtomicBool::new(false),

@@ -1,60 +1,40 @@
-//! Python bindings for tbscope-core: a `Reader` and Arrow tables, and the event writer
-//! (`writer.rs`).
+//! Python bindings for tbscope-core: a `Reader` and Arrow tables, the rewrite, CSV text and
+//! the event writer (`writer.rs`).
 //!
-//! Every long call releases the GIL and stays interruptible (Ctrl-C cancels the read); every
-//! core error becomes a Python exception in [`to_py_err`] and nowhere else.
+//! Every failure leaves through `funnel.rs` (one `From<Failure> for PyErr`; panics included);
+//! every long call runs in its one interruptible runner, which releases the GIL and stays
+//! interruptible (Ctrl-C cancels the read). The logic lives in the core: these are plumbing.
 
 use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
-use pyo3::create_exception;
-use pyo3::exceptions::{
-    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
-    PyValueError,
-};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyBytes, PyCapsule};
 use tbscope_core::event_file::Options;
-use tbscope_core::{CachedReader, Error, Kind, Reader, ReaderOptions, Restarts, Scan};
+use tbscope_core::{CachedReader, Kind, Reader, ReaderOptions, Restarts, Scan};
 
+mod funnel;
 mod series;
 mod writer;
 
-create_exception!(
-    _core,
-    CorruptRecordError,
-    PyException,
-    "A record could not be read and strict reading was asked for."
-);
+use funnel::{detached, guarded, Failure, Outcome};
 
 const STREAM: &CStr = c"arrow_array_stream";
 const SCHEMA: &CStr = c"arrow_schema";
 
-/// The one place where core errors become Python exceptions.
-fn to_py_err(e: Error) -> PyErr {
-    match e {
-        Error::Io { source, path } => {
-            let msg = format!("{path}: {source}");
-            match source.kind() {
-                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
-                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
-                _ => PyOSError::new_err(msg),
-            }
-        }
-        Error::Corrupt { .. } => CorruptRecordError::new_err(e.to_string()),
-        Error::InvalidArgument(m) => PyValueError::new_err(m),
-        Error::Interrupted => PyKeyboardInterrupt::new_err("read interrupted"),
-        Error::Other(m) => PyOSError::new_err(m),
-    }
-}
+/// How long a cancelled read may take to stop before Ctrl-C returns anyway (workers notice the
+/// flag within a few thousand records; one may be stuck in a system call).
+const READ_GRACE: Duration = Duration::from_secs(5);
+/// How long a cancelled rewrite may take to remove its staging directory.
+const REWRITE_GRACE: Duration = Duration::from_secs(30);
 
 fn regex(pattern: Option<String>, what: &str) -> PyResult<Option<regex::Regex>> {
     pattern
@@ -105,7 +85,7 @@ impl NativeReader {
     #[new]
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
-                        cache_dir=None))]
+                        cache_dir=None, tail_timeout=600.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
@@ -120,12 +100,24 @@ impl NativeReader {
         provenance: bool,
         threads: usize,
         cache_dir: Option<PathBuf>,
-    ) -> PyResult<Self> {
+        tail_timeout: f64,
+    ) -> Outcome<Self> {
+        let tail_timeout = if tail_timeout == f64::INFINITY {
+            // Never final by age (a newer file in the run still makes it final).
+            Ok(std::time::Duration::MAX)
+        } else {
+            std::time::Duration::try_from_secs_f64(tail_timeout)
+        }
+        .map_err(|_| {
+            Failure::Value(format!(
+                "tail_timeout={tail_timeout} is not a number of seconds >= 0; use 0 to read every file as finished"
+            ))
+        })?;
         let restarts = match restarts {
             "all" => Restarts::All,
             "preempt" => Restarts::Preempt,
             other => {
-                return Err(PyValueError::new_err(format!(
+                return Err(Failure::Value(format!(
                     "restarts={other:?} is not a choice; use \"all\" (keep every record) or \"preempt\" (TensorBoard's rule)"
                 )))
             }
@@ -136,156 +128,108 @@ impl NativeReader {
                 &v.iter().map(|k| kind(k)).collect::<PyResult<Vec<_>>>()?,
             ),
         };
-        let preempt = restarts == Restarts::Preempt;
-        let file = Options {
-            verify,
-            max_len: max_record_bytes,
-            provenance,
-            kinds,
-            tags: regex(tags, "tags")?,
-            // Preemption must see the steps below the bound, so that bound is applied later.
-            step_lo: if preempt { None } else { step_lo },
-            step_hi,
-        };
         let opts = ReaderOptions {
-            file,
+            file: Options {
+                verify,
+                max_len: max_record_bytes,
+                provenance,
+                kinds,
+                tags: regex(tags, "tags")?,
+                ..Default::default()
+            },
             runs: regex(runs, "runs")?,
             restarts,
             threads,
-            step_lo: if preempt { step_lo } else { None },
-        };
-        let reader: Inner = match cache_dir {
-            Some(dir) => Box::new(CachedReader::new(&path, opts, &dir).map_err(to_py_err)?),
-            None => Box::new(Reader::new(&path, opts).map_err(to_py_err)?),
-        };
+            tail_timeout,
+            ..Default::default()
+        }
+        .with_steps(step_lo, step_hi);
+        let reader: Inner = guarded(|| {
+            Ok(match cache_dir {
+                Some(dir) => Box::new(CachedReader::new(&path, opts, &dir)?) as Inner,
+                None => Box::new(Reader::new(&path, opts)?),
+            })
+        })?;
         Ok(NativeReader {
             inner: Arc::new(Mutex::new(reader)),
         })
     }
 
     /// Reads what is new; returns (files read, bytes read, records, rows).
-    fn load(&self, py: Python<'_>) -> PyResult<(usize, u64, u64, usize)> {
-        let s = interruptible(py, &self.inner, |r, cancel| r.load(cancel))?;
+    fn load(&self, py: Python<'_>) -> Outcome<(usize, u64, u64, usize)> {
+        let s = self.detached(py, |r, cancel| r.load(cancel))?;
         Ok((s.files_read, s.bytes_read, s.records, s.rows))
     }
 
     /// Streams one kind in pieces of about `max_bytes` of event files, keeping nothing.
-    fn stream(&self, kind_name: &str, max_bytes: u64) -> PyResult<Stream> {
+    fn stream(&self, kind_name: &str, max_bytes: u64) -> Outcome<Stream> {
         let k = kind(kind_name)?;
-        let plan = {
-            let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            r.plan().map_err(to_py_err)?
-        };
-        let mut groups = VecDeque::new();
-        let mut group = Vec::new();
-        let mut bytes = 0u64;
-        for item in plan {
-            let left = std::fs::metadata(&item.1)
-                .map_or(0, |m| m.len())
-                .saturating_sub(item.2.offset);
-            if !group.is_empty() && bytes + left > max_bytes {
-                groups.push_back(std::mem::take(&mut group));
-                bytes = 0;
-            }
-            bytes += left;
-            group.push(item);
-        }
-        if !group.is_empty() {
-            groups.push_back(group);
-        }
+        let pieces = self.with(|r| r.plan_pieces(max_bytes))?;
         Ok(Stream {
             reader: self.inner.clone(),
-            groups: Mutex::new(groups),
+            pieces: Mutex::new(pieces.into()),
             kind: k,
         })
     }
 
     /// All rows read so far of one kind.
-    fn table(&self, py: Python<'_>, kind_name: &str) -> PyResult<Table> {
+    fn table(&self, py: Python<'_>, kind_name: &str) -> Outcome<Table> {
         let k = kind(kind_name)?;
-        let reader = self.inner.clone();
-        py.detach(move || {
-            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            let batches = r.table(k)?;
-            Ok(Table {
-                schema: r.schema(k)?,
-                batches,
+        py.detach(|| {
+            self.with(|r| {
+                Ok(Table {
+                    batches: r.table(k)?,
+                    schema: r.schema(k)?,
+                })
             })
         })
-        .map_err(to_py_err)
     }
 
-    fn series(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(Table::one(r.series().map_err(to_py_err)?))
+    fn series(&self) -> Outcome<Table> {
+        self.with(|r| r.series().map(Table::one))
     }
 
     /// One row per run with hparams records.
-    fn hparams(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(Table::one(r.hparams().map_err(to_py_err)?))
+    fn hparams(&self) -> Outcome<Table> {
+        self.with(|r| r.hparams().map(Table::one))
     }
 
-    fn runs_table(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(Table::one(r.runs_table().map_err(to_py_err)?))
-    }
-
-    /// Per run, the newest mtime of its event files (seconds) as of the last load.
-    fn run_mtimes(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(Table::one(r.run_mtimes().map_err(to_py_err)?))
+    fn runs_table(&self) -> Outcome<Table> {
+        self.with(|r| r.runs_table().map(Table::one))
     }
 
     /// Per run: the runs table's columns, last_modified, series, first_step, last_step.
-    fn run_facts(&self) -> PyResult<Table> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(Table::one(r.run_facts().map_err(to_py_err)?))
+    fn run_facts(&self) -> Outcome<Table> {
+        self.with(|r| r.run_facts().map(Table::one))
     }
 
     /// One row per run of `runs_table()`; per tag with scalars (sorted) and per (statistic,
     /// suffix) of `stats`, a column `<tag>:<suffix>`.
-    fn summary_table(&self, py: Python<'_>, stats: Vec<(String, String)>) -> PyResult<Table> {
-        let reader = self.inner.clone();
-        py.detach(move || {
-            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.summary_table(&stats).map(Table::one)
-        })
-        .map_err(to_py_err)
+    fn summary_table(&self, py: Python<'_>, stats: Vec<(String, String)>) -> Outcome<Table> {
+        py.detach(|| self.with(|r| r.summary_table(&stats).map(Table::one)))
     }
 
-    /// Per scalar series: points, first, last, min, max, mean, count, argmin, argmax.
-    fn scalar_stats(&self, py: Python<'_>) -> PyResult<Table> {
-        let reader = self.inner.clone();
-        py.detach(move || {
-            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            r.scalar_stats().map(Table::one)
-        })
-        .map_err(to_py_err)
-    }
-
-    fn run_names(&self) -> PyResult<Vec<String>> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.run_names().map_err(to_py_err)
+    fn run_names(&self) -> Outcome<Vec<String>> {
+        self.with(|r| r.run_names())
     }
 
     /// The health report: (run, file, severity, offset, length, reason) tuples.
-    fn report(&self) -> PyResult<Vec<ReportTuple>> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(r.report()
-            .map_err(to_py_err)?
-            .iter()
-            .map(|e| {
-                (
-                    e.run.clone(),
-                    e.file.clone(),
-                    e.severity.name(),
-                    e.offset,
-                    e.length,
-                    e.reason.clone(),
-                )
-            })
-            .collect())
+    fn report(&self) -> Outcome<Vec<ReportTuple>> {
+        self.with(|r| {
+            Ok(r.report()?
+                .iter()
+                .map(|e| {
+                    (
+                        e.run.clone(),
+                        e.file.clone(),
+                        e.severity.name(),
+                        e.offset,
+                        e.length,
+                        e.reason.clone(),
+                    )
+                })
+                .collect())
+        })
     }
 
     /// What the cache did on the last load: (dir, status, generation, written, runs dropped,
@@ -305,13 +249,49 @@ impl NativeReader {
     }
 
     /// The absolute path of a file named in `blob_file`/`file` columns.
-    fn file_path(&self, rel: &str) -> PyResult<Option<PathBuf>> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        r.file_path(rel).map_err(to_py_err)
+    fn file_path(&self, rel: &str) -> Outcome<Option<PathBuf>> {
+        self.with(|r| r.file_path(rel))
     }
 }
 
-type Work = Vec<(String, PathBuf, tbscope_core::event_file::Cursor)>;
+impl NativeReader {
+    /// The one way into the reader for the quick methods above: locks it, runs `f` (a cached
+    /// reader decodes what `f` needs itself).
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> tbscope_core::Result<T>) -> Outcome<T> {
+        guarded(|| {
+            let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(f(&mut r)?)
+        })
+    }
+
+    /// `f` on the reader in the interruptible runner (long calls: `load`).
+    fn detached<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Inner, &std::sync::atomic::AtomicBool) -> tbscope_core::Result<T>
+            + Send
+            + 'static,
+    ) -> Outcome<T> {
+        read_detached(py, &self.inner, f)
+    }
+}
+
+/// `f` on `reader` in the interruptible runner.
+fn read_detached<T: Send + 'static>(
+    py: Python<'_>,
+    reader: &Arc<Mutex<Inner>>,
+    f: impl FnOnce(&mut Inner, &std::sync::atomic::AtomicBool) -> tbscope_core::Result<T>
+        + Send
+        + 'static,
+) -> Outcome<T> {
+    let reader = reader.clone();
+    detached(py, "tbscope-load", READ_GRACE, move |cancel| {
+        let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(f(&mut r, cancel)?)
+    })
+}
+
+type Piece = tbscope_core::scan::Work;
 
 /// `NativeReader.report()`: (run, file, severity, offset, length, reason).
 type ReportTuple = (String, String, &'static str, u64, u64, String);
@@ -326,50 +306,11 @@ type CacheInfoTuple = (
     Vec<String>,
 );
 
-/// Runs `f` on the reader in a helper thread while this thread waits without the GIL, checking
-/// for signals every 50 ms: Ctrl-C sets the cancel flag and raises KeyboardInterrupt.
-fn interruptible<T: Send + 'static>(
-    py: Python<'_>,
-    reader: &Arc<Mutex<Inner>>,
-    f: impl FnOnce(&mut Inner, &AtomicBool) -> tbscope_core::Result<T> + Send + 'static,
-) -> PyResult<T> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel();
-    let reader = reader.clone();
-    let flag = cancel.clone();
-    std::thread::Builder::new()
-        .name("tbscope-load".into())
-        .spawn(move || {
-            let mut r = reader.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = tx.send(f(&mut r, &flag));
-        })
-        .map_err(|e| PyOSError::new_err(format!("cannot start a reader thread: {e}")))?;
-    // Receivers are not Sync; the lock only lets the wait run without the GIL.
-    let rx = Mutex::new(rx);
-    loop {
-        match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
-            Ok(res) => return res.map_err(to_py_err),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
-                    cancel.store(true, Ordering::Relaxed);
-                    // Workers notice the flag within a few thousand records; don't wait
-                    // forever on one stuck in a system call.
-                    let _ = py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_secs(5)));
-                    return Err(e);
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(PyOSError::new_err("the reader thread stopped unexpectedly"))
-            }
-        }
-    }
-}
-
 /// Pieces of a logdir read one at a time: each `next()` reads a group of files.
 #[pyclass(module = "tbscope._core", frozen)]
 struct Stream {
     reader: Arc<Mutex<Inner>>,
-    groups: Mutex<VecDeque<Work>>,
+    pieces: Mutex<VecDeque<Piece>>,
     kind: Kind,
 }
 
@@ -379,10 +320,10 @@ impl Stream {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Table>> {
+    fn __next__(&self, py: Python<'_>) -> Outcome<Option<Table>> {
         loop {
-            let Some(group) = self
-                .groups
+            let Some(piece) = self
+                .pieces
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .pop_front()
@@ -391,7 +332,7 @@ impl Stream {
             };
             let kind = self.kind;
             let batches: Vec<RecordBatch> =
-                interruptible(py, &self.reader, move |r, cancel| r.read(group, cancel))?
+                read_detached(py, &self.reader, move |r, cancel| r.read(piece, cancel))?
                     .1
                     .into_iter()
                     .filter(|(k, _)| *k == kind)
@@ -431,82 +372,31 @@ impl Table {
         &self,
         py: Python<'py>,
         requested_schema: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
+    ) -> Outcome<Bound<'py, PyCapsule>> {
         let _ = requested_schema; // The protocol lets a producer keep its own schema.
         let it = RecordBatchIterator::new(
             self.batches.clone().into_iter().map(Ok),
             self.schema.clone(),
         );
         let stream = FFI_ArrowArrayStream::new(Box::new(it));
-        PyCapsule::new_with_value(py, stream, STREAM)
+        Ok(PyCapsule::new_with_value(py, stream, STREAM)?)
     }
 
-    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> Outcome<Bound<'py, PyCapsule>> {
         let s = FFI_ArrowSchema::try_from(self.schema.as_ref())
             .map_err(|e| PyValueError::new_err(format!("cannot export schema: {e}")))?;
-        PyCapsule::new_with_value(py, s, SCHEMA)
+        Ok(PyCapsule::new_with_value(py, s, SCHEMA)?)
     }
 
     #[getter]
     fn num_rows(&self) -> usize {
         self.batches.iter().map(|b| b.num_rows()).sum()
     }
-
-    #[getter]
-    fn num_batches(&self) -> usize {
-        self.batches.len()
-    }
 }
 
 // ------------------------------------------------------------------------------------------
 // Log surgery (`tbscope_core::rewrite`): written into a staging directory, published by
 // `commit_rewrite` once the Python side has verified it (or at once with `commit=True`).
-
-/// `rewrite`'s errors: an occupied output is FileExistsError, everything else as usual.
-fn rewrite_err(e: Error) -> PyErr {
-    match e {
-        Error::Io { source, path } if source.kind() == std::io::ErrorKind::AlreadyExists => {
-            pyo3::exceptions::PyFileExistsError::new_err(format!("{path}: {source}"))
-        }
-        e => to_py_err(e),
-    }
-}
-
-/// Runs `f` on a helper thread while this one waits without the GIL; Ctrl-C sets the cancel
-/// flag (the rewrite stops within a few thousand records) and raises KeyboardInterrupt.
-fn detached<T: Send + 'static>(
-    py: Python<'_>,
-    f: impl FnOnce(&AtomicBool) -> tbscope_core::Result<T> + Send + 'static,
-) -> PyResult<T> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = cancel.clone();
-    let (tx, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("tbscope-rewrite".into())
-        .spawn(move || {
-            let _ = tx.send(f(&flag));
-        })
-        .map_err(|e| PyOSError::new_err(format!("cannot start a worker thread: {e}")))?;
-    let rx = Mutex::new(rx);
-    loop {
-        match py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_millis(50))) {
-            Ok(res) => return res.map_err(rewrite_err),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
-                    cancel.store(true, Ordering::Relaxed);
-                    // Wait for the worker to remove its staging directory.
-                    let _ = py.detach(|| rx.lock().unwrap().recv_timeout(Duration::from_secs(30)));
-                    return Err(e);
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(PyOSError::new_err(
-                    "the rewrite thread stopped unexpectedly",
-                ))
-            }
-        }
-    }
-}
 
 /// Rewrites `src` into a staging directory next to `dst` and returns what it did as a dict
 /// (`staging`: where the output is, or None once committed; counts; `files_out`; `problems`
@@ -528,7 +418,7 @@ fn rewrite<'py>(
     force: bool,
     commit: bool,
     threads: usize,
-) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+) -> Outcome<Bound<'py, pyo3::types::PyDict>> {
     use tbscope_core::rewrite as rw;
     let opts = rw::RewriteOptions {
         runs: regex(runs, "runs")?,
@@ -540,13 +430,13 @@ fn rewrite<'py>(
         threads,
         ..Default::default()
     };
-    let (stats, staging) = detached(py, move |cancel| {
+    let (stats, staging) = detached(py, "tbscope-rewrite", REWRITE_GRACE, move |cancel| {
         let staging = rw::stage(&src, &dst, force)?;
         let stats = match rw::write(&src, &staging, &opts, cancel) {
             Ok(s) => s,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&staging);
-                return Err(e);
+                return Err(e.into());
             }
         };
         if commit {
@@ -590,8 +480,8 @@ fn rewrite<'py>(
 /// Publishes a staging directory from `rewrite(commit=False)` as `dst` (checks run again).
 #[pyfunction]
 #[pyo3(signature = (src, staging, dst, *, force=false))]
-fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> PyResult<()> {
-    tbscope_core::rewrite::commit(&src, &staging, &dst, force).map_err(rewrite_err)
+fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> Outcome<()> {
+    guarded(|| Ok(tbscope_core::rewrite::commit(&src, &staging, &dst, force)?))
 }
 
 /// An Arrow table (anything with `__arrow_c_stream__`) as CSV in pandas' format, UTF-8 (see
@@ -609,17 +499,44 @@ fn to_csv<'py>(
     quote_chars: Option<String>,
     quote_empty: bool,
     fd: Option<i32>,
-) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
+) -> Outcome<Option<Bound<'py, pyo3::types::PyBytes>>> {
+    if let Some(fd) = fd.filter(|fd| *fd < 0) {
+        return Err(Failure::Value(format!(
+            "fd={fd} is not a file descriptor; pass an open file's fileno()"
+        )));
+    }
+    guarded(|| csv_of(py, table, header, chunk_rows, quote_chars, quote_empty, fd))
+}
+
+/// `to_csv`'s body.
+#[allow(clippy::too_many_arguments)]
+fn csv_of<'py>(
+    py: Python<'py>,
+    table: &Bound<'py, PyAny>,
+    header: bool,
+    chunk_rows: usize,
+    quote_chars: Option<String>,
+    quote_empty: bool,
+    fd: Option<i32>,
+) -> Outcome<Option<Bound<'py, pyo3::types::PyBytes>>> {
     use arrow_array::ffi_stream::RecordBatchStreamReader;
     use arrow_array::RecordBatchReader as _;
+    if !table.hasattr("__arrow_c_stream__")? {
+        return Err(PyTypeError::new_err(format!(
+            "table must be an Arrow table (anything with __arrow_c_stream__, such as a \
+             pyarrow.Table); got {}",
+            table.get_type().name()?
+        ))
+        .into());
+    }
     let capsule = table.call_method0("__arrow_c_stream__")?;
-    let capsule = capsule.cast::<PyCapsule>()?;
+    let capsule = capsule.cast::<PyCapsule>().map_err(PyErr::from)?;
     let ptr = capsule.pointer_checked(Some(STREAM))?;
     // SAFETY: the capsule holds an FFI_ArrowArrayStream (checked by name); `from_raw` moves it
     // out and leaves a released stream behind, which the capsule's destructor then skips.
     let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) };
     let reader = RecordBatchStreamReader::try_new(stream)
-        .map_err(|e| PyValueError::new_err(format!("not an Arrow stream: {e}")))?;
+        .map_err(|e| Failure::Value(format!("not an Arrow stream: {e}")))?;
     let names: Vec<String> = reader
         .schema()
         .fields()
@@ -628,7 +545,7 @@ fn to_csv<'py>(
         .collect();
     let batches = reader
         .collect::<Result<Vec<RecordBatch>, _>>()
-        .map_err(|e| PyValueError::new_err(format!("reading the Arrow stream failed: {e}")))?;
+        .map_err(|e| Failure::Value(format!("reading the Arrow stream failed: {e}")))?;
     let opts = tbscope_core::text::CsvOptions {
         chunk_rows: chunk_rows.max(1),
         quote_chars: quote_chars.as_deref().unwrap_or(",\"\n").chars().collect(),
@@ -646,18 +563,18 @@ fn to_csv<'py>(
                 Ok(())
             })
         })
-        .map_err(PyValueError::new_err)?;
+        .map_err(Failure::Value)?;
         let len = parts.iter().map(Vec::len).sum();
         // Straight into the bytes object: the text of a large table is copied once.
-        return pyo3::types::PyBytes::new_with(py, len, |buf| {
+        let bytes = pyo3::types::PyBytes::new_with(py, len, |buf| {
             let mut at = 0;
             for p in &parts {
                 buf[at..at + p.len()].copy_from_slice(p);
                 at += p.len();
             }
             Ok(())
-        })
-        .map(Some);
+        })?;
+        return Ok(Some(bytes));
     };
     use std::io::Write as _;
     use std::os::fd::FromRawFd as _;
@@ -675,12 +592,38 @@ fn to_csv<'py>(
     });
     match (out, failed) {
         (Ok(()), _) => Ok(None),
-        (Err(_), Some(e)) => Err(PyOSError::new_err((
-            e.raw_os_error().unwrap_or(0),
-            e.to_string(),
-        ))),
-        (Err(msg), None) => Err(PyValueError::new_err(msg)),
+        (Err(_), Some(e)) => Err(Failure::Os(e)),
+        (Err(msg), None) => Err(Failure::Value(msg)),
     }
+}
+
+/// Payloads of whole records of one event file, with their offsets, read with the reader's
+/// framing (both CRCs checked): the records starting at `offsets`, else every record, or those
+/// whose payload contains `containing`.
+#[pyfunction]
+#[pyo3(signature = (path, offsets=None, *, containing=None, max_record_bytes=256 << 20))]
+fn read_records<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    offsets: Option<Vec<u64>>,
+    containing: Option<Vec<u8>>,
+    max_record_bytes: u64,
+) -> Outcome<Vec<(u64, Bound<'py, PyBytes>)>> {
+    let found = py.detach(|| {
+        guarded(|| {
+            tbscope_core::event_file::raw_records(
+                &path,
+                offsets.as_deref(),
+                containing.as_deref(),
+                max_record_bytes,
+            )
+            .map_err(|e| tbscope_core::Error::io(e, &path).into())
+        })
+    })?;
+    Ok(found
+        .into_iter()
+        .map(|(o, d)| (o, PyBytes::new(py, &d)))
+        .collect())
 }
 
 #[pymodule]
@@ -693,11 +636,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(read_records, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
-    m.add(
-        "CorruptRecordError",
-        m.py().get_type::<CorruptRecordError>(),
-    )?;
     Ok(())
 }

@@ -7,6 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tbscope_core::downsample::{ema as core_ema, m4_many};
 
+use crate::funnel::{guarded, Outcome};
+
 /// A C-contiguous, aligned buffer of `T` in native byte order (format letters `codes`).
 fn slice<'a, T>(
     buf: &'a PyUntypedBuffer,
@@ -100,6 +102,26 @@ pub fn downsample<'py>(
     x_lo: Option<f64>,
     x_hi: Option<f64>,
     smoothing: Option<f64>,
+) -> Outcome<(
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+)> {
+    guarded(|| Ok(m4(py, x, y, n, starts, ends, x_lo, x_hi, smoothing)?))
+}
+
+/// `downsample`'s body.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn m4<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
+    n: usize,
+    starts: Option<&Bound<'py, PyAny>>,
+    ends: Option<&Bound<'py, PyAny>>,
+    x_lo: Option<f64>,
+    x_hi: Option<f64>,
+    smoothing: Option<f64>,
 ) -> PyResult<(
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
@@ -169,6 +191,18 @@ pub fn downsample<'py>(
 #[pyfunction]
 #[pyo3(signature = (y, weight, out, *, starts=None, ends=None))]
 pub fn ema<'py>(
+    py: Python<'py>,
+    y: &Bound<'py, PyAny>,
+    weight: f64,
+    out: &Bound<'py, PyAny>,
+    starts: Option<&Bound<'py, PyAny>>,
+    ends: Option<&Bound<'py, PyAny>>,
+) -> Outcome<()> {
+    guarded(|| Ok(smooth(py, y, weight, out, starts, ends)?))
+}
+
+/// `ema`'s body.
+fn smooth<'py>(
     py: Python<'py>,
     y: &Bound<'py, PyAny>,
     weight: f64,

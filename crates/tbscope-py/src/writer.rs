@@ -9,37 +9,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyString};
 use tbscope_core::histogram::{self, Edges, Histogram, Values};
-use tbscope_core::writer::{self, Backlog, ScalarStyle, WriteError};
+use tbscope_core::writer::{self, Backlog, ScalarStyle};
 
-/// The one place where writer errors become Python exceptions.
-fn to_py_err(e: WriteError) -> PyErr {
-    match e {
-        WriteError::Closed(m) | WriteError::InvalidArgument(m) => PyValueError::new_err(m),
-        // OSError(errno, message) picks the errno's subclass (FileExistsError, ...).
-        WriteError::Io {
-            source, message, ..
-        } => match source.raw_os_error() {
-            Some(errno) => PyOSError::new_err((errno, message)),
-            None => PyOSError::new_err(message),
-        },
-        WriteError::Replaced { message, .. } => {
-            PyFileNotFoundError::new_err((libc_enoent(), message))
-        }
-        WriteError::Other(m) => PyOSError::new_err(m),
-    }
-}
-
-fn libc_enoent() -> i32 {
-    std::io::Error::from(std::io::ErrorKind::NotFound)
-        .raw_os_error()
-        .unwrap_or(2)
-}
+use crate::funnel::{guarded, invalid, Outcome};
 
 /// Values read from a Python buffer: borrowed when its memory is usable as is, else copied.
 enum Floats<'a> {
@@ -259,7 +237,7 @@ pub struct EventWriter {
 
 impl EventWriter {
     /// `Edges` for these values: the last ones again if they are the same to the bit.
-    fn edges(&self, ev: &[f64]) -> PyResult<Arc<Edges>> {
+    fn edges(&self, ev: &[f64]) -> Outcome<Arc<Edges>> {
         let mut last = self.last_edges.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = last.as_ref() {
             let same = e.edges().len() == ev.len()
@@ -271,17 +249,17 @@ impl EventWriter {
                 return Ok(e.clone());
             }
         }
-        let e = Arc::new(Edges::new(ev).map_err(PyValueError::new_err)?);
+        let e = Arc::new(invalid(Edges::new(ev))?);
         *last = Some(e.clone());
         Ok(e)
     }
 
     /// Applies back-pressure after an append: waits, without the GIL, for the thread.
     #[inline]
-    fn queued(&self, py: Python<'_>, r: writer::Result<Backlog>) -> PyResult<()> {
-        match r.map_err(to_py_err)? {
+    fn queued(&self, py: Python<'_>, r: writer::Result<Backlog>) -> Outcome<()> {
+        match r? {
             Backlog::Fine => Ok(()),
-            Backlog::Full => py.detach(|| self.inner.relieve()).map_err(to_py_err),
+            Backlog::Full => Ok(py.detach(|| self.inner.relieve())?),
         }
     }
 }
@@ -295,29 +273,30 @@ impl EventWriter {
         flush_secs: f64,
         max_queue: usize,
         max_pending_bytes: usize,
-    ) -> PyResult<Self> {
-        let flush_every = Duration::try_from_secs_f64(flush_secs)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "flush_secs must be a positive number of seconds, got {flush_secs}"
-                ))
-            })?;
-        let opts = writer::Options {
-            flush_every,
-            max_queue,
-            max_pending_bytes,
-        };
-        let inner = match path {
-            Some(p) => writer::EventWriter::create(&p, opts),
-            None => writer::EventWriter::memory(opts),
-        }
-        .map_err(to_py_err)?;
-        Ok(EventWriter {
-            inner,
-            last_edges: Mutex::new(None),
-            template: Mutex::new(Template::default()),
+    ) -> Outcome<Self> {
+        guarded(|| {
+            let flush_every = Duration::try_from_secs_f64(flush_secs)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "flush_secs must be a positive number of seconds, got {flush_secs}"
+                    ))
+                })?;
+            let opts = writer::Options {
+                flush_every,
+                max_queue,
+                max_pending_bytes,
+            };
+            let inner = match path {
+                Some(p) => writer::EventWriter::create(&p, opts),
+                None => writer::EventWriter::memory(opts),
+            }?;
+            Ok(EventWriter {
+                inner,
+                last_edges: Mutex::new(None),
+                template: Mutex::new(Template::default()),
+            })
         })
     }
 
@@ -357,14 +336,16 @@ impl EventWriter {
         wall_time: Option<f64>,
         new_style: bool,
         double_precision: bool,
-    ) -> PyResult<()> {
-        let style = match (new_style, double_precision) {
-            (false, _) => ScalarStyle::Simple,
-            (true, false) => ScalarStyle::Tensor32,
-            (true, true) => ScalarStyle::Tensor64,
-        };
-        let r = self.inner.scalar(tag, value, step, wall_time, style);
-        self.queued(py, r)
+    ) -> Outcome<()> {
+        guarded(|| {
+            let style = match (new_style, double_precision) {
+                (false, _) => ScalarStyle::Simple,
+                (true, false) => ScalarStyle::Tensor32,
+                (true, true) => ScalarStyle::Tensor64,
+            };
+            let r = self.inner.scalar(tag, value, step, wall_time, style);
+            self.queued(py, r)
+        })
     }
 
     #[pyo3(signature = (tags, values, step=None, wall_time=None))]
@@ -375,10 +356,12 @@ impl EventWriter {
         values: Vec<f64>,
         step: Option<i64>,
         wall_time: Option<f64>,
-    ) -> PyResult<()> {
-        let tags: Vec<&str> = tags.iter().map(|t| &**t).collect();
-        let r = self.inner.scalars(&tags, &values, step, wall_time);
-        self.queued(py, r)
+    ) -> Outcome<()> {
+        guarded(|| {
+            let tags: Vec<&str> = tags.iter().map(|t| &**t).collect();
+            let r = self.inner.scalars(&tags, &values, step, wall_time);
+            self.queued(py, r)
+        })
     }
 
     /// `scalars` from a dict, read with the dict's own iteration (no lists built). The
@@ -391,21 +374,23 @@ impl EventWriter {
         metrics: &Bound<'_, PyDict>,
         step: Option<i64>,
         wall_time: Option<f64>,
-    ) -> PyResult<()> {
-        let r = match self.template.try_lock() {
-            Ok(mut t) => {
-                t.fill(py, metrics)?;
-                self.inner.summary(&t.body, step, wall_time)
-            }
-            // Busy: a value's __float__ logs through this writer (or another thread is in
-            // the middle of a call). Encode on the side.
-            Err(_) => {
-                let mut t = Template::default();
-                t.fill(py, metrics)?;
-                self.inner.summary(&t.body, step, wall_time)
-            }
-        };
-        self.queued(py, r)
+    ) -> Outcome<()> {
+        guarded(|| {
+            let r = match self.template.try_lock() {
+                Ok(mut t) => {
+                    t.fill(py, metrics)?;
+                    self.inner.summary(&t.body, step, wall_time)
+                }
+                // Busy: a value's __float__ logs through this writer (or another thread is in
+                // the middle of a call). Encode on the side.
+                Err(_) => {
+                    let mut t = Template::default();
+                    t.fill(py, metrics)?;
+                    self.inner.summary(&t.body, step, wall_time)
+                }
+            };
+            self.queued(py, r)
+        })
     }
 
     #[pyo3(signature = (tag, values, step=None, wall_time=None, edges=None, max_bins=None))]
@@ -419,30 +404,31 @@ impl EventWriter {
         wall_time: Option<f64>,
         edges: Option<&Bound<'_, PyAny>>,
         max_bins: Option<usize>,
-    ) -> PyResult<()> {
-        let vbuf = contiguous(values, "values")?;
-        let vals = floats(&vbuf, "values", true)?;
-        let edges = match edges {
-            Some(e) => {
-                let ebuf = contiguous(e, "edges")?;
-                let ev = floats(&ebuf, "edges", false)?;
-                let Values::F64(ev) = ev.values() else {
-                    unreachable!("edges are float64 only")
-                };
-                Some(self.edges(ev)?)
-            }
-            None => None,
-        };
-        let v = vals.values();
-        let compute = || histogram::histogram(v, edges.as_deref(), max_bins);
-        let h: Histogram = if v.len() >= HISTOGRAM_DETACH {
-            py.detach(compute)
-        } else {
-            compute()
-        }
-        .map_err(PyValueError::new_err)?;
-        let r = self.inner.histogram(tag, &h, step, wall_time);
-        self.queued(py, r)
+    ) -> Outcome<()> {
+        guarded(|| {
+            let vbuf = contiguous(values, "values")?;
+            let vals = floats(&vbuf, "values", true)?;
+            let edges = match edges {
+                Some(e) => {
+                    let ebuf = contiguous(e, "edges")?;
+                    let ev = floats(&ebuf, "edges", false)?;
+                    let Values::F64(ev) = ev.values() else {
+                        unreachable!("edges are float64 only")
+                    };
+                    Some(self.edges(ev)?)
+                }
+                None => None,
+            };
+            let v = vals.values();
+            let compute = || histogram::histogram(v, edges.as_deref(), max_bins);
+            let h: Histogram = invalid(if v.len() >= HISTOGRAM_DETACH {
+                py.detach(compute)
+            } else {
+                compute()
+            })?;
+            let r = self.inner.histogram(tag, &h, step, wall_time);
+            self.queued(py, r)
+        })
     }
 
     #[pyo3(signature = (tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts, step=None, wall_time=None))]
@@ -460,18 +446,20 @@ impl EventWriter {
         bucket_counts: Vec<f64>,
         step: Option<i64>,
         wall_time: Option<f64>,
-    ) -> PyResult<()> {
-        let h = Histogram {
-            min,
-            max,
-            num,
-            sum,
-            sum_squares,
-            limits: bucket_limits,
-            counts: bucket_counts,
-        };
-        let r = self.inner.histogram(tag, &h, step, wall_time);
-        self.queued(py, r)
+    ) -> Outcome<()> {
+        guarded(|| {
+            let h = Histogram {
+                min,
+                max,
+                num,
+                sum,
+                sum_squares,
+                limits: bucket_limits,
+                counts: bucket_counts,
+            };
+            let r = self.inner.histogram(tag, &h, step, wall_time);
+            self.queued(py, r)
+        })
     }
 
     #[pyo3(signature = (tag, data, dtype, shape, step=None, wall_time=None, metadata=None))]
@@ -486,20 +474,22 @@ impl EventWriter {
         step: Option<i64>,
         wall_time: Option<f64>,
         metadata: Option<&[u8]>,
-    ) -> PyResult<()> {
-        let buf = contiguous(data, "data")?;
-        let bytes: &[u8] = if buf.len_bytes() == 0 {
-            // An empty buffer's pointer may be null, which no slice may hold.
-            &[]
-        } else {
-            // SAFETY: a C-contiguous buffer is `len_bytes` bytes at `buf_ptr`, alive while
-            // `buf` is; any alignment is fine for bytes.
-            unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) }
-        };
-        let r = self
-            .inner
-            .tensor(tag, bytes, dtype, &shape, metadata, step, wall_time);
-        self.queued(py, r)
+    ) -> Outcome<()> {
+        guarded(|| {
+            let buf = contiguous(data, "data")?;
+            let bytes: &[u8] = if buf.len_bytes() == 0 {
+                // An empty buffer's pointer may be null, which no slice may hold.
+                &[]
+            } else {
+                // SAFETY: a C-contiguous buffer is `len_bytes` bytes at `buf_ptr`, alive while
+                // `buf` is; any alignment is fine for bytes.
+                unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) }
+            };
+            let r = self
+                .inner
+                .tensor(tag, bytes, dtype, &shape, metadata, step, wall_time);
+            self.queued(py, r)
+        })
     }
 
     #[pyo3(signature = (summary, step=None, wall_time=None))]
@@ -509,31 +499,39 @@ impl EventWriter {
         summary: &[u8],
         step: Option<i64>,
         wall_time: Option<f64>,
-    ) -> PyResult<()> {
-        let r = self.inner.summary(summary, step, wall_time);
-        self.queued(py, r)
+    ) -> Outcome<()> {
+        guarded(|| {
+            let r = self.inner.summary(summary, step, wall_time);
+            self.queued(py, r)
+        })
     }
 
-    fn event(&self, py: Python<'_>, event: &[u8]) -> PyResult<()> {
-        let r = self.inner.event(event);
-        self.queued(py, r)
+    fn event(&self, py: Python<'_>, event: &[u8]) -> Outcome<()> {
+        guarded(|| {
+            let r = self.inner.event(event);
+            self.queued(py, r)
+        })
     }
 
     #[pyo3(signature = (fsync=false))]
-    fn flush(&self, py: Python<'_>, fsync: bool) -> PyResult<()> {
-        py.detach(|| self.inner.flush(fsync)).map_err(to_py_err)
+    fn flush(&self, py: Python<'_>, fsync: bool) -> Outcome<()> {
+        guarded(|| Ok(py.detach(|| self.inner.flush(fsync))?))
     }
 
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        // Nothing more will be logged: let go of the template's keys.
-        if let Ok(mut t) = self.template.try_lock() {
-            *t = Template::default();
-        }
-        py.detach(|| self.inner.close()).map_err(to_py_err)
+    fn close(&self, py: Python<'_>) -> Outcome<()> {
+        guarded(|| {
+            // Nothing more will be logged: let go of the template's keys.
+            if let Ok(mut t) = self.template.try_lock() {
+                *t = Template::default();
+            }
+            Ok(py.detach(|| self.inner.close())?)
+        })
     }
 
-    fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let b = self.inner.take().map_err(to_py_err)?;
-        Ok(pyo3::types::PyBytes::new(py, &b))
+    fn take<'py>(&self, py: Python<'py>) -> Outcome<Bound<'py, pyo3::types::PyBytes>> {
+        guarded(|| {
+            let b = self.inner.take()?;
+            Ok(pyo3::types::PyBytes::new(py, &b))
+        })
     }
 }

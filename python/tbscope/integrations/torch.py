@@ -113,6 +113,8 @@ class _State:
             return
         for suffix, tensor in _tensors(value):
             arr = to_numpy(tensor)
+            if arr.dtype.kind == "V" and arr.dtype.name.startswith(("bfloat16", "float8")):
+                arr = arr.astype(np.float32)  # ml_dtypes' floats (numpy kind "V") hold exactly
             if arr.size == 0 or arr.dtype.kind not in "biuf":
                 continue  # nothing to bin: empty, complex, strings
             tag = f"{name}{suffix}"
@@ -120,7 +122,11 @@ class _State:
             wide = arr.astype(np.float64, copy=False).ravel()
             self.writer.add_scalar(f"{kind}_norm/{tag}", float(np.sqrt(np.dot(wide, wide))), global_step=step)
             if self.raw:
-                self.writer.add_tensor(f"{kind}_raw/{tag}", arr, global_step=step)
+                # The tensor itself, in its own dtype: torch's writer takes only torch tensors
+                # here, tbscope's takes both.
+                detach = getattr(tensor, "detach", None)
+                raw = detach() if callable(detach) else tensor
+                self.writer.add_tensor(f"{kind}_raw/{tag}", raw, global_step=step)
 
 
 def _is_tensor(x: object) -> bool:

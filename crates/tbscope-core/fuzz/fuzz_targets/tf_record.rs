@@ -1,80 +1,101 @@
-//! Fuzz target: `tf_record::parse_frame` and `resync` over arbitrary bytes.
+//! Fuzz target: the framing walker (`tf_record::Walker`) and `parse_frame` over arbitrary bytes.
 //!
-//! Walks the input the way the reader does (parse a frame; on corruption resync from the next
-//! byte) and checks it against a byte-at-a-time reference framing: the same records at the
-//! same offsets, the same tail. Also: spans are in bounds, `Found` positions really parse, and
-//! `write_record` round-trips. Input byte 0 picks the length cap; the rest is the file.
+//! Walks the input from memory with each end rule (live, final, cut) and checks: no panic; the
+//! steps tile the bytes in order (a live walk may end at a pending tail, which runs to the
+//! end); the records are exactly those of a byte-at-a-time reference (`driver::
+//! reference_frames`): every whole record outside a pending tail is read, in a final walk every
+//! whole record at all
+//! (a cut walk as a final one, unless a record runs past the cut); the CRC work stays within `driver::crc_bound`; and `write_record`
+//! round-trips. Input byte 0 picks the length cap and the buffer size; the rest is the file.
 #![cfg_attr(feature = "libfuzzer", no_main)]
 
 #[path = "driver.rs"]
 mod driver;
 
-use tbscope_core::tf_record::{data_crc_ok, parse_frame, resync, write_record, Frame, Resync, HEADER_LEN, OVERHEAD};
+use tbscope_core::tf_record::{
+    parse_frame, write_record, Damage, End, Frame, Step, WalkOptions, Walker,
+};
 
 fn check(input: &[u8]) {
-    let Some((&sel, buf)) = input.split_first() else { return };
+    let Some((&sel, buf)) = input.split_first() else {
+        return;
+    };
     let cap = driver::cap(sel);
-    for verify in [true, false] {
+    // Small buffers too, so refills land everywhere.
+    let min_read = [16usize, 100, 4096, 256 << 10][(sel >> 2) as usize % 4];
+    for end in [End::Live, End::Final, End::Cut] {
+        let opts = WalkOptions {
+            max_len: cap,
+            verify: true,
+            min_read,
+        };
+        let mut w = Walker::new(buf, 0, buf.len() as u64, end, opts, Vec::new());
+        let mut at = 0u64;
         let mut recs = Vec::new();
         let mut tail = None;
-        let mut pos = 0usize;
-        let mut corrupt = false;
-        while pos < buf.len() {
-            if corrupt {
-                match resync(buf, pos, cap) {
-                    Resync::Found(p) => {
-                        assert!(p >= pos);
-                        assert!(matches!(parse_frame(&buf[p..], cap, true), Frame::Record { .. }), "Found({p}) does not parse");
-                        pos = p;
-                        corrupt = false;
-                    }
-                    Resync::Candidate { pos: p, need } => {
-                        assert!(p >= pos && need > buf.len() - p && need >= OVERHEAD);
-                        tail = Some(p);
-                        break;
-                    }
-                    Resync::Exhausted(p) => {
-                        assert!(p >= pos && buf.len() - p.min(buf.len()) < HEADER_LEN);
-                        tail = Some(p);
-                        break;
-                    }
+        let mut past_cut = false;
+        loop {
+            match w.next() {
+                Step::Record { offset, framed } => {
+                    assert_eq!(offset, at, "{end:?}: record out of order");
+                    assert!(
+                        matches!(parse_frame(framed, cap, true), Frame::Record { span, .. } if span == framed.len())
+                    );
+                    recs.push((offset as usize, framed.len()));
+                    at += framed.len() as u64;
                 }
-                continue;
-            }
-            match parse_frame(&buf[pos..], cap, verify) {
-                Frame::Record { data, span } => {
-                    assert!(span >= OVERHEAD && data.len() + OVERHEAD == span && pos + span <= buf.len());
-                    assert!(data.len() as u64 <= cap);
-                    if verify || data_crc_ok(&buf[pos..], span) {
-                        recs.push((pos, span));
-                        pos += span;
-                    } else {
-                        // The reader only accepts an unverified record whose payload decodes;
-                        // for framing purposes a bad data CRC is corruption.
-                        corrupt = true;
-                        pos += 1;
-                    }
+                Step::Damage {
+                    offset,
+                    length,
+                    why,
+                } => {
+                    assert_eq!(offset, at, "{end:?}: damage out of order");
+                    assert!(length > 0);
+                    past_cut |= why == Damage::PastCut;
+                    at += length;
                 }
-                Frame::NeedMore { need } => {
-                    assert!(need > buf.len() - pos);
-                    tail = Some(pos);
-                    break;
+                Step::Tail {
+                    offset,
+                    length,
+                    stopped,
+                } => {
+                    assert_eq!(offset, at, "{end:?}: tail out of order");
+                    assert_eq!(stopped, end == End::Final, "{end:?}: tail kind");
+                    assert_ne!(end, End::Cut, "a cut walk has no tail");
+                    tail = Some(offset as usize);
+                    at += length;
                 }
-                Frame::Corrupt(_) => {
-                    corrupt = true;
-                    pos += 1;
-                }
+                Step::ReadError { .. } => panic!("memory does not fail"),
+                Step::End => break,
             }
         }
-        if corrupt && tail.is_none() && pos >= buf.len() {
-            // Corruption running to the very end: the reference calls the last <12 bytes a tail.
-            tail = Some(pos);
+        assert_eq!(
+            at,
+            buf.len() as u64,
+            "{end:?}: steps do not cover the bytes"
+        );
+        assert!(
+            w.crc_bytes() <= driver::crc_bound(buf.len()),
+            "{end:?}: {} CRC bytes for {}",
+            w.crc_bytes(),
+            buf.len()
+        );
+        let (want, want_tail) = driver::reference_frames(buf, cap, end == End::Live);
+        // A record running past a cut ends a segment's walk (the loader then reads the file in
+        // one piece); short of that, a cut walk reads what a final one does.
+        if !past_cut {
+            assert_eq!(recs, want, "{end:?}: records");
         }
-        let (want, want_tail) = driver::reference_frames(buf, cap);
-        assert_eq!(recs, want, "records (verify={verify})");
-        // An empty tail (corruption ending exactly at EOF) and no tail are the same thing.
-        let norm = |t: Option<usize>| t.filter(|&t| t < buf.len());
-        assert_eq!(norm(tail), norm(want_tail), "tail (verify={verify})");
+        if end == End::Live {
+            // An empty tail (damage ending exactly at the end) and no tail are the same thing.
+            let norm = |t: Option<usize>| t.filter(|&t| t < buf.len());
+            assert_eq!(norm(tail), norm(want_tail), "live tail");
+            assert_eq!(
+                w.cursor() as usize,
+                tail.unwrap_or(buf.len()),
+                "live cursor"
+            );
+        }
     }
     // Round trip.
     let mut out = Vec::new();

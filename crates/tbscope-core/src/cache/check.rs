@@ -10,6 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::manifest::{time_of, FileIndex};
 use super::Cache;
 use crate::load::{stat_found, Found, Reader, RunState};
 use crate::logdir::{discover, walk, Discovered, Listing};
@@ -182,7 +183,7 @@ fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Ch
                 {
                     return Change::Stale;
                 }
-                if grew || f.failed || m.modified().ok() != f.mtime {
+                if grew || f.failed || f.pending || m.modified().ok() != f.mtime {
                     change = Change::Appended;
                 }
             }
@@ -226,6 +227,7 @@ impl Cache {
         };
         const NONE: i32 = -1;
         let t0 = std::time::Instant::now();
+        let now = std::time::SystemTime::now();
         // First pass: what the listings promise (settled, complete, every run in its
         // directory).
         let mut children: Vec<u32> = vec![0; p.dirs.len()];
@@ -301,10 +303,19 @@ impl Cache {
                 let files = p.run_files(d.run as usize);
                 // Only a run's own files, each stat'ed last time (a file that failed, or one
                 // found elsewhere, is discovery's business).
+                // A pending tail stays pending while nothing changes, until its file's
+                // timeout passes (a newer file would have changed a listing).
+                let expired = |f: &FileIndex| {
+                    f.pending
+                        && f.mtime.is_none_or(|(s, n)| {
+                            now.duration_since(time_of(s, n))
+                                .is_ok_and(|age| age >= r.opts.tail_timeout)
+                        })
+                };
                 if files.is_empty()
                     || files
                         .iter()
-                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none())
+                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none() || expired(f))
                 {
                     same.store(false, Ordering::Relaxed);
                     return;

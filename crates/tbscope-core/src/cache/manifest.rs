@@ -348,7 +348,8 @@ pub(super) fn encode_manifest(
             let (secs, nanos) = f.mtime.map_or((0, 0), time_parts);
             e.i(secs);
             e.u(nanos);
-            e.flag(f.failed);
+            // Bit 0: the read failed; bit 1: the file was left with a pending tail.
+            e.u(u64::from(f.failed) | (u64::from(f.pending) << 1));
         }
     }
     let mut st_enc = Enc::default();
@@ -514,6 +515,9 @@ pub(super) struct FileIndex {
     pub(super) size: u64,
     pub(super) mtime: Option<(i64, u64)>,
     pub(super) failed: bool,
+    /// Left with a pending tail: nothing changed still means nothing to read only while the
+    /// file may still be written.
+    pub(super) pending: bool,
 }
 
 /// One directory of a restored generation's listings: a tree in depth-first order.
@@ -618,6 +622,10 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
             if nanos >= 1_000_000_000 {
                 return Err("bad mtime".into());
             }
+            let bits = d.u()?;
+            if bits > 3 {
+                return Err("bad file flags".into());
+            }
             index.files.push(FileIndex {
                 code: code as u8,
                 path,
@@ -626,7 +634,8 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
                 ino,
                 size,
                 mtime: has_mtime.then_some((secs, nanos)),
-                failed: d.flag()?,
+                failed: bits & 1 != 0,
+                pending: bits & 2 != 0,
             });
         }
     }

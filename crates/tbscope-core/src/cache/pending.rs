@@ -216,6 +216,7 @@ pub(super) fn decode_state(
                 ino: f.ino,
                 records,
                 tail,
+                pending: f.pending,
                 file_version,
                 writer,
                 failed: f.failed,

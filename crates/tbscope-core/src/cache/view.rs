@@ -75,6 +75,7 @@ pub(super) fn split_options(opts: ReaderOptions) -> (ReaderOptions, View) {
         restarts: opts.restarts,
         threads: opts.threads,
         step_lo: opts.step_lo,
+        tail_timeout: opts.tail_timeout,
     };
     (base, view)
 }

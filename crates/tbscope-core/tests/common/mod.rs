@@ -227,115 +227,84 @@ pub struct RefScan {
     pub tail: Option<usize>,
 }
 
-/// The reader's framing contract, one byte at a time, with no buffering:
+/// The reader's framing contract, one byte at a time, with no buffering, for a file that may
+/// still be written (`Until::Live`, what a fresh file gets):
 /// - a whole record whose length CRC and data CRC both hold is a record;
 /// - a header whose length CRC holds and length is at most `max_len` but which runs past the
-///   end, or fewer than 12 bytes left, is an unfinished tail (a writer may still be writing),
-///   unless it is a torn write: such a header is torn when, searching its first
-///   `TORN_WINDOW` bytes from offset 1, the first header whose length CRC holds (length at
-///   most `max_len`) starts a record that is whole within that window, whose data CRC holds,
-///   and from which whole records follow one another to the window's end (ending on a
-///   boundary, inside a header, or inside a record whose header checks out). The torn bytes
-///   are then a gap and framing goes on there;
+///   end, or fewer than 12 bytes left, is a pending tail: nothing from it on is looked at;
 /// - anything else is skipped one byte at a time (corruption, reported as gaps).
 pub fn reference_frames(b: &[u8], max_len: u64) -> RefScan {
+    frames(b, max_len, false)
+}
+
+/// As [`reference_frames`] for a file nothing more will be written to (`Until::Final`): where
+/// the live contract stops at a tail, a torn record starts instead; it is a gap up to the next
+/// whole record after its first byte (searched whatever its bytes hold), or, when there is
+/// none, the tail (a stopped one).
+pub fn reference_frames_final(b: &[u8], max_len: u64) -> RefScan {
+    frames(b, max_len, true)
+}
+
+fn frames(b: &[u8], max_len: u64, fin: bool) -> RefScan {
     let mut out = RefScan {
         records: Vec::new(),
         gaps: Vec::new(),
         tail: None,
     };
-    let mut pos = 0usize;
-    let mut gap_start: Option<usize> = None;
-    while pos < b.len() {
-        if b.len() - pos < 12 {
-            out.tail = Some(pos);
-            break;
+    // Whether a whole record starts at `p`.
+    let whole = |p: usize| -> Option<usize> {
+        if b.len() - p < 12 {
+            return None;
         }
-        let len = u64::from_le_bytes(b[pos..pos + 8].try_into().unwrap());
-        let len_ok = masked_crc32c(&b[pos..pos + 8])
-            == u32::from_le_bytes(b[pos + 8..pos + 12].try_into().unwrap());
-        if len_ok && len <= max_len {
-            let span = 16 + len as usize;
-            if b.len() - pos < span {
-                if let Some(p) = torn_at(&b[pos..], max_len) {
-                    if let Some(g) = gap_start.take() {
-                        out.gaps.push((g, pos));
-                    }
-                    out.gaps.push((pos, pos + p));
-                    pos += p;
-                    continue;
-                }
+        let len = u64::from_le_bytes(b[p..p + 8].try_into().unwrap());
+        let len_ok =
+            masked_crc32c(&b[p..p + 8]) == u32::from_le_bytes(b[p + 8..p + 12].try_into().unwrap());
+        if !len_ok || len > max_len || b.len() - p < 16 + len as usize {
+            return None;
+        }
+        let span = 16 + len as usize;
+        let crc = u32::from_le_bytes(b[p + span - 4..p + span].try_into().unwrap());
+        (masked_crc32c(&b[p + 12..p + span - 4]) == crc).then_some(span)
+    };
+    // Whether the bytes at `p` may be the start of a record that runs past the end.
+    let unfinished = |p: usize| -> bool {
+        if b.len() - p < 12 {
+            return true;
+        }
+        let len = u64::from_le_bytes(b[p..p + 8].try_into().unwrap());
+        masked_crc32c(&b[p..p + 8]) == u32::from_le_bytes(b[p + 8..p + 12].try_into().unwrap())
+            && len <= max_len
+            && b.len() - p < 16 + len as usize
+    };
+    let mut pos = 0usize;
+    // The gap being skipped, and whether it started at a torn record (whose bytes are searched
+    // for a whole record, whatever they hold) rather than at bytes that are not a record.
+    let mut gap: Option<(usize, bool)> = None;
+    let close = |gap: &mut Option<(usize, bool)>, at: usize, gaps: &mut Vec<(usize, usize)>| {
+        if let Some((g, _)) = gap.take() {
+            gaps.push((g, at));
+        }
+    };
+    while pos < b.len() {
+        if let Some(span) = whole(pos) {
+            close(&mut gap, pos, &mut out.gaps);
+            out.records.push((pos, span));
+            pos += span;
+            continue;
+        }
+        if unfinished(pos) && !matches!(gap, Some((_, true))) {
+            close(&mut gap, pos, &mut out.gaps);
+            if !fin || !(pos + 1..b.len()).any(|q| whole(q).is_some()) {
                 out.tail = Some(pos);
                 break;
             }
-            let data = &b[pos + 12..pos + 12 + len as usize];
-            let crc = u32::from_le_bytes(b[pos + span - 4..pos + span].try_into().unwrap());
-            if masked_crc32c(data) == crc {
-                if let Some(g) = gap_start.take() {
-                    out.gaps.push((g, pos));
-                }
-                out.records.push((pos, span));
-                pos += span;
-                continue;
-            }
+            gap = Some((pos, true));
         }
-        gap_start.get_or_insert(pos);
+        gap.get_or_insert((pos, false));
         pos += 1;
     }
-    if let Some(g) = gap_start {
-        out.gaps.push((g, out.tail.unwrap_or(b.len())));
-    }
+    close(&mut gap, out.tail.unwrap_or(b.len()), &mut out.gaps);
     out
-}
-
-/// Where a whole record starts inside a header that runs past the end of `b` (the torn-write
-/// rule of [`reference_frames`]), written out independently of the reader's `resync`.
-fn torn_at(b: &[u8], max_len: u64) -> Option<usize> {
-    let w = &b[..b.len().min(tbscope_core::event_file::TORN_WINDOW as usize)];
-    let mut p = 1;
-    while p + 12 <= w.len() {
-        let len = u64::from_le_bytes(w[p..p + 8].try_into().unwrap());
-        if len <= max_len
-            && masked_crc32c(&w[p..p + 8])
-                == u32::from_le_bytes(w[p + 8..p + 12].try_into().unwrap())
-        {
-            let span = 16 + len as usize;
-            if w.len() - p < span {
-                return None;
-            }
-            let data = &w[p + 12..p + 12 + len as usize];
-            if masked_crc32c(data)
-                == u32::from_le_bytes(w[p + span - 4..p + span].try_into().unwrap())
-            {
-                return chained(w, p, max_len).then_some(p);
-            }
-        }
-        p += 1;
-    }
-    None
-}
-
-/// Whole records from `p` one after another to the end of `w` (see [`reference_frames`]).
-fn chained(w: &[u8], mut p: usize, max_len: u64) -> bool {
-    while w.len() - p >= 12 {
-        let len = u64::from_le_bytes(w[p..p + 8].try_into().unwrap());
-        let len_ok =
-            masked_crc32c(&w[p..p + 8]) == u32::from_le_bytes(w[p + 8..p + 12].try_into().unwrap());
-        if !len_ok || len > max_len {
-            return false;
-        }
-        let span = 16 + len as usize;
-        if w.len() - p < span {
-            return true;
-        }
-        let data = &w[p + 12..p + 12 + len as usize];
-        if masked_crc32c(data) != u32::from_le_bytes(w[p + span - 4..p + span].try_into().unwrap())
-        {
-            return false;
-        }
-        p += span;
-    }
-    true
 }
 
 // ------------------------------------------------------------------------------------------

@@ -1,0 +1,461 @@
+"""Dashboard benchmark: tbscope's dashboard and TensorBoard 2.21's, in headless chromium, on the
+same logdir (200 runs x 50 scalar tags x 10,000 steps, written by tbscope's writer), each server
+loaded before anything is timed.
+
+    .venv/bin/python bench/dashboard.py                 # the issue's figures, medians of 20
+    .venv/bin/python bench/dashboard.py --quick         # 8 runs x 10 tags x 1,000 steps, 3 reps
+    .venv/bin/python bench/dashboard.py --no-tensorboard
+
+Figures:
+- first scalars chart painted after navigation: tbscope's own mark (set the frame after the first
+  chart's draw), and for both dashboards the time at which a screenshot of the first chart first
+  shows the runs' lines (polling, so coarser, but the same method for both);
+- smoothing slider input -> next painted frame (200 runs x 1,000 points per chart): measured in
+  the page for tbscope; for TensorBoard (its chart draws in a worker) the time until the chart's
+  pixels change, by screenshot polling;
+- scrolling through 50 chart cards: frame intervals (requestAnimationFrame) while the page
+  scrolls at a steady 40 px per frame, p50/p95/max;
+- initial JS + CSS gzipped, from the built index.html.
+
+Results go to bench/results/dashboard.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import multiprocessing
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+CORPUS_ROOT = Path(os.environ.get("TBSCOPE_BENCH_CORPUS_DIR", BENCH / ".corpus"))
+RESULTS = BENCH / "results"
+STATIC = ROOT / "python" / "tbscope" / "server" / "static"
+GENERATOR_VERSION = 1
+CHROMIUM = os.environ.get("TBSCOPE_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+if os.geteuid() == 0:
+    ARGS.append("--no-sandbox")
+
+
+# The logdir ---------------------------------------------------------------------------------
+
+
+def run_name(i: int) -> str:
+    return f"sweep_{i // 20:02d}/trial_{i % 20:02d}"
+
+
+def tag_names(n: int) -> list[str]:
+    groups = ["train", "eval", "optim", "system", "grad"]
+    return [f"{groups[k % len(groups)]}/metric_{k:02d}" for k in range(n)]
+
+
+def _write_run(job: tuple[str, int, int, int]) -> None:
+    import numpy as np
+
+    import tbscope
+
+    root, i, tags, steps = job
+    names = tag_names(tags)
+    rng = np.random.default_rng(i)
+    s = np.arange(steps)
+    cols = []
+    for k in range(tags):
+        decay = np.exp(-s / (steps / (2 + (i % 7))))
+        cols.append(((1 + k % 3) * decay + 0.05 * rng.standard_normal(steps) + 0.01 * i).tolist())
+    with tbscope.SummaryWriter(os.path.join(root, run_name(i))) as w:
+        for step in range(steps):
+            w.log(step, {names[k]: cols[k][step] for k in range(tags)})
+
+
+def ensure_logdir(runs: int, tags: int, steps: int, jobs: int) -> Path:
+    name = f"dashboard-{runs}r-{tags}t-{steps}s"
+    path = CORPUS_ROOT / name
+    marker = path / "corpus.json"
+    spec = {"runs": runs, "tags": tags, "steps": steps, "generator_version": GENERATOR_VERSION}
+    if marker.exists() and json.loads(marker.read_text()) == spec:
+        return path
+    partial = CORPUS_ROOT / (name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(path, ignore_errors=True)
+    partial.mkdir(parents=True)
+    t0 = time.perf_counter()
+    print(f"writing {runs} runs x {tags} tags x {steps} steps with tbscope's writer ({jobs} processes)...", flush=True)
+    with multiprocessing.Pool(jobs) as pool:
+        for _ in pool.imap_unordered(_write_run, [(str(partial), i, tags, steps) for i in range(runs)]):
+            pass
+    (partial / "corpus.json").write_text(json.dumps(spec))
+    partial.rename(path)
+    print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
+    return path
+
+
+# Servers ------------------------------------------------------------------------------------
+
+
+def get_json(url: str, timeout: float = 30) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.load(r)
+
+
+def start_tbscope(logdir: Path) -> tuple[subprocess.Popen[str], str]:
+    exe = Path(sys.executable).with_name("tbscope")
+    proc = subprocess.Popen([str(exe), "serve", str(logdir), "--port", "0", "--reload_interval", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    url = ""
+    while time.monotonic() < deadline and not url:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = re.search(r"http://127\.0\.0\.1:\d+/\S*", line)
+        if m:
+            url = m.group(0).rstrip(".,)")
+    if not url:
+        proc.kill()
+        raise RuntimeError("tbscope serve printed no URL")
+    if not url.endswith("/"):
+        url += "/"
+    # Drain its output so it never blocks on a full pipe.
+    import threading
+
+    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    t0 = time.perf_counter()
+    while not get_json(url + "api/v1/status")["loading"]["done"]:
+        time.sleep(0.25)
+    print(f"tbscope serve loaded in {time.perf_counter() - t0:.1f} s: {url}", flush=True)
+    return proc, url
+
+
+def start_tensorboard(logdir: Path, runs: int, tags: int) -> tuple[subprocess.Popen[bytes], str]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("tensorboard")
+    log = open(tempfile.mktemp(prefix="tensorboard-", suffix=".log"), "wb")
+    proc = subprocess.Popen([str(exe), "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1", "--reload_interval", "5"], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    t0 = time.perf_counter()
+    # Loaded = every run lists every tag with its last step (RustBoard fills reservoirs as it goes).
+    last = -1
+    stable = 0
+    while time.perf_counter() - t0 < 1800:
+        try:
+            tags_by_run = get_json(url + "data/plugin/scalars/tags")
+            n = sum(len(v) for v in tags_by_run.values())
+            if n >= runs * tags:
+                any_run = next(iter(tags_by_run))
+                any_tag = next(iter(tags_by_run[any_run]))
+                pts = get_json(url + "data/plugin/scalars/scalars?" + urllib.parse.urlencode({"run": any_run, "tag": any_tag}))
+                stable = stable + 1 if pts and pts[-1][1] == last else 0
+                last = pts[-1][1] if pts else -1
+                if stable >= 2:
+                    break
+        except Exception:
+            pass
+        time.sleep(2)
+    print(f"tensorboard loaded in {time.perf_counter() - t0:.0f} s: {url}", flush=True)
+    return proc, url
+
+
+# Measurements -------------------------------------------------------------------------------
+
+
+
+def colored_pixels(png: bytes) -> int:
+    """Pixels that are clearly a line colour: saturated, not the grey of grids and text."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    px = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(np.int16)
+    return int(((px.max(axis=2) - px.min(axis=2)) > 60).sum())
+
+
+def poll_first_chart(page: Any, selector: str, t_nav: float, timeout: float = 60) -> float:
+    """Seconds from navigation until the first chart's screenshot shows coloured lines."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        el = page.query_selector(selector)
+        if el is not None:
+            try:
+                png = el.screenshot(timeout=5000)
+                if colored_pixels(png) > 400:
+                    return time.perf_counter() - t_nav
+            except Exception:
+                pass
+        time.sleep(0.01)
+    raise TimeoutError(f"no chart painted in {timeout} s ({selector})")
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else math.nan
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return math.nan
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def tbscope_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
+    marks: list[float] = []
+    polled: list[float] = []
+    steps: list[dict[str, float]] = []
+    for i in range(repeat):
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        t0 = time.perf_counter()
+        page.goto(url + "#scalars")
+        if i % 2 == 0:
+            page.wait_for_function("() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000)
+            marks.append(page.evaluate("() => performance.getEntriesByName('tbscope:first-chart-painted')[0].startTime"))
+            # Where the time went: the page's own marks (ms after navigation).
+            steps.append(
+                page.evaluate(
+                    """() => { const m = (n) => (performance.getEntriesByName(n)[0] || {}).startTime;
+                    const f = performance.getEntriesByName('tbscope:scalars-fetch')[0];
+                    const d = performance.getEntriesByName('tbscope:chart-draw')[0];
+                    return {status: m('tbscope:status'), runs: m('tbscope:runs'), tags: m('tbscope:tags'),
+                            first_fetch_start: f && f.startTime, first_fetch_ms: f && f.duration,
+                            first_draw_ms: d && d.duration, painted: m('tbscope:first-chart-painted')}; }"""
+                )
+            )
+        else:
+            polled.append(poll_first_chart(page, ".scalar-card .linechart", t0) * 1000)
+        ctx.close()
+    return {"mark_ms": marks, "poll_ms": polled, "steps": steps}
+
+
+def tensorboard_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
+    polled: list[float] = []
+    for _ in range(repeat):
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        t0 = time.perf_counter()
+        page.goto(url + "#timeseries")
+        polled.append(poll_first_chart(page, "scalar-card line-chart", t0, timeout=120) * 1000)
+        ctx.close()
+    return {"poll_ms": polled}
+
+
+SMOOTH_JS = """
+async (v) => {
+  const s = document.querySelector('#smoothing');
+  const t0 = performance.now();
+  s.value = String(v);
+  s.dispatchEvent(new Event('input', {bubbles: true}));
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  return performance.now() - t0;
+}
+"""
+
+
+def tbscope_smoothing(browser: Any, url: str, repeat: int, runs: int) -> dict[str, Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = ctx.new_page()
+    page.goto(url + "#scalars?points=1000")
+    page.wait_for_function("() => [...document.querySelectorAll('.scalar-card')].filter(c => c.dataset.state === 'ready').length >= 2", timeout=120_000)
+    page.wait_for_timeout(1500)
+    foot = page.eval_on_selector(".scalar-card .card-foot", "e => e.textContent")
+    times = [page.evaluate(SMOOTH_JS, 0.5 + 0.02 * (i % 10)) for i in range(repeat)]
+    ctx.close()
+    return {"ms": times, "first_card": foot}
+
+
+def tensorboard_smoothing(browser: Any, url: str, repeat: int) -> dict[str, Any]:
+    """TensorBoard draws its charts in a worker: the time until the first chart's pixels change
+    after the smoothing input (screenshots of its box; a repetition that shows no change in 30 s
+    counts as 30 s)."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = ctx.new_page()
+    page.goto(url + "#timeseries")
+    poll_first_chart(page, "scalar-card line-chart", time.perf_counter(), timeout=180)
+    page.wait_for_timeout(3000)
+    box = page.query_selector("scalar-card line-chart").bounding_box()
+    shot = lambda: page.screenshot(clip=box, timeout=30_000)  # noqa: E731 - a clip, no stability wait
+    times: list[float] = []
+    for i in range(repeat):
+        before = shot()
+        v = 0.5 + 0.02 * (i % 10) + 0.01
+        t0 = time.perf_counter()
+        page.evaluate(
+            "(v) => { const i = [...document.querySelectorAll('mat-slider input')].find(x => +x.max < 1 && +x.value < 1); i.value = String(v); i.dispatchEvent(new Event('input', {bubbles: true})); i.dispatchEvent(new Event('change', {bubbles: true})); }",
+            v,
+        )
+        while time.perf_counter() - t0 < 30 and shot() == before:
+            pass
+        times.append((time.perf_counter() - t0) * 1000)
+        page.wait_for_timeout(500)
+    ctx.close()
+    return {"ms": times}
+
+
+SCROLL_JS = """
+async (cards) => {
+  const main = document.querySelector('#main');
+  const first = document.querySelector('.scalar-card');
+  const rowH = first.getBoundingClientRect().height + 12;
+  const perRow = Math.max(1, Math.round(main.clientWidth / (first.getBoundingClientRect().width + 12)));
+  const distance = Math.ceil(cards / perRow) * rowH;
+  const intervals = [];
+  let last = performance.now();
+  await new Promise(resolve => {
+    const step = (t) => {
+      intervals.push(t - last);
+      last = t;
+      main.scrollTop += 40;
+      if (main.scrollTop >= distance || main.scrollTop + main.clientHeight >= main.scrollHeight - 1) resolve();
+      else requestAnimationFrame(step);
+    };
+    requestAnimationFrame((t) => { last = t; requestAnimationFrame(step); });
+  });
+  return {intervals: intervals.slice(1), distance, perRow};
+}
+"""
+
+
+def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
+    """The 50-card scroll with every run selected, and the same page with no run selected (empty
+    charts): the floor that the machine itself gives the compositor, for reading the first."""
+    allv: list[float] = []
+    p95s: list[float] = []
+    floor: list[float] = []
+    for i in range(max(2, repeat // 2)):
+        empty = i % 2 == 1
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        page.goto(url + ("#scalars?only=" if empty else "#scalars"))
+        if empty:
+            page.wait_for_function("() => document.querySelectorAll('.scalar-card').length >= 50", timeout=60_000)
+        else:
+            page.wait_for_function("() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000)
+        # Steady state: the charts on screen loaded and drawn (the scroll, not the first load).
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(1500)
+        r = page.evaluate(SCROLL_JS, 50)
+        if empty:
+            floor.extend(r["intervals"])
+        else:
+            allv.extend(r["intervals"])
+            p95s.append(pct(r["intervals"], 0.95))
+        ctx.close()
+    return {"intervals_ms": allv, "p95_per_run": p95s, "empty_intervals_ms": floor}
+
+
+def bundle_size() -> dict[str, Any]:
+    html = (STATIC / "index.html").read_text()
+    files = re.findall(r'(?:src|href)="static/([^"]+\.(?:js|css))"', html)
+    sizes = {f: len(gzip.compress((STATIC / f).read_bytes(), 9)) for f in files}
+    lazy = {f"assets/{p.name}": len(gzip.compress(p.read_bytes(), 9)) for p in (STATIC / "assets").glob("*.js") if f"assets/{p.name}" not in sizes}
+    return {"initial_gzip_bytes": sum(sizes.values()), "initial": sizes, "lazy": lazy}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--tags", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="8 runs x 10 tags x 1,000 steps, 3 repetitions")
+    ap.add_argument("--no-tensorboard", action="store_true")
+    ap.add_argument("--tb-repeat", type=int, default=None, help="repetitions for TensorBoard (default: --repeat)")
+    a = ap.parse_args()
+    if a.quick:
+        a.runs, a.tags, a.steps, a.repeat = 8, 10, 1000, 3
+    if not (STATIC / "index.html").exists():
+        print("the dashboard is not built: run `make build`", file=sys.stderr)
+        return 1
+    from playwright.sync_api import sync_playwright
+
+    logdir = ensure_logdir(a.runs, a.tags, a.steps, a.jobs)
+    results: dict[str, Any] = {"corpus": {"runs": a.runs, "tags": a.tags, "steps": a.steps}, "repeat": a.repeat, "load": os.getloadavg()}
+    results["bundle"] = bundle_size()
+    results["tb_repeat"] = a.tb_repeat or a.repeat
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        def phase(name: str, fn: Any, *args: Any) -> None:
+            t0 = time.perf_counter()
+            results[name] = fn(*args)
+            print(f"  {name}: {time.perf_counter() - t0:.0f} s", flush=True)
+            RESULTS.mkdir(exist_ok=True)
+            (RESULTS / "dashboard.partial.json").write_text(json.dumps(results, indent=1))
+
+        proc, url = start_tbscope(logdir)
+        try:
+            phase("tbscope_first_chart", tbscope_first_chart, browser, url, a.repeat)
+            phase("tbscope_smoothing", tbscope_smoothing, browser, url, a.repeat, a.runs)
+            phase("tbscope_scroll", tbscope_scroll, browser, url, a.repeat)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        if not a.no_tensorboard:
+            tb_repeat = a.tb_repeat or a.repeat
+            tproc, turl = start_tensorboard(logdir, a.runs, a.tags)
+            try:
+                phase("tensorboard_first_chart", tensorboard_first_chart, browser, turl, tb_repeat)
+                phase("tensorboard_smoothing", tensorboard_smoothing, browser, turl, tb_repeat)
+            finally:
+                tproc.terminate()
+                tproc.wait(30)
+        browser.close()
+    results["load_after"] = os.getloadavg()
+    report = render(results)
+    print(report)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "dashboard.json").write_text(json.dumps(results, indent=1))
+    (RESULTS / "dashboard.md").write_text(report)
+    return 0
+
+
+def render(r: dict[str, Any]) -> str:
+    c = r["corpus"]
+    tf = r.get("tbscope_first_chart", {})
+    ts = r.get("tbscope_smoothing", {})
+    sc = r.get("tbscope_scroll", {})
+    bf = r.get("tensorboard_first_chart", {})
+    bs = r.get("tensorboard_smoothing", {})
+    iv = sc.get("intervals_ms", [])
+    rows = [
+        ("first scalars chart painted (own mark)", "< 1000 ms", f"{med(tf.get('mark_ms', [])):.0f} ms", "-"),
+        ("first scalars chart painted (screenshot poll)", "< 1000 ms", f"{med(tf.get('poll_ms', [])):.0f} ms", f"{med(bf.get('poll_ms', [])):.0f} ms" if bf else "not run"),
+        ("smoothing input -> next painted frame", "< 50 ms", f"{med(ts.get('ms', [])):.1f} ms (p95 {pct(ts.get('ms', []), 0.95):.1f})", f"{med(bs.get('ms', [])):.0f} ms (pixels changed)" if bs else "not run"),
+        ("scrolling 50 cards: frame interval p95", "<= 20 ms", f"{pct(iv, 0.95):.1f} ms (p50 {pct(iv, 0.5):.1f}, max {max(iv) if iv else math.nan:.0f})", "-"),
+        ("same scroll, no run selected (the machine's floor)", "-", f"{pct(sc.get('empty_intervals_ms', []), 0.95):.1f} ms (p50 {pct(sc.get('empty_intervals_ms', []), 0.5):.1f})", "-"),
+        ("initial JS + CSS gzipped", "<= 100 KB", f"{r['bundle']['initial_gzip_bytes'] / 1024:.1f} KB", "-"),
+    ]
+    out = [
+        f"Dashboard bench: {c['runs']} runs x {c['tags']} tags x {c['steps']} steps, medians of {r['repeat']} (TensorBoard {r.get('tb_repeat', r['repeat'])}), load average {r['load'][0]:.1f} before / {r['load_after'][0]:.1f} after",
+        "",
+        "| figure | target | tbscope | TensorBoard 2.21 |",
+        "|---|---|---|---|",
+        *[f"| {a} | {b} | {x} | {y} |" for a, b, x, y in rows],
+        "",
+        f"smoothing measured on: {ts.get('first_card', '')}",
+        "first chart, where the time went (medians, ms after navigation): "
+        + ", ".join(f"{k} {med([s[k] for s in tf.get('steps', []) if s.get(k) is not None]):.0f}" for k in ("status", "runs", "tags", "first_fetch_start", "first_fetch_ms", "first_draw_ms", "painted")),
+    ]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
