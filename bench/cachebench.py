@@ -18,6 +18,9 @@ of --repeat is reported), with a warm page cache:
     .venv/bin/python bench/run.py --only cache               # the same inside the main report
     .venv/bin/python bench/cachebench.py --many-runs 2000    # a small many-runs logdir
     .venv/bin/python bench/cachebench.py --vs OTHER/bin/python --repeat 9   # A/B of two builds
+    .venv/bin/python bench/cachebench.py --vs A/bin/python --vs SAME/bin/python --many-runs 0
+        # A/B and, interleaved with it, A/A (SAME: this build in another venv, or a symlink to
+        # this venv's directory): the spread of a build against itself
 """
 
 from __future__ import annotations
@@ -215,8 +218,8 @@ def bench_cli(logdir: Path, cache_root: Path, repeat: int, log: Callable[[str], 
 
 
 def bench_ab(open_logdir: Path, many_logdir: Path | None, pythons: list[str], cache_root: Path, threads: int, repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
-    """``--vs``: the same measurements with two interpreters (each with its own tbscope), in
-    turn (A B, then B A, ...), every run a fresh process: the 10M-corpus read without a cache,
+    """``--vs``: the same measurements with two or more interpreters (each with its own
+    tbscope), in turn (A B, then B A, ...), every run a fresh process: the 10M-corpus read without a cache,
     the warm open of it, and on the many-runs logdir the warm `ls` and `summary`. Each
     interpreter writes its own caches first (untimed): cache formats may differ."""
     warm_page_cache(open_logdir)
@@ -269,7 +272,15 @@ def bench_ab(open_logdir: Path, many_logdir: Path | None, pythons: list[str], ca
 
 
 def render_ab(ab: dict[str, Any]) -> list[str]:
-    a, b = ab["pythons"]
+    """One table per other interpreter, each against the last one (this one)."""
+    *others, b = ab["pythons"]
+    lines: list[str] = []
+    for a in others:
+        lines += _render_pair(ab, a, b) + [""]
+    return lines
+
+
+def _render_pair(ab: dict[str, Any], a: str, b: str) -> list[str]:
     lines = [
         f"A: `{a}`, B: `{b}`; each run a fresh process, timed after imports, A and B in turn; "
         "wall time, then the process's CPU time (all threads: less sensitive to other processes on the machine):",
@@ -381,13 +392,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)")
-    parser.add_argument("--vs", metavar="PYTHON", help="A/B: warm opens (and the cold read) with this interpreter's tbscope and this one's, in turn")
+    parser.add_argument("--vs", metavar="PYTHON", action="append", help="A/B: warm opens (and the cold read) with this interpreter's tbscope and this one's, in turn (repeat for more: each is compared with this one)")
     args = parser.parse_args(argv)
     spec, _ = corpus.specs_from_args(args)
     main_corpus = corpus.ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs)
     if args.vs:
         many = manyruns.ensure(manyruns.ManyRunsSpec(runs=args.many_runs), args.corpus_root, args.jobs) if args.many_runs else None
-        ab = bench_ab(main_corpus.logdir, many, [args.vs, sys.executable], args.corpus_root, args.threads, args.repeat, print)
+        ab = bench_ab(main_corpus.logdir, many, [*args.vs, sys.executable], args.corpus_root, args.threads, args.repeat, print)
         print("\n".join(render_ab(ab)))
         return 0
     table = corpus.expected_table(spec)
