@@ -46,10 +46,18 @@ web: $(WEB_STATIC)
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
-# The release wheel, installed into the venv: tests run against what users get.
+# The release wheel, installed into the venv: tests run against what users get. zig (from PyPI,
+# pinned) links it against glibc 2.17's symbol versions whatever this machine's glibc is, so it
+# is a manylinux2014 wheel that installs on every Linux from CentOS 7 / Ubuntu 14.04 on. maturin
+# finds zig as `python3 -m ziglang`, hence the venv first on PATH. The zig linker is part of
+# cargo's fingerprint of every crate, so this build keeps its own target directory: sharing
+# target/release with the plain builds (fuzz-smoke, the sdist test) would rebuild each in turn.
+# The sdist (no compiling) carries the built dashboard, so installing it needs Rust but no Node.
+ZIG_TARGET_DIR := $(CURDIR)/target/manylinux
 build: $(VENV_STAMP) $(WEB_STATIC)
 	rm -rf $(WHEEL_DIR)
-	.venv/bin/maturin build --release --quiet --out $(WHEEL_DIR)
+	PATH=$(CURDIR)/.venv/bin:$$PATH CARGO_TARGET_DIR=$(ZIG_TARGET_DIR) .venv/bin/maturin build --release --quiet --zig --compatibility manylinux2014 --out $(WHEEL_DIR)
+	.venv/bin/maturin sdist --out $(WHEEL_DIR)
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/tbscope-*.whl
 
 # pytest runs last so its summary closes the output.
@@ -77,13 +85,27 @@ test-e2e: build chromium
 screenshots: build chromium
 	TBSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q tests/e2e/test_screenshots.py
 
-# What `pip install tbscope` gives: the wheel alone in a clean venv, dependencies from PyPI.
-smoke:
-	rm -rf build/smoke-venv
+# What `pip install tbscope` gives, each in a clean venv with its dependencies from PyPI: the
+# wheel (after auditwheel and the module's symbol table confirm manylinux2014), then the sdist,
+# built by pip through maturin like on a machine without a wheel for it. The sdist build shares
+# target/release (and so the release dependencies fuzz-smoke compiled) instead of starting cold;
+# PIP_CONSTRAINT pins maturin in pip's isolated build environment too. maturin's sdist stamps
+# every file with one old date (reproducible sdists), so cargo would take tbscope's own crates
+# left in target/release by an earlier build as up to date and never compile the sdist's
+# sources: `cargo clean -p` drops those two first, the dependencies stay.
+SMOKE_PIP_INSTALL = PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(1)/bin/pip install --quiet --disable-pip-version-check
+smoke: $(VENV_STAMP)
+	$(PY) tests/check_wheel.py $(WHEEL_DIR)/tbscope-*.whl --max-glibc 2.17
+	rm -rf build/smoke-venv build/smoke-sdist-venv
 	python3 -m venv build/smoke-venv
-	build/smoke-venv/bin/pip install --quiet $(WHEEL_DIR)/tbscope-*.whl -c constraints.txt
+	$(call SMOKE_PIP_INSTALL,build/smoke-venv) $(WHEEL_DIR)/tbscope-*.whl
 	cd build && smoke-venv/bin/python ../tests/smoke.py
 	build/smoke-venv/bin/tbscope --version
+	python3 -m venv build/smoke-sdist-venv
+	CARGO_TARGET_DIR=$(CURDIR)/target cargo clean --release --quiet -p tbscope-core -p tbscope-py
+	CARGO_TARGET_DIR=$(CURDIR)/target $(call SMOKE_PIP_INSTALL,build/smoke-sdist-venv) $(WHEEL_DIR)/tbscope-*.tar.gz
+	cd build && smoke-sdist-venv/bin/python ../tests/smoke.py
+	build/smoke-sdist-venv/bin/tbscope --version
 
 # torch gets a venv of its own: the package index serves only its CUDA build (about 5 GB
 # installed; it runs on the CPU), which stays out of .venv. Built once, reused until a pin in

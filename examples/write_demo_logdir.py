@@ -46,6 +46,13 @@ def write(root: Path) -> None:
                 # Into the run itself (no extra run folder); eval/accuracy is already a curve
                 # of this run, so the hparams dashboard reads its last value from there.
                 w.add_hparams({"lr": lr, "seed": seed, "optimizer": "sgd"}, {"eval/accuracy": accuracy})
+                if lr == 0.1 and seed == 0:
+                    # Projector files (the Embeddings tab): 300 features in three classes.
+                    classes = ["cat", "dog", "bird"]
+                    label = weights_rng.integers(0, 3, 300)
+                    features = np.eye(3, 16)[label] * 4 + weights_rng.normal(0, 1, (300, 16))
+                    meta = [[classes[c], f"{weights_rng.random():.2f}"] for c in label]
+                    w.add_embedding(features, metadata=meta, metadata_header=["class", "confidence"], global_step=2000, tag="features")
 
 
 if __name__ == "__main__":

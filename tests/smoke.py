@@ -1,4 +1,4 @@
-"""Smoke test of an installed wheel: write an event file by hand and read it back."""
+"""Smoke test of an installed tbscope (wheel or sdist): write an event file by hand, read it back."""
 
 import struct
 import tempfile
@@ -48,8 +48,8 @@ with tempfile.TemporaryDirectory() as d:
             assert json.load(r)["columns"]["run"] == ["run"]
     print(f"tbscope {tbscope.__version__}: smoke test passed ({len(df)} rows, and the server answered)")
 
-# The wheel carries the built dashboard (users never need Node).
+# The wheel and the sdist carry the built dashboard (users never need Node).
 static = Path(tbscope.__file__).parent / "server" / "static"
-assert (static / "index.html").is_file(), f"the dashboard is missing from the wheel ({static})"
-assert any(static.glob("assets/index-*.js")), "the dashboard's script is missing from the wheel"
+assert (static / "index.html").is_file(), f"the dashboard is missing from the install ({static})"
+assert any(static.glob("assets/index-*.js")), "the dashboard's script is missing from the install"
 print("dashboard assets present")

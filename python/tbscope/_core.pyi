@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "read_records", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "group_rows", "read_records", "rewrite", "to_csv"]
 
 __version__: str
 
@@ -251,15 +251,30 @@ def downsample(
     x_lo: float | None = None,
     x_hi: float | None = None,
     smoothing: float | None = None,
-) -> tuple[bytes, bytes, bytes | None]:
+) -> tuple[bytes, bytes, bytes | None, bytes]:
     """M4 downsampling of each series (rows ``starts[i]:ends[i]`` of int64/float64 ``x`` and
     float64 ``y``, or all rows) to at most ``n`` rows, inside ``[x_lo, x_hi]``: (kept rows as
     int64 bytes, rows kept per series as int64 bytes, TensorBoard-smoothed values of the whole
-    series at the kept rows as float64 bytes when ``smoothing`` is given)."""
+    series at the kept rows as float64 bytes when ``smoothing`` is given, points inside the
+    window per series as int64 bytes)."""
 
 def ema(y: Buffer, weight: float, out: Buffer, *, starts: Buffer | None = None, ends: Buffer | None = None) -> None:
     """TensorBoard's smoothing of each series of float64 ``y`` into the writable float64
     ``out`` of the same length."""
+
+def group_rows(
+    runs: list[Buffer],
+    tags: list[Buffer],
+    tag: list[int],
+    groups: list[Buffer],
+    n_groups: int,
+    columns: list[list[Buffer]],
+) -> tuple[bytes, list[bytearray]]:
+    """One tag's rows of a table's chunks, grouped by run (a stable counting sort): chunk
+    ``i`` has int32 run and tag codes, keeps the rows whose tag code is ``tag[i]`` (-1: none)
+    and puts each in group ``groups[i][run code]`` (int64; -1 leaves the run out).
+    ``columns[c][i]`` is column ``c`` of chunk ``i`` (8-byte numbers). Returns (rows per group
+    as int64 bytes, one bytearray per column holding the kept rows group after group)."""
 
 def read_records(
     path: str | PathLike[str],

@@ -75,7 +75,7 @@ def downsample(
         raise ValueError(f"x and y must be one-dimensional and of the same length; got shapes {xa.shape} and {ya.shape}")
     starts, ends = _bounds(offsets, len(xa))
     lo, hi = x_range if x_range is not None else (None, None)
-    rows, _counts, _ = _core.downsample(xa.data, ya.data, int(n), starts=starts, ends=ends, x_lo=lo, x_hi=hi)
+    rows, _counts, _, _totals = _core.downsample(xa.data, ya.data, int(n), starts=starts, ends=ends, x_lo=lo, x_hi=hi)
     return np.frombuffer(rows, dtype=np.int64)
 
 

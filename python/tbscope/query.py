@@ -58,6 +58,7 @@ TABLES: dict[str, _Table] = {
     "runs": _Table(None, ("run",), "one row per run: files, bytes, wall time range, max_step, records, points per kind, data loss"),
     "hparams": _Table(("hparams",), ("run",), "one row per run with hparams: group_name, start/end time, status, hparam:<name> columns"),
     "summary": _Table(("scalars", "hparams"), ("run",), "Logdir.summary(): one row per run, hparams and <tag>:<stat> columns"),
+    "embeddings": _Table(None, ("run",), "Logdir.embeddings(): one row per projector embedding: run, tag, points, dimensions, metadata_columns, sprite, files, error"),
 }
 
 
@@ -615,6 +616,8 @@ def _materialise(lg: Logdir, name: str) -> pa.Table:
         return lg.hparams().to_arrow()
     if name == "summary":
         return pa.Table.from_pandas(lg.summary(), preserve_index=False)
+    if name == "embeddings":
+        return lg.embeddings().to_arrow()
     return lg._frame(name).to_arrow()
 
 

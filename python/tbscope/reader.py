@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from tbscope._projector import Embedding
     from tbscope.query import Result
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
@@ -259,6 +260,42 @@ class Logdir:
         from tbscope.plugins import custom_scalar_layouts
 
         return custom_scalar_layouts(self.tensors().to_arrow())
+
+    def embeddings(self) -> Frame:
+        """The projector's embeddings (``add_embedding``), one row per run and tag: ``points``,
+        ``dimensions``, ``metadata_columns``, ``sprite`` (and its thumbnail size), the files
+        (relative to the logdir) and ``error`` when one cannot be read. Read from each run's
+        ``projector_config.pbtxt`` as TensorBoard's projector does; see docs/kinds.md."""
+        from tbscope import _projector
+
+        root = self._local_root()
+        infos = [] if root is None else _projector.embedding_infos(root, self.runs)
+        return Frame(_projector.listing(infos, root or "."), "embeddings")
+
+    def embedding(self, run: str, tag: str) -> Embedding:
+        """One embedding read into memory: ``values`` (numpy [points, dimensions]), ``metadata``
+        (a pandas frame, one row per point) and ``project(dims, method)`` for a 2-D/3-D view.
+
+        >>> emb = tbscope.scan("runs/").embedding(".", "default:00000")  # doctest: +SKIP
+        >>> emb.project(2, method="pca")  # doctest: +SKIP
+        """
+        from tbscope import _projector
+
+        root = self._local_root()
+        infos = [] if root is None else _projector.embedding_infos(root, self.runs)
+        for info in infos:
+            if info.run == run and info.tag in (tag, tag[:-2] if tag.endswith(":0") else tag):
+                return _projector.load(info)
+        have = sorted({(i.run, i.tag) for i in infos if i.tag})
+        hint = f"; the embeddings are: {', '.join(f'{r!r} {t!r}' for r, t in have[:20])}" if have else "; this logdir has none (see embeddings())"
+        raise LookupError(f"no embedding {tag!r} in run {run!r}{hint}")
+
+    def _local_root(self) -> str | None:
+        """The directory projector configs are looked for in (None for an object store)."""
+        if "://" in self.path and not self.path.startswith("file://"):
+            return None
+        path = self.path[len("file://") :] if self.path.startswith("file://") else self.path
+        return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
 
     def hparams_records(self) -> Frame:
         """Raw hparams plugin records (experiment, session start and end) per run."""

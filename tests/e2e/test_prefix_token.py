@@ -45,7 +45,6 @@ def guarded(logdir: Path) -> Iterator[Server]:
         s.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="the server guards index.html and static/ with the token too, so no page can prompt for it (requests-from-web.md #5)")
 def test_token_prompt_then_dashboard_under_prefix(page: Page, guarded: Server) -> None:
     assert "/tb/" in guarded.url
     with pytest.raises(urllib.error.HTTPError) as e:

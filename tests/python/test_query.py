@@ -311,6 +311,7 @@ def test_every_table_is_queryable(sweep_dir):
     frames = {
         "scalars": lg.scalars(), "tensors": lg.tensors(), "histograms": lg.histograms(), "text": lg.text(),
         "images": lg.images(), "audio": lg.audio(), "series": lg.series(), "runs": lg.run_info(), "hparams": lg.hparams(),
+        "embeddings": lg.embeddings(),
     }
     for name in TABLES:
         r = sql(sweep_dir, f"SELECT count(*) AS n FROM {name}")

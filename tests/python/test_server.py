@@ -122,6 +122,19 @@ def test_scalars_downsampled_keeps_extremes_and_encodes_nan(server):
         assert sm == ("Infinity" if w == math.inf else w)
 
 
+def test_scalars_smoothing_per_point_weight_near_one(server):
+    # The dashboard smooths long runs with per-point weights such as 0.999 ** (1000 / 100_000):
+    # any weight below 1 is TensorBoard's EMA over the whole series.
+    w = 0.999 ** (1000 / 100_000)
+    r = get_json(server.url, f"api/v1/scalars?tag=loss&run=exp/seed0&points=0&smoothing={w!r}")
+    got = r["series"][0]["columns"]["smoothed"]
+    full = tbscope.read_scalars(server.store.sources[0].source.path, runs="exp/seed0", tags="loss")["value"].to_numpy()
+    want = tbscope.ema(full, w)
+    assert [g if isinstance(g, str) else round(g, 9) for g in got] == [
+        ("NaN" if math.isnan(x) else "Infinity" if x == math.inf else round(float(x), 9)) for x in want
+    ]
+
+
 def test_scalars_arrow_and_post(server):
     r = request(server.url, "api/v1/scalars?tag=loss&points=0", headers={"Accept": "application/vnd.apache.arrow.stream"})
     assert r.status == 200 and r.headers["content-type"] == "application/vnd.apache.arrow.stream"
@@ -145,7 +158,7 @@ def test_scalars_window_and_relative(server):
 
 
 def test_scalars_bad_parameters(server):
-    for q in ("points=3", "points=-1", "points=100001", "smoothing=1.5", "x=time", "step_min=5&step_max=1"):
+    for q in ("points=3", "points=-1", "points=100001", "smoothing=1.5", "smoothing=1", "x=time", "step_min=5&step_max=1"):
         r = request(server.url, f"api/v1/scalars?tag=loss&{q}")
         assert r.status == 400, q
         assert r.json()["error"]["code"] == "bad_request" and "Traceback" not in r.body.decode()
@@ -319,9 +332,16 @@ def test_token(logdir):
     with pytest.raises(ValueError, match="token"):
         tbscope.serve(logdir, host="0.0.0.0", port=0, token=None)
     with tbscope.serve(logdir, port=0, cache=False, reload_interval=0, token="s3cret-token") as s:
-        for path in ("api/v1/status", "", "api/openapi.json", "api/v1/blob/" + "0" * 32):
+        for path in ("api/v1/status", "api/openapi.json", "api/docs", "api/v1/blob/" + "0" * 32, "static/../api/v1/runs", "static/%2e%2e/api/v1/runs"):
             r = request(s.url, path)
             assert r.status == 401 and r.json()["error"]["code"] == "unauthorized", path
+        # The dashboard's page and assets are the public build: they load without the token, so the
+        # page can ask for it. Writes to them stay guarded; nothing from the logdir is in them.
+        page = request(s.url, "")
+        assert page.status == 200 and page.headers["content-type"].startswith("text/html")
+        assert str(logdir).encode() not in page.body and b"exp/seed0" not in page.body
+        assert request(s.url, "static/no-such-asset.js").status == 404
+        assert request(s.url, "", method="POST", body=b"").status == 401
         assert request(s.url, "api/v1/status", headers={"Authorization": "Bearer wrong"}).status == 401
         ok = request(s.url, "api/v1/status", headers={"Authorization": "Bearer s3cret-token"})
         assert ok.status == 200 and ok.json()["token_required"] is True
@@ -501,3 +521,84 @@ def test_ctrl_c_stops_cleanly(logdir):
             p.kill()
             p.wait()
         p.stderr.close()
+
+
+def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path, monkeypatch):
+    """A whole-series request is served from the tag's overview (every run downsampled once
+    per data generation): any subset of runs, in any order, gets exactly what downsampling
+    that run alone gives; a repeat is the same bytes; new data shows in the next answer."""
+    rng = np.random.default_rng(5)
+    lengths = {f"r{i}": n for i, n in enumerate([3, 40, 400, 1000, 17, 999, 250])}
+    writers = {}
+    for name, n in lengths.items():
+        w = writers[name] = tbscope.SummaryWriter(tmp_path / name, flush_secs=3600)
+        for step, v in enumerate(rng.standard_normal(n).cumsum()):
+            w.add_scalar("loss", float(v), step * 3)
+            w.add_scalar("other", float(-v), step * 3)
+        w.flush()
+
+    def expected(run: str, points: int) -> tuple[list[int], list[float]]:
+        df = tbscope.read_scalars(tmp_path / run, tags="loss")
+        steps, values = df["step"].to_numpy(), df["value"].to_numpy()
+        keep = tbscope.downsample(steps, values, points)
+        return steps[keep].tolist(), values[keep].tolist()
+
+    from tbscope.server import scalars
+
+    # Two overviews kept per snapshot: the third point count is downsampled directly.
+    monkeypatch.setattr(scalars, "MAX_OVERVIEWS", 2)
+    arrow = {"Accept": "application/vnd.apache.arrow.stream"}
+    with tbscope.serve(tmp_path, port=0, cache=False, reload_interval=0.2) as s:
+        assert s.wait_loaded(60)
+        whole = get_json(s.url, "api/v1/scalars?tag=loss&points=20")
+        assert [x["run"] for x in whole["series"]] == sorted(lengths)
+        subset = ["r5", "r0", "r3"]
+        part = get_json(s.url, "api/v1/scalars?tag=loss&points=20" + "".join(f"&run={r}" for r in subset))
+        assert [x["run"] for x in part["series"]] == subset
+        for answer in (whole, part):
+            for series in answer["series"]:
+                steps, values = expected(series["run"], 20)
+                assert series["columns"]["step"] == steps and series["columns"]["value"] == values
+                assert series["total_points"] == lengths[series["run"]]
+        for points in (10, 30):
+            for series in get_json(s.url, f"api/v1/scalars?tag=loss&points={points}&run=r3&run=r6")["series"]:
+                assert series["columns"]["step"] == expected(series["run"], points)[0]
+        kept = [k for k in s.store.snapshot.extras if isinstance(k, tuple) and k[0] == "scalars-overview"]
+        assert sorted(k[3] for k in kept) == [10, 20]
+        first = request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow)
+        again = request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow)
+        assert first.status == again.status == 200 and first.body == again.body
+        t = pa.ipc.open_stream(first.body).read_all()
+        runs = t.column("run").to_pylist()
+        assert runs == sorted(runs, key=["r2", "r4"].index) and runs.count("r4") == 17
+        assert t.column("step").to_pylist()[: runs.count("r2")] == expected("r2", 20)[0]
+        # New points: the next answer has them (answers are kept per data generation).
+        writers["r4"].add_scalar("loss", 123.0, 999)
+        writers["r4"].flush()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            t = pa.ipc.open_stream(request(s.url, "api/v1/scalars?tag=loss&points=20&run=r2&run=r4", headers=arrow).body).read_all()
+            if 999 in t.column("step").to_pylist():
+                break
+            time.sleep(0.1)
+        assert t.column("run").to_pylist().count("r4") == 18 and 123.0 in t.column("value").to_pylist()
+    for w in writers.values():
+        w.close()
+
+
+def test_sql_runs_in_tbscopes_own_locked_database(server, monkeypatch):
+    """One locked DuckDB setup for the library and the server: the server's queries take
+    their connection from tbscope.query, locked down (no external access)."""
+    import tbscope.query as query
+
+    asked: list[bool] = []
+    real = query._cursor
+
+    def counting(external_access: bool = False) -> object:
+        asked.append(external_access)
+        return real(external_access)
+
+    monkeypatch.setattr(query, "_cursor", counting)
+    r = get_json(server.url, "api/v1/sql?q=SELECT%20count(*)%20AS%20n%20FROM%20runs")
+    assert r["columns"]["n"] == [server.store.snapshot.runs.num_rows]
+    assert asked and not any(asked)

@@ -34,8 +34,8 @@ const TABS: Tab[] = [
   { id: "pr_curves", label: "PR curves", kind: "pr_curves", load: () => import("./views/prcurves").then((m) => m.default) },
   { id: "hparams", label: "HParams", kind: "hparams", load: () => import("./views/hparams").then((m) => m.default) },
   { id: "health", label: "Health", load: () => import("./views/health").then((m) => m.default) },
+  { id: "embeddings", label: "Embeddings", load: () => import("./views/embeddings").then((m) => m.default) },
   // Ready in the navigation; a later issue brings their data and views.
-  { id: "embeddings", label: "Embeddings", later: true },
   { id: "profile", label: "Profile", later: true },
 ];
 

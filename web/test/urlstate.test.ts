@@ -23,6 +23,7 @@ describe("URL state", () => {
       collapsed: ["train", "eval"],
       tree: false,
       points: 1000,
+      emb: "run=a%26b%2Fc&tag=words%3A00003&dims=3&q=%2Fw%5B12%5D%2F",
     };
     expect(parseHash(formatHash(s))).toEqual(s);
   });

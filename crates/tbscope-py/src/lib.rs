@@ -639,5 +639,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_records, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
+    m.add_function(wrap_pyfunction!(series::group_rows, m)?)?;
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! `downsample` and `ema` over numpy columns (`tbscope_core::downsample`): many series at once,
-//! each a range of rows, without the GIL.
+//! each a range of rows, without the GIL; and `group_rows` (`tbscope_core::group`), which lays
+//! one tag's rows of a table out as such series.
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyByteArray, PyBytes};
 use tbscope_core::downsample::{ema as core_ema, m4_many};
+use tbscope_core::group::{count as group_count, fill as group_fill, Chunk};
 
 use crate::funnel::{guarded, Outcome};
 
@@ -88,7 +90,8 @@ fn ranges(
 /// Downsamples each series (rows `starts[i]..ends[i]` of `x` and `y`) to at most `n` rows by
 /// the M4 rule, optionally inside `[x_lo, x_hi]`. Returns (kept row numbers as int64 bytes,
 /// rows kept per series as int64 bytes, smoothed values at the kept rows as float64 bytes or
-/// None): with `smoothing`, each whole series is smoothed first (TensorBoard's EMA).
+/// None, points inside the window per series as int64 bytes): with `smoothing`, each whole
+/// series is smoothed first (TensorBoard's EMA).
 #[pyfunction]
 #[pyo3(signature = (x, y, n, *, starts=None, ends=None, x_lo=None, x_hi=None, smoothing=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -106,6 +109,7 @@ pub fn downsample<'py>(
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
     Option<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
 )> {
     guarded(|| Ok(m4(py, x, y, n, starts, ends, x_lo, x_hi, smoothing)?))
 }
@@ -126,6 +130,7 @@ fn m4<'py>(
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
     Option<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
 )> {
     let xb = get(x, "x")?;
     let yb = get(y, "y")?;
@@ -155,34 +160,143 @@ fn m4<'py>(
         .map(|b| slice::<i64>(b, b"qli", "ends", "int64"))
         .transpose()?;
     let series = ranges(ss, es, len)?;
-    let (rows, counts, smoothed) = py.detach(|| {
-        let mut rows: Vec<usize> = Vec::new();
-        let mut counts: Vec<i64> = Vec::with_capacity(series.len());
-        let mut smoothed: Vec<f64> = Vec::new();
-        let mut scratch: Vec<f64> = Vec::new();
+    let (rows, counts, smoothed, totals) = py.detach(|| {
         let threads = tbscope_core::load::thread_count(0);
         let kept = match xs {
             Xs::I64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
             Xs::F64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
         };
-        for (&(a, b), part) in series.iter().zip(kept) {
-            let before = rows.len();
-            rows.extend(part);
-            counts.push((rows.len() - before) as i64);
+        let mut rows: Vec<i64> = Vec::with_capacity(kept.iter().map(|(k, _)| k.len()).sum());
+        let mut counts: Vec<i64> = Vec::with_capacity(series.len());
+        let mut totals: Vec<i64> = Vec::with_capacity(series.len());
+        let mut smoothed: Vec<f64> = Vec::new();
+        let mut scratch: Vec<f64> = Vec::new();
+        for (&(a, b), (part, candidates)) in series.iter().zip(kept) {
+            counts.push(part.len() as i64);
+            totals.push(candidates as i64);
             if let Some(w) = smoothing {
                 scratch.resize(b - a, 0.0);
                 core_ema(&ys[a..b], w, &mut scratch);
-                smoothed.extend(rows[before..].iter().map(|&r| scratch[r - a]));
+                smoothed.extend(part.iter().map(|&r| scratch[r - a]));
             }
+            rows.extend(part.iter().map(|&r| r as i64));
         }
-        (rows, counts, smoothing.map(|_| smoothed))
+        (rows, counts, smoothing.map(|_| smoothed), totals)
     });
-    let rows: Vec<i64> = rows.into_iter().map(|r| r as i64).collect();
     Ok((
         bytes_of(py, &rows),
         bytes_of(py, &counts),
         smoothed.map(|s| bytes_of(py, &s)),
+        bytes_of(py, &totals),
     ))
+}
+
+/// One tag's rows of a table's chunks, grouped: chunk `i` has run codes `runs[i]` and tag
+/// codes `tags[i]` (int32), keeps the rows whose tag code is `tag[i]` (-1: none), and puts
+/// them in group `groups[i][run code]` (int64; -1 leaves the run out) of `n_groups`.
+/// `columns[c][i]` is column `c` of chunk `i` (8-byte numbers). Returns (rows per group as
+/// int64 bytes, one bytearray per column with the kept rows group after group, each group in
+/// chunk and row order).
+#[pyfunction]
+#[pyo3(signature = (runs, tags, tag, groups, n_groups, columns))]
+#[allow(clippy::type_complexity)]
+pub fn group_rows<'py>(
+    py: Python<'py>,
+    runs: Vec<Bound<'py, PyAny>>,
+    tags: Vec<Bound<'py, PyAny>>,
+    tag: Vec<i64>,
+    groups: Vec<Bound<'py, PyAny>>,
+    n_groups: usize,
+    columns: Vec<Vec<Bound<'py, PyAny>>>,
+) -> Outcome<(Bound<'py, PyBytes>, Vec<Bound<'py, PyByteArray>>)> {
+    guarded(|| Ok(group(py, runs, tags, tag, groups, n_groups, columns)?))
+}
+
+/// `group_rows`' body.
+#[allow(clippy::type_complexity)]
+fn group<'py>(
+    py: Python<'py>,
+    runs: Vec<Bound<'py, PyAny>>,
+    tags: Vec<Bound<'py, PyAny>>,
+    tag: Vec<i64>,
+    groups: Vec<Bound<'py, PyAny>>,
+    n_groups: usize,
+    columns: Vec<Vec<Bound<'py, PyAny>>>,
+) -> PyResult<(Bound<'py, PyBytes>, Vec<Bound<'py, PyByteArray>>)> {
+    let n = runs.len();
+    if tags.len() != n
+        || tag.len() != n
+        || groups.len() != n
+        || columns.iter().any(|c| c.len() != n)
+    {
+        return Err(PyValueError::new_err(
+            "runs, tags, tag, groups and every column need one entry per chunk",
+        ));
+    }
+    let bufs = |objs: &[Bound<'py, PyAny>], what: &str| -> PyResult<Vec<PyUntypedBuffer>> {
+        objs.iter().map(|o| get(o, what)).collect()
+    };
+    let (rb, tb, gb) = (
+        bufs(&runs, "runs")?,
+        bufs(&tags, "tags")?,
+        bufs(&groups, "groups")?,
+    );
+    let cb: Vec<Vec<PyUntypedBuffer>> = columns
+        .iter()
+        .map(|c| bufs(c, "columns"))
+        .collect::<PyResult<_>>()?;
+    let mut chunks = Vec::with_capacity(n);
+    for i in 0..n {
+        let code = match tag[i] {
+            -1 => None,
+            t => Some(i32::try_from(t).map_err(|_| PyValueError::new_err("tag codes are int32"))?),
+        };
+        chunks.push(Chunk {
+            runs: slice::<i32>(&rb[i], b"il", "runs", "int32")?,
+            tags: slice::<i32>(&tb[i], b"il", "tags", "int32")?,
+            tag: code,
+            group: slice::<i64>(&gb[i], b"qli", "groups", "int64")?,
+            columns: cb
+                .iter()
+                .map(|c| slice::<u64>(&c[i], b"qlidQLI", "columns", "int64"))
+                .collect::<PyResult<_>>()?,
+        });
+    }
+    let counts = py
+        .detach(|| group_count(&chunks, n_groups))
+        .map_err(PyValueError::new_err)?;
+    let total: usize = counts.iter().sum();
+    let outs: Vec<Bound<'py, PyByteArray>> = (0..columns.len())
+        .map(|_| PyByteArray::new_with(py, total * 8, |_| Ok(())))
+        .collect::<PyResult<_>>()?;
+    // The bytearrays are new and only referenced here: nothing can resize them while the
+    // GIL is released.
+    let ptrs: Vec<usize> = outs.iter().map(|o| o.data() as usize).collect();
+    if ptrs
+        .iter()
+        .any(|&p| total > 0 && p % std::mem::align_of::<u64>() != 0)
+    {
+        return Err(PyValueError::new_err(
+            "bytearray storage is not 8-byte aligned",
+        ));
+    }
+    py.detach(|| {
+        let mut views: Vec<&mut [u64]> = ptrs
+            .iter()
+            .map(|&p| {
+                if total == 0 {
+                    return &mut [][..];
+                }
+                // SAFETY: a fresh bytearray of `total * 8` bytes, 8-byte aligned (checked),
+                // alive and unshared for this call.
+                unsafe { std::slice::from_raw_parts_mut(p as *mut u64, total) }
+            })
+            .collect();
+        group_fill(&chunks, &counts, &mut views)
+    })
+    .map_err(PyValueError::new_err)?;
+    let counts: Vec<i64> = counts.into_iter().map(|c| c as i64).collect();
+    Ok((bytes_of(py, &counts), outs))
 }
 
 /// TensorBoard's smoothing of each series of `y` (rows `starts[i]..ends[i]`, or all of `y`)

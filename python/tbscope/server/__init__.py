@@ -149,9 +149,13 @@ def start(config: Config, *, in_thread: bool = True, store: Store | None = None,
     sock = sock or bind(config)
     import uvicorn
 
-    from tbscope.server.app import create_app
+    from tbscope.server.front import Front
+    from tbscope.server.security import Guard
 
-    app = create_app(running)
+    # Serving starts while the API is still being built (see tbscope.server.front).
+    front = Front(running)
+    front.start_building()
+    app = Guard(front, config)
 
     class _Uvicorn(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:

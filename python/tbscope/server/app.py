@@ -11,7 +11,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 from starlette.responses import HTMLResponse, Response
 
-from tbscope.server.config import Config
 from tbscope.server.errors import ApiError, install
 from tbscope.server.security import Guard
 from tbscope.server.store import Store
@@ -36,10 +35,14 @@ PLACEHOLDER = """<!doctype html>
 
 def create_app(store: Store) -> Any:
     """The application for ``store`` (wrapped in the guard: the value to give uvicorn)."""
-    from tbscope import __version__
-    from tbscope.server.routes import core, experiments, histograms, media, query, scalars, tensors
+    return Guard(create_api(store), store.config)
 
-    config: Config = store.config
+
+def create_api(store: Store) -> Any:
+    """The API and the dashboard's pages (without the guard)."""
+    from tbscope import __version__
+    from tbscope.server.routes import core, embeddings, experiments, histograms, media, query, scalars, tensors
+
     app = FastAPI(
         title="tbscope",
         version=__version__,
@@ -52,9 +55,10 @@ def create_app(store: Store) -> Any:
     install(app)
     for module in (core, scalars, histograms, media, tensors, experiments, query):
         app.include_router(module.router, prefix="/api/v1")
+    app.include_router(embeddings.router, prefix="/api/v1")
     _pages(app)
     _tidy_openapi(app)
-    return Guard(app, config)
+    return app
 
 
 def _pages(app: FastAPI) -> None:

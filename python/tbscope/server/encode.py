@@ -63,9 +63,10 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, default=_default, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def etag(request: Request, generation: int) -> str:
-    """Entity tag of a JSON answer: the data generation and the request."""
-    key = f"{generation}\0{request.url.path}\0{request.url.query}\0{request.headers.get('accept', '')}"
+def etag(request: Request, generation: int, state: str = "") -> str:
+    """Entity tag of a JSON answer: the data generation (and any other state the answer
+    shows, such as whether the first load is done) and the request."""
+    key = f"{generation}{state}\0{request.url.path}\0{request.url.query}\0{request.headers.get('accept', '')}"
     return '"' + hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + '"'
 
 
@@ -82,17 +83,27 @@ def json_response(body: Any, tag: str | None = None, status: int = 200) -> Respo
     return Response(dumps(body), status_code=status, media_type="application/json", headers=headers)
 
 
-def arrow_response(table: pa.Table, tag: str | None = None) -> Response:
+def arrow_bytes(table: pa.Table) -> pa.Buffer:
+    """``table`` as one Arrow IPC stream."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table)
+    return sink.getvalue()
+
+
+def arrow_response(table: pa.Table, tag: str | None = None) -> Response:
+    return body_response(arrow_bytes(table), ARROW, tag)
+
+
+def body_response(body: Any, media_type: str, tag: str | None = None) -> Response:
+    """An encoded body (bytes or an Arrow buffer) as a response."""
     headers = {"Cache-Control": "no-cache"}
     if tag:
         headers["ETag"] = tag
-    # The IPC buffer itself goes out (a memoryview): no copy into a bytes object.
-    return Response(memoryview(sink.getvalue()), media_type=ARROW, headers=headers)
+    # A buffer goes out as a memoryview: no copy into a bytes object.
+    return Response(body if isinstance(body, bytes) else memoryview(body), media_type=media_type, headers=headers)
 
 
 def wants_arrow(request: Request) -> bool:

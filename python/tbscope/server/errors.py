@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+
+if TYPE_CHECKING:
+    from fastapi.exceptions import RequestValidationError
 
 log = logging.getLogger("tbscope.server")
 
@@ -58,6 +60,8 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 def install(app: Any) -> None:
     """Exception handlers giving every error the one shape."""
+    # Here, not at the top: the front answers its first requests before FastAPI is imported.
+    from fastapi.exceptions import RequestValidationError
 
     async def api_error(_request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)

@@ -145,7 +145,7 @@ class ScalarsQuery(BaseModel):
     runs_filter: Optional[str] = None
     points: int = Field(default=1000, ge=0, le=100_000)
     x: Literal["step", "relative", "wall_time"] = "step"
-    smoothing: Optional[float] = Field(default=None, ge=0.0, le=0.999)
+    smoothing: Optional[float] = Field(default=None, ge=0.0, lt=1.0)
     step_min: Optional[int] = None
     step_max: Optional[int] = None
     x_min: Optional[float] = None

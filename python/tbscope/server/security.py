@@ -86,7 +86,7 @@ class Guard:
                 here = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
                 await _redirect(secured, here + (f"?{rest}" if rest else ""), [(b"set-cookie", cookie.encode("latin-1"))])
                 return
-            if not self._authorized(headers):
+            if not self._public(scope) and not self._authorized(headers):
                 await _error(secured, 401, "a token is required: send 'Authorization: Bearer <token>' or open the URL with ?token=<token> once", [(b"www-authenticate", b"Bearer")])
                 return
         length = headers.get("content-length")
@@ -94,6 +94,17 @@ class Guard:
             await _error(secured, 413, f"request bodies are limited to {MAX_BODY_BYTES} bytes")
             return
         await self.app(scope, _limited(receive), secured)
+
+    def _public(self, scope: Scope) -> bool:
+        """The dashboard's page and its built assets pass without the token: they are the same
+        public build for every server (no data, no logdir or run names; the page learns those
+        from the guarded API), and a page that cannot load cannot ask for the token."""
+        if scope["method"] not in ("GET", "HEAD"):
+            return False
+        rest: str = scope["path"][len(self.prefix) :] if self.prefix else scope["path"]
+        if ".." in rest.split("/"):
+            return False  # routing is literal, but a dot segment never needs to pass unguarded
+        return rest == "/" or rest.startswith("/static/")
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         assert self.token is not None

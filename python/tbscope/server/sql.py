@@ -1,14 +1,10 @@
 """SQL for the server, locked down: one SELECT statement, over the logdirs' tables as loaded,
-in a DuckDB database that cannot reach files, the network or extensions and whose settings
-are locked, with a row limit and a time limit.
-
-The hardening issue gives ``tbscope.sql`` the same guarantees; until then the server keeps its
-own locked database here (``run`` is the one function to switch over).
+with a row limit and a time limit, in tbscope's own locked DuckDB database (the one
+``tbscope.sql`` uses without ``external_access``: no files, network, extensions or settings).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -20,38 +16,14 @@ if TYPE_CHECKING:
 
     from tbscope.server.store import SourceState, Store
 
-#: DuckDB settings of the server's database (fixed at connect, then locked).
-LOCKED: dict[str, Any] = {
-    "enable_external_access": False,
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-    "allow_community_extensions": False,
-    "allow_unsigned_extensions": False,
-    "lock_configuration": True,
-    "memory_limit": "2GB",
-    "threads": 2,
-}
-
-TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary")
-
-_DB: Any = None
-_LOCK = threading.Lock()
-
-
-def _cursor() -> Any:
-    global _DB
-    import duckdb
-
-    with _LOCK:
-        if _DB is None:
-            _DB = duckdb.connect(":memory:", config=dict(LOCKED))
-        return _DB.cursor()
+TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary", "embeddings")
 
 
 def check_select(con: Any, query: str) -> None:
     """Refuses anything but exactly one SELECT statement."""
-    raw = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()[0][0]
-    tree = json.loads(raw)
+    from tbscope.query import _parse
+
+    tree = _parse(con, query)
     if tree.get("error"):
         raise ApiError(400, f"only one SELECT statement is allowed ({tree.get('error_message', 'not a SELECT')})")
     if len(tree.get("statements", [])) != 1:
@@ -87,6 +59,9 @@ def table(store: Store, name: str) -> pa.Table:
         if name in ("hparams", "summary"):
             with store.with_logdir(st) as lg:
                 t = lg.hparams().to_arrow() if name == "hparams" else pa.Table.from_pandas(lg.summary(), preserve_index=False)
+        elif name == "embeddings":
+            with store.with_logdir(st) as lg:
+                t = lg.embeddings().to_arrow()
         else:
             t = store.table(st, name)
         parts.append(_prefix_runs(t, st))
@@ -103,9 +78,9 @@ def run(store: Store, query: str, limit: int) -> tuple[pa.Table, bool]:
     """The rows of a locked-down SELECT (at most ``limit``), and whether there were more."""
     import duckdb
 
-    from tbscope.query import pushdown
+    from tbscope.query import _cursor, pushdown
 
-    con = _cursor()
+    con = _cursor(external_access=False)
     timer = threading.Timer(SQL_SECONDS, con.interrupt)
     try:
         check_select(con, query)

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import zlib
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,42 @@ PALETTE = (
     "#e6550d", "#31a354", "#756bb1", "#636363", "#6baed6", "#fd8d3c", "#74c476", "#9e9ac8",
 )  # fmt: skip
 
+#: Bytes of encoded answers a snapshot keeps for repeated requests (a dashboard's refresh,
+#: many viewers of one logdir), and the largest one kept.
+ANSWER_BUDGET = 128 << 20
+ANSWER_MAX = 32 << 20
+
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
+
+
+def series_kind(kind: str, plugin: str) -> str:
+    """The API kind of a series: tensors of the PR-curve and custom-scalar plugins are their own."""
+    if kind == "tensors" and plugin in ("pr_curves", "custom_scalars"):
+        return plugin
+    return kind
+
+
+def status_body(store: Store) -> dict[str, Any]:
+    """The ``status`` answer: version, generation, load progress, logdirs, kinds present."""
+    from tbscope import __version__
+
+    series = store.snapshot.series
+    counts: dict[str, set[str]] = {}
+    for tag, kind, plugin in zip(series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()):
+        counts.setdefault(series_kind(kind, plugin), set()).add(tag)
+    return {
+        "version": __version__,
+        "generation": store.generation,
+        "loading": store.progress.as_dict(),
+        "logdirs": [{"name": st.source.name, "path": st.source.path, "exists": st.logdir is not None} for st in store.sources],
+        "token_required": store.config.token is not None,
+        "reload_interval": store.config.reload_interval,
+        "kinds": {
+            **{k: len(counts.get(k, ())) for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")},
+            "hparams": bool(counts.get("hparams")),
+            "custom_scalars": bool(counts.get("custom_scalars")),
+        },
+    }
 
 
 def color(run: str) -> str:
@@ -128,6 +163,11 @@ class Snapshot:
     tables: dict[tuple[int, str], Any] = field(default_factory=dict)
     extras: dict[Any, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A lock per value being computed: concurrent requests for it wait for one computation.
+    flights: dict[Any, threading.Lock] = field(default_factory=dict)
+    # Encoded answers (most recently used last) and their bytes, within ANSWER_BUDGET.
+    answers: OrderedDict[Any, Any] = field(default_factory=OrderedDict)
+    answer_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -153,8 +193,6 @@ class Store:
         self._loaded = threading.Event()
         self._facts: dict[str, tuple[Any, ...]] = {}
         self.load_seconds: float | None = None
-        # The last index built per (logdir, scalar tag): the next snapshot's starts from it.
-        self._indexes: dict[tuple[int, str], Any] = {}
 
     # ---------------------------------------------------------------------------- lifecycle
 
@@ -335,20 +373,48 @@ class Store:
             return snap.tables[key]
 
     def cached(self, key: Any, make: Callable[[], Any], snap: Snapshot | None = None) -> Any:
-        """A value computed once per snapshot (per-tag scalar indexes, the hparams table...)."""
+        """A value computed once per snapshot (per-tag scalar indexes, the hparams table...);
+        a request asking for it while another computes it waits for that one."""
         snap = snap or self.snapshot
         with snap.lock:
             if key in snap.extras:
                 return snap.extras[key]
-        value = make()
+            flight = snap.flights.setdefault(key, threading.Lock())
+        with flight:
+            with snap.lock:
+                if key in snap.extras:
+                    return snap.extras[key]
+            value = make()
+            with snap.lock:
+                snap.flights.pop(key, None)
+                return snap.extras.setdefault(key, value)
+
+    def answer(self, key: Any, make: Callable[[], Any], snap: Snapshot | None = None) -> Any:
+        """An encoded answer (bytes or a buffer) for a request, computed once per snapshot
+        while it fits the budget: the same request again costs nothing until the data
+        changes. The least recently used answers give way to new ones."""
+        snap = snap or self.snapshot
+        full = ("answer", key)
         with snap.lock:
-            return snap.extras.setdefault(key, value)
-
-    def previous_index(self, source: int, tag: str) -> Any:
-        return self._indexes.get((source, tag))
-
-    def remember_index(self, source: int, tag: str, index: Any) -> None:
-        self._indexes[(source, tag)] = index
+            if key in snap.answers:
+                snap.answers.move_to_end(key)
+                return snap.answers[key]
+            flight = snap.flights.setdefault(full, threading.Lock())
+        with flight:
+            with snap.lock:
+                if key in snap.answers:
+                    return snap.answers[key]
+            body = make()
+            size = len(memoryview(body))
+            with snap.lock:
+                snap.flights.pop(full, None)
+                if size <= ANSWER_MAX:
+                    snap.answers[key] = body
+                    snap.answer_bytes += size
+                    while snap.answer_bytes > ANSWER_BUDGET and snap.answers:
+                        _, old = snap.answers.popitem(last=False)
+                        snap.answer_bytes -= len(memoryview(old))
+            return body
 
     @contextlib.contextmanager
     def with_logdir(self, st: SourceState) -> Iterator[Logdir]:

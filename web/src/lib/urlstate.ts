@@ -22,6 +22,8 @@ export interface UrlState {
   tree: boolean;
   /** Points per series asked of the server; 0 = about two per pixel column of the chart. */
   points: number;
+  /** The embeddings view's own state (embedding, projection, colour, search), as a query string. */
+  emb: string;
 }
 
 export const DEFAULT_STATE: Readonly<UrlState> = Object.freeze({
@@ -38,6 +40,7 @@ export const DEFAULT_STATE: Readonly<UrlState> = Object.freeze({
   collapsed: [],
   tree: true,
   points: 0,
+  emb: "",
 });
 
 const X_AXES: readonly XAxis[] = ["step", "relative", "wall_time"];
@@ -69,6 +72,7 @@ export function parseHash(hash: string): UrlState {
   s.tree = p.get("flat") !== "1";
   const pts = Number(p.get("points"));
   if (Number.isInteger(pts) && pts > 0) s.points = Math.min(100000, pts);
+  s.emb = p.get("emb") ?? "";
   return s;
 }
 
@@ -90,6 +94,7 @@ export function formatHash(s: UrlState): string {
   for (const c of s.collapsed) p.append("collapsed", c);
   if (!s.tree) p.set("flat", "1");
   if (s.points) p.set("points", String(s.points));
+  if (s.emb) p.set("emb", s.emb);
   const qs = p.toString();
   return "#" + s.view + (qs ? "?" + qs : "");
 }

@@ -192,10 +192,10 @@ class ScalarCard {
     return perPointWeight(w, this.longest());
   }
 
-  /** Only a downsampled series needs the server's pass over every point; past the API's
-   * 0.999 the preview from the shown points stays (it smooths the same span of steps). */
+  /** Only a downsampled series needs the server's pass over every point (the API takes any
+   * per-point weight below 1, so long runs are smoothed exactly too). */
   private wantsServerSmoothing(w: number): boolean {
-    return w > 0 && this.isDownsampled() && this.serverWeight(w) <= 0.999;
+    return w > 0 && this.isDownsampled() && this.serverWeight(w) < 1;
   }
 
   private async loadDetail(win: [number, number], ac: AbortController, smooth = true): Promise<void> {

@@ -9,7 +9,9 @@ from fastapi import Request
 
 from tbscope.server.errors import ApiError
 from tbscope.server.models import Error
-from tbscope.server.store import SourceState, Store
+from tbscope.server.store import SourceState, Store, series_kind
+
+__all__ = ["ERRORS", "KIND_NAMES", "name_filter", "series_kind", "source_run", "store_of"]
 
 #: Error answers every endpoint may give (documented in the OpenAPI document).
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -50,10 +52,3 @@ def source_run(store: Store, run: str) -> tuple[SourceState, str]:
         later = " (the logdirs are still loading: try again when api/v1/status says loading.done)" if store.loading else ""
         raise ApiError(404, f"no run {run!r}; list them with api/v1/runs{later}")
     return hit
-
-
-def series_kind(kind: str, plugin: str) -> str:
-    """The API kind of a series: tensors of the PR-curve and custom-scalar plugins are their own."""
-    if kind == "tensors" and plugin in ("pr_curves", "custom_scalars"):
-        return plugin
-    return kind

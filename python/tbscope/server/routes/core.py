@@ -14,7 +14,7 @@ from tbscope.server import encode, models, tables
 from tbscope.server.config import MAX_RUNS_PAGE
 from tbscope.server.errors import ApiError
 from tbscope.server.routes import ERRORS, KIND_NAMES, name_filter, series_kind, store_of
-from tbscope.server.store import Change, Store, color
+from tbscope.server.store import Change, Store, color, status_body
 
 router = APIRouter(responses=ERRORS)
 StoreDep = Annotated[Store, Depends(store_of)]
@@ -22,27 +22,7 @@ StoreDep = Annotated[Store, Depends(store_of)]
 
 @router.get("/status", response_model=None, responses={200: {"model": models.Status}}, summary="Server state and load progress")
 def status(request: Request, store: StoreDep) -> Response:
-    from tbscope import __version__
-
-    snap = store.snapshot
-    series = snap.series
-    counts: dict[str, set[str]] = {}
-    for tag, kind, plugin in zip(series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()):
-        counts.setdefault(series_kind(kind, plugin), set()).add(tag)
-    body = {
-        "version": __version__,
-        "generation": store.generation,
-        "loading": store.progress.as_dict(),
-        "logdirs": [{"name": st.source.name, "path": st.source.path, "exists": st.logdir is not None} for st in store.sources],
-        "token_required": store.config.token is not None,
-        "reload_interval": store.config.reload_interval,
-        "kinds": {
-            **{k: len(counts.get(k, ())) for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")},
-            "hparams": bool(counts.get("hparams")),
-            "custom_scalars": bool(counts.get("custom_scalars")),
-        },
-    }
-    return encode.json_response(body)
+    return encode.json_response(status_body(store))
 
 
 @router.get("/changes", response_model=None, responses={200: {"model": models.Changes}}, summary="What changed since a generation (polling fallback of events)")

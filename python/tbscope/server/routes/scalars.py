@@ -9,8 +9,7 @@ from starlette.responses import Response
 
 from tbscope.server import encode, models
 from tbscope.server.config import MAX_POINTS
-from tbscope.server.errors import ApiError
-from tbscope.server.routes import ERRORS, name_filter, store_of
+from tbscope.server.routes import ERRORS, store_of
 from tbscope.server.store import Store
 
 router = APIRouter(responses=ERRORS)
@@ -20,29 +19,9 @@ OK: dict[int | str, dict[str, Any]] = {200: {"model": models.Scalars, "content":
 
 
 def _answer(request: Request, store: Store, q: models.ScalarsQuery) -> Response:
-    from tbscope.curves import MIN_POINTS
     from tbscope.server import scalars
 
-    if 0 < q.points < MIN_POINTS:
-        raise ApiError(400, f"points must be 0 (every point) or at least {MIN_POINTS}")
-    if q.step_min is not None and q.step_max is not None and q.step_min > q.step_max:
-        raise ApiError(400, "step_min is above step_max")
-    for v in (q.x_min, q.x_max):
-        if v is not None and v != v:
-            raise ApiError(400, "x_min and x_max must be numbers")
-    gen = store.snapshot.generation
-    tag = encode.etag(request, gen) if request.method == "GET" else None
-    if tag and (hit := encode.not_modified(request, tag)) is not None:
-        return hit
-    runs = q.runs
-    if q.runs_filter:
-        keep = name_filter(q.runs_filter)
-        listed = runs if runs is not None else store.snapshot.runs.column("run").to_pylist()
-        runs = [r for r in listed if keep(r)]
-    series = scalars.compute(store, q.tag, runs, q.points, q.x, q.smoothing, (q.step_min, q.step_max), (q.x_min, q.x_max))
-    if encode.wants_arrow(request):
-        return encode.arrow_response(scalars.to_arrow(q.tag, q.x, store.loading, series), tag)
-    return encode.json_response(scalars.to_json(q.tag, q.x, store.loading, series), tag)
+    return scalars.respond(request, store, q)
 
 
 @router.get("/scalars", response_model=None, responses=OK, summary="One tag across many runs, downsampled to keep every extreme")
@@ -54,7 +33,7 @@ def get_scalars(
     runs_filter: Annotated[Optional[str], Query(max_length=1000, description="a glob or /regex/ on run names")] = None,
     points: Annotated[int, Query(ge=0, le=MAX_POINTS, description="points per series: 0 = all, else at least 5")] = 1000,
     x: Annotated[Literal["step", "relative", "wall_time"], Query(description="the axis to bucket along")] = "step",
-    smoothing: Annotated[Optional[float], Query(ge=0.0, le=0.999, description="TensorBoard's smoothing weight; adds 'smoothed'")] = None,
+    smoothing: Annotated[Optional[float], Query(ge=0.0, lt=1.0, description="TensorBoard's smoothing weight; adds 'smoothed'")] = None,
     step_min: Annotated[Optional[int], Query(ge=-(2**63), le=2**63 - 1)] = None,
     step_max: Annotated[Optional[int], Query(ge=-(2**63), le=2**63 - 1)] = None,
     x_min: Annotated[Optional[float], Query(description="window in units of x (relative: seconds)")] = None,
