@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "group_rows", "read_records", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "group_rows", "read_records", "read_trace", "rewrite", "to_csv"]
 
 __version__: str
 
@@ -51,6 +51,7 @@ class NativeReader:
     def table(self, kind_name: str) -> Table: ...
     def stream(self, kind_name: str, max_bytes: int) -> Stream: ...
     def series(self) -> Table: ...
+    def logs(self) -> Table: ...
     def hparams(self) -> Table: ...
     def runs_table(self) -> Table: ...
     def run_facts(self) -> Table:
@@ -261,6 +262,11 @@ def downsample(
 def ema(y: Buffer, weight: float, out: Buffer, *, starts: Buffer | None = None, ends: Buffer | None = None) -> None:
     """TensorBoard's smoothing of each series of float64 ``y`` into the writable float64
     ``out`` of the same length."""
+
+def read_trace(path: str | PathLike[str]) -> Table:
+    """A Chrome trace file (gzip-compressed or not) as a table of events: name, category,
+    phase, start, duration, self_duration, process, thread, pid, tid, args. ValueError when the
+    file is not a Chrome trace."""
 
 def group_rows(
     runs: list[Buffer],

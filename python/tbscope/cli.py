@@ -110,6 +110,12 @@ def _drop_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _sql_tables() -> list[str]:
+    from tbscope.query import TABLES
+
+    return list(TABLES)
+
+
 def _translate(e: Exception) -> click.ClickException:
     """One line saying what went wrong and what to do about it."""
     from tbscope.errors import CorruptRecordError
@@ -117,7 +123,7 @@ def _translate(e: Exception) -> click.ClickException:
     # Messages from libraries may span lines; the error line must not.
     msg = " ".join(str(e).split()) or type(e).__name__
     if type(e).__module__.split(".")[0] == "duckdb":
-        return _OneLineUsageError(f"{msg}; check the query (tables: scalars, tensors, histograms, text, hparams, runs, series, summary)")
+        return _OneLineUsageError(f"{msg}; check the query (tables: {', '.join(_sql_tables())})")
     if isinstance(e, (ValueError, TypeError)):
         # Bad filters, options and queries are usage errors.
         return _OneLineUsageError(msg)
@@ -897,7 +903,8 @@ def sql_command(
 ) -> None:
     """Run an SQL query (DuckDB) over the logdir's tables; QUERY '-' reads it from stdin.
 
-    Tables: scalars, tensors, histograms, text, hparams, runs, series, summary. Only the tables
+    Tables: scalars, tensors, histograms, images, audio, text, blobs, meshes, logs, profiles,
+    embeddings, hparams, runs, series, summary. Only the tables
     the query names are read, and its run/tag/step conditions are applied while reading;
     --runs, --tags and --steps narrow the scan further.
 

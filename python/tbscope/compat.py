@@ -958,6 +958,10 @@ class EventAccumulator(_Accumulator):
         out = []
         for i, (w, s) in enumerate(zip(t.walls[idx].tolist(), t.steps[idx].tolist())):
             limits, bucket = np.asarray(rights[i]).tolist(), np.asarray(counts[i]).tolist()
+            if limits:
+                # The reader keeps a last bucket from running backwards; the proto's last limit
+                # is max (see the module doc).
+                limits[-1] = cols[1][i]
             hv = HistogramValue(cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], limits, bucket)
             out.append(HistogramEvent(w, s, hv))
         return out
@@ -1672,8 +1676,15 @@ class _Tree:
             return _empty_long(_HIST_FIELDS)
         idx = np.flatnonzero(self.row_fields(t) == _HISTO)
         fields: dict[str, Any] = {}
-        for name, col in (("counts", "count"), ("limits", "right")):
-            fields[name] = _objects([np.asarray(a, dtype=np.float64) for a in t.column(col, idx)])
+        fields["counts"] = _objects([np.asarray(a, dtype=np.float64) for a in t.column("count", idx)])
+        # The proto's last limit is max (the reader keeps a last bucket from running backwards).
+        limits = []
+        for a, top in zip(t.column("right", idx), t.column("max", idx).tolist()):
+            arr = np.array(a, dtype=np.float64)
+            if len(arr):
+                arr[-1] = top
+            limits.append(arr)
+        fields["limits"] = _objects(limits)
         for name in _HIST_FIELDS[2:]:
             if name in extra:
                 fields[name] = t.column(name, idx).astype(np.float64)

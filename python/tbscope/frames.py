@@ -162,6 +162,18 @@ class TensorFrame(Frame):
         return df.drop(columns=["content", "strings"])
 
 
+class MeshFrame(Frame):
+    """Meshes: ``to_pandas()`` gives ``vertices``, ``faces`` and ``colors`` as ``(n, 3)`` arrays."""
+
+    def to_pandas(self) -> pd.DataFrame:
+        import numpy as np
+
+        df = super().to_pandas()
+        for part in ("vertices", "faces", "colors"):
+            df[part] = [None if v is None else np.asarray(v).reshape(-1, 3) for v in df[part]]
+        return df
+
+
 _NUMPY_NAMES = {
     "qint8": "int8",
     "quint8": "uint8",

@@ -51,9 +51,13 @@ TABLES: dict[str, _Table] = {
     "scalars": _Table(("scalars",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, value"),
     "tensors": _Table(("tensors",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, plugin, dtype, shape, content, strings"),
     "histograms": _Table(("histograms",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, left, right, count, min, max, num, sum, sum_squares"),
-    "text": _Table(("text",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, text"),
+    "text": _Table(("text",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, text, shape"),
     "images": _Table(("images",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, width, height, colorspace, content_type, blob_file, blob_offset, blob_length"),
     "audio": _Table(("audio",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, index, sample_rate, num_channels, length_frames, content_type, label, blob_file, blob_offset, blob_length"),
+    "blobs": _Table(("blobs",), ("run", "tag", "step"), "run, tag, step, wall_time, timestamp, plugin, index, blob_file, blob_offset, blob_length"),
+    "meshes": _Table(("tensors",), ("run", "step"), "one row per mesh, step and sample: run, tag (the mesh's name), step, wall_time, index, vertices, faces, colors (flat lists, 3 values per point), config"),
+    "logs": _Table(("hparams",), ("run", "step"), "TF1 session logs and log messages: run, step, wall_time, timestamp, source, status, level, message, checkpoint_path"),
+    "profiles": _Table(("hparams",), (), "profile files: run, session, host, time, size, format, source, path"),
     "series": _Table(None, ("run", "tag"), "one row per (run, tag): kind, plugin, display_name, description, points, first_step, last_step"),
     "runs": _Table(None, ("run",), "one row per run: files, bytes, wall time range, max_step, records, points per kind, data loss"),
     "hparams": _Table(("hparams",), ("run",), "one row per run with hparams: group_name, start/end time, status, hparam:<name> columns"),
@@ -616,6 +620,12 @@ def _materialise(lg: Logdir, name: str) -> pa.Table:
         return lg.hparams().to_arrow()
     if name == "summary":
         return pa.Table.from_pandas(lg.summary(), preserve_index=False)
+    if name == "meshes":
+        return lg.meshes().to_arrow()
+    if name == "logs":
+        return lg.logs().to_arrow()
+    if name == "profiles":
+        return lg.profiles().to_arrow()
     if name == "embeddings":
         return lg.embeddings().to_arrow()
     return lg._frame(name).to_arrow()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tbscope import _core
 from tbscope._filters import Filter, compile_filter, kinds_list, parse_steps
 from tbscope.errors import CorruptRecordError
-from tbscope.frames import BlobFrame, Frame, TensorFrame
+from tbscope.frames import BlobFrame, Frame, MeshFrame, TensorFrame
 
 if TYPE_CHECKING:
     from tbscope.cache import Cache, CacheInfo
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from tbscope.profiles import Profile
     from tbscope._projector import Embedding
     from tbscope.query import Result
 
@@ -253,6 +254,15 @@ class Logdir:
         from tbscope.plugins import pr_curves
 
         return Frame(pr_curves(self.tensors().to_arrow()), "pr_curves")
+
+    def meshes(self) -> MeshFrame:
+        """Meshes (``add_mesh``) decoded: one row per run, mesh (``tag``: its name), step and
+        sample (``index``) with ``vertices``, ``faces`` and ``colors``; ``to_pandas()`` gives
+        them as numpy arrays of shape ``(n, 3)`` (float32, int32, uint8; None when absent) and
+        ``config`` is the writer's three.js JSON. See :func:`tbscope.plugins.meshes`."""
+        from tbscope.plugins import meshes
+
+        return MeshFrame(meshes(self.tensors().to_arrow(), self.series().to_arrow()), "meshes")
 
     def custom_scalars(self) -> dict[str, dict[str, Any]]:
         """Each run's custom-scalar layout (``add_custom_scalars``) as a dict shaped like the
@@ -582,6 +592,29 @@ class Logdir:
 
         return sql(self, query, params=params, max_rows=max_rows, timeout=timeout, external_access=external_access)
 
+    def profiles(self) -> Frame:
+        """Profile files under the logdir, one row each: run, session, host, time (UTC),
+        size (bytes), format (``chrome_trace``, ``xplane``, ...), source (``torch`` or
+        ``profile_plugin``) and path (relative to the logdir). See :mod:`tbscope.profiles`."""
+        from tbscope.profiles import profiles_table
+
+        return Frame(profiles_table(self.path), "profiles")
+
+    def profile(self, which: str | int) -> Profile:
+        """Opens one Chrome trace of :meth:`profiles` (its ``path``, or its row number): the
+        events as a frame and :meth:`~tbscope.profiles.Profile.top_operations`."""
+        from tbscope.profiles import open_profile
+
+        return open_profile(self.path, which)
+
+    def logs(self) -> Frame:
+        """TF1's session logs and log messages, one row per event: run, step, wall_time,
+        timestamp, ``source`` (``session_log`` or ``log_message``), ``status`` (START, STOP,
+        CHECKPOINT; session logs), ``level`` (DEBUGGING, INFO, WARN, ERROR, FATAL; log
+        messages), ``message`` and ``checkpoint_path`` (session logs)."""
+        self._ensure()
+        return Frame(self._call("logs"), "logs")
+
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
         self._ensure()
@@ -746,3 +779,9 @@ def read_audio(path: str | os.PathLike[str], *, blobs: bool = True, **filters: o
 
 def read_text(path: str | os.PathLike[str], **filters: object) -> pd.DataFrame:
     return _read("text", path, **filters).to_pandas()
+
+
+def read_logs(path: str | os.PathLike[str], **filters: object) -> pd.DataFrame:
+    """TF1's session logs (start, stop, checkpoint) and log messages: see :meth:`Logdir.logs`."""
+    filters.setdefault("kinds", ["hparams"])  # no rows of any kind are needed
+    return scan(path, **filters).logs().to_pandas()  # type: ignore[arg-type]

@@ -94,7 +94,19 @@ def write(root: Path) -> dict[str, object]:
                 {"hparam/final_loss": loss(i, STEPS - 1)},
             )
     write_hostile_run(root / XSS_RUN)
+    add_profile(root / RUNS[0])
     return {"runs": [*RUNS, XSS_RUN]}
+
+
+#: A real torch.profiler trace (torch 2.13, CPU; tests/data/torch_profiler/README.md).
+TORCH_TRACE = Path(__file__).resolve().parents[1] / "data" / "torch_profiler" / "hostA.1795710513538474591.pt.trace.json.gz"
+
+
+def add_profile(run_dir: Path) -> None:
+    """The trace as tensorboard_trace_handler leaves it, in a run's directory."""
+    import shutil
+
+    shutil.copy(TORCH_TRACE, run_dir / TORCH_TRACE.name)
 
 
 def write_hostile_run(run_dir: Path) -> None:

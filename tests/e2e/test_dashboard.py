@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -303,4 +304,37 @@ def test_csv_and_png_downloads(page: Page, server: Server) -> None:
         card.locator('button[title^="Download the chart as PNG"]').click()
     assert dl.value.suggested_filename == "train_loss.png"
     assert Path(dl.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert page.errors == []
+
+
+def test_profile_timeline_zooms_and_lists_top_operations(page: Page, server: Server) -> None:
+    """The torch.profiler trace in the fixture logdir: listed, drawn as a timeline whose wheel
+    zoom narrows the window and fetches that window's events, and its top operations."""
+    listing = api(server, "profiles")["columns"]
+    assert listing["source"] == ["torch"] and listing["format"] == ["chrome_trace"]
+    page.page.goto(server.url + "#profile")
+    page.page.wait_for_function("() => document.querySelector('.profile-timeline')?.dataset.state === 'ready'", timeout=30_000)
+    page.page.wait_for_function("() => document.querySelectorAll('.profile-ops-table tbody tr').length > 0", timeout=30_000)
+    ops = page.page.locator(".profile-ops-table tbody tr td.op-name").all_inner_texts()
+    want = api(server, f"profile/operations?run={urllib.parse.quote(listing['run'][0])}&file={urllib.parse.quote(listing['file'][0])}&limit=50")["columns"]["name"]
+    assert ops == want and any(name.startswith("aten::") for name in ops)
+    drawn = int(page.page.evaluate("() => document.querySelector('.profile-timeline').dataset.drawn"))
+    assert drawn > 50
+    span0 = page.page.evaluate("() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }")
+    box = page.page.locator(".profile-canvas").bounding_box()
+    assert box is not None
+    page.page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 40)
+    with page.page.expect_response(lambda r: "profile/events" in r.url and "start=" in r.url):
+        for _ in range(4):
+            page.page.mouse.wheel(0, -300)
+            page.page.wait_for_timeout(30)
+    page.page.wait_for_timeout(300)
+    span1 = page.page.evaluate("() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }")
+    assert span1 < span0 / 4
+    # Double-click shows the whole trace again.
+    page.page.mouse.dblclick(box["x"] + box["width"] * 0.6, box["y"] + 40)
+    page.page.wait_for_timeout(300)
+    span2 = page.page.evaluate("() => { const d = document.querySelector('.profile-timeline').dataset; return Number(d.end) - Number(d.start); }")
+    assert abs(span2 - span0) < 1e-6 * span0
+    page.screenshot("profile")
     assert page.errors == []

@@ -18,7 +18,9 @@ Where tbscope differs from TensorBoard *by design*, the oracle follows tbscope's
 semantics and says so:
 
 * legacy histograms: float64 edges, no trimming of empty end buckets; the outer edges are
-  replaced by ``min``/``max`` as RustBoard does (``LEGACY_OUTER_EDGES``). TensorBoard's Python
+  replaced by ``min``/``max`` as RustBoard does (``LEGACY_OUTER_EDGES``), except where that
+  would make an empty end bucket run backwards (left > right): there the outer edge is clamped
+  to the inner one. TensorBoard's Python
   view (trimmed, float32) is kept in ``tb_left``/``tb_right``/``tb_count`` for reference.
 * wall times that are NaN or ±Inf become NaN (tbscope: null).
 * ``bfloat16`` and ``uint32_val``/``uint64_val`` tensors, which TensorBoard's ``make_ndarray``
@@ -415,6 +417,13 @@ class Oracle:
                     elif LEGACY_OUTER_EDGES == "minmax":
                         left = np.concatenate([[h.min], limit[: k - 1]])
                         right = np.concatenate([limit[: k - 1], [h.max]])
+                        # tbscope: where RustBoard's outer edges would run backwards (an empty
+                        # end bucket beyond min or max), the outer edge is clamped to the inner
+                        # one, so that no bucket has left > right.
+                        if k > 1 and right[-1] < limit[k - 2]:
+                            right[-1] = limit[k - 2]
+                        if left[0] > right[0]:
+                            left[0] = right[0]
                     else:
                         left = np.concatenate([[h.min], limit[: k - 1]])
                         right = limit
@@ -519,8 +528,8 @@ class Oracle:
                         txt, ok = s.decode("utf-8", errors="replace"), False
                     rows.append(dict(run=rd.name, tag=tag, step=e.step,
                                      wall_time=_finite_or_nan(e.wall_time), index=i, text=txt,
-                                     strict_utf8=ok))
-        return _frame(rows, _BASE + ["index", "text", "strict_utf8"])
+                                     shape=list(arr.shape), strict_utf8=ok))
+        return _frame(rows, _BASE + ["index", "text", "shape", "strict_utf8"])
 
     # ---- blobs (graphs & co) ----------------------------------------------------------------
     @_cached

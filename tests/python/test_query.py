@@ -311,6 +311,7 @@ def test_every_table_is_queryable(sweep_dir):
     frames = {
         "scalars": lg.scalars(), "tensors": lg.tensors(), "histograms": lg.histograms(), "text": lg.text(),
         "images": lg.images(), "audio": lg.audio(), "series": lg.series(), "runs": lg.run_info(), "hparams": lg.hparams(),
+        "blobs": lg.blobs(), "meshes": lg.meshes(), "logs": lg.logs(), "profiles": lg.profiles(),
         "embeddings": lg.embeddings(),
     }
     for name in TABLES:

@@ -35,8 +35,7 @@ const TABS: Tab[] = [
   { id: "hparams", label: "HParams", kind: "hparams", load: () => import("./views/hparams").then((m) => m.default) },
   { id: "health", label: "Health", load: () => import("./views/health").then((m) => m.default) },
   { id: "embeddings", label: "Embeddings", load: () => import("./views/embeddings").then((m) => m.default) },
-  // Ready in the navigation; a later issue brings their data and views.
-  { id: "profile", label: "Profile", later: true },
+  { id: "profile", label: "Profile", load: () => import("./views/profile").then((m) => m.default) },
 ];
 
 class App {

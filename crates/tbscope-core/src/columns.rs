@@ -462,6 +462,9 @@ pub struct Text {
     pub c: Common,
     pub index: Vec<i32>,
     pub text: VarList<u8>,
+    /// The shape of the tensor each element came from (`[]` for a rank-0 text), so a 2×2
+    /// table and four lines of one text are told apart.
+    pub shape: VarList<i64>,
 }
 
 /// Hparams records keep their plugin content (the data lives in metadata, not in the tensor).
@@ -635,6 +638,7 @@ impl Tables {
         common(&mut self.text.c, &mut o.text.c);
         cat(&mut self.text.index, &mut o.text.index);
         self.text.text.extend(&o.text.text);
+        self.text.shape.extend(&o.text.shape);
 
         common(&mut self.hparams.c, &mut o.hparams.c);
         self.hparams.content.extend(&o.hparams.content);
@@ -1176,6 +1180,14 @@ pub fn to_batch(tables: &mut Tables, kind: Kind, d: &Dicts<'_>, provenance: bool
             c.push(i32_col(t.index));
             f.push(Field::new("text", DataType::LargeUtf8, false));
             c.push(Arc::new(large_utf8(t.text)));
+            let dim = Arc::new(Field::new("item", DataType::Int64, false));
+            f.push(Field::new("shape", DataType::LargeList(dim.clone()), false));
+            c.push(Arc::new(LargeListArray::new(
+                dim,
+                OffsetBuffer::new(ScalarBuffer::from(t.shape.offsets)),
+                i64_col(t.shape.values),
+                None,
+            )));
         }
         Kind::Hparams => {
             let h = std::mem::take(&mut tables.hparams);

@@ -15,7 +15,7 @@ use regex::Regex;
 use crate::columns::{sniff_image, Tables};
 use crate::data_compat::{decide, legacy_plugin, plugin_names, Kind, KindSet};
 use crate::proto::{
-    summary_values, Audio, DecodeError, Event, Histogram, Image, Metadata, SessionLog,
+    summary_values, Audio, DecodeError, Event, Histogram, Image, LogMessage, Metadata, SessionLog,
     SummaryValue, TaggedRunMetadata, ValueKind, What,
 };
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
@@ -143,13 +143,30 @@ pub struct LocalTag {
     pub last_wall: f64,
 }
 
-/// A SessionLog event (restarts, checkpoints).
+/// A SessionLog event (restarts, checkpoints) or a LogMessage event: the `logs` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEvent {
     pub step: i64,
     pub wall: f64,
+    /// `SessionLog.status` ([`SessionEvent::SESSION_LOG`]) or `LogMessage.level`.
     pub status: i32,
     pub offset: u64,
+    /// Which event: [`SessionEvent::SESSION_LOG`] or [`SessionEvent::LOG_MESSAGE`].
+    pub source: u8,
+    /// `SessionLog.msg` or `LogMessage.message`.
+    pub message: String,
+    /// `SessionLog.checkpoint_path` (empty for log messages).
+    pub checkpoint_path: String,
+}
+
+impl SessionEvent {
+    pub const SESSION_LOG: u8 = 0;
+    pub const LOG_MESSAGE: u8 = 1;
+
+    /// A SessionLog START: a (re)start of the writing job.
+    pub fn is_start(&self) -> bool {
+        self.source == Self::SESSION_LOG && self.status == 1
+    }
 }
 
 /// Where a read of a file ends, and what a record running past that end is
@@ -825,6 +842,9 @@ impl<'o> Parser<'o> {
             What::SessionLog(b) => {
                 SessionLog::decode(b)?;
             }
+            What::LogMessage(b) => {
+                LogMessage::decode(b)?;
+            }
             _ => {}
         }
         let wall = ev.wall_time;
@@ -915,6 +935,21 @@ impl<'o> Parser<'o> {
                     wall,
                     status: s.status,
                     offset: record_offset,
+                    source: SessionEvent::SESSION_LOG,
+                    message: lossy(s.msg),
+                    checkpoint_path: lossy(s.checkpoint_path),
+                });
+            }
+            What::LogMessage(b) => {
+                let m = LogMessage::decode(b)?;
+                self.out.sessions.push(SessionEvent {
+                    step,
+                    wall,
+                    status: m.level,
+                    offset: record_offset,
+                    source: SessionEvent::LOG_MESSAGE,
+                    message: lossy(m.message),
+                    checkpoint_path: String::new(),
                 });
             }
             _ => {}
@@ -1129,15 +1164,30 @@ pub fn append(
             let hs = &mut tables.histograms;
             hs.c.push(tag, step, wall, prov);
             // TensorBoard's edges: the first left edge is min, the last right edge is max.
-            hs.buckets.push_with(|v| {
-                for i in 0..k {
-                    v.push(if i == 0 { h.min } else { h.bucket_limit[i - 1] });
+            // Writers keep an empty bucket before the data (tensorboardX, so that its left
+            // limit is on record) whose limit lies below min, and an empty last bucket may
+            // start above max: there TensorBoard's edges would run backwards (its Python
+            // reader drops such end buckets), so the outer edge is clamped to the inner one.
+            // Every bucket is kept, and no bucket has left > right.
+            let right = |i: usize| {
+                if i + 1 < k {
+                    h.bucket_limit[i]
+                } else if k > 1 && h.max < h.bucket_limit[k - 2] {
+                    h.bucket_limit[k - 2]
+                } else {
+                    h.max
                 }
-            });
-            for i in 0..k {
-                hs.right
-                    .push(if i + 1 == k { h.max } else { h.bucket_limit[i] });
-            }
+            };
+            let left = |i: usize| {
+                let edge = if i == 0 { h.min } else { h.bucket_limit[i - 1] };
+                if i == 0 && edge > right(0) {
+                    right(0)
+                } else {
+                    edge
+                }
+            };
+            hs.buckets.push_with(|v| v.extend((0..k).map(left)));
+            hs.right.extend((0..k).map(right));
             hs.count.extend_from_slice(&h.bucket);
             for (col, x) in hs
                 .stats
@@ -1310,6 +1360,7 @@ pub fn append_tensor(
                 tx.c.push(tag, step, wall, prov);
                 tx.index.push(i as i32);
                 tx.text.push(String::from_utf8_lossy(el).as_bytes());
+                tx.shape.push(&t.shape);
             }
         }
         Kind::Blobs => {

@@ -21,6 +21,7 @@ pub mod hparams;
 pub mod load;
 pub mod logdir;
 pub mod masked_crc;
+pub mod profile;
 pub mod proto;
 pub mod restarts;
 pub mod rewrite;

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, UInt64Array};
+use arrow_array::{
+    ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+};
 use arrow_schema::{DataType, Field, Schema};
 use rayon::prelude::*;
 use regex::Regex;
@@ -1155,7 +1157,7 @@ impl Reader {
             restarts.push(
                 s.sessions
                     .iter()
-                    .filter(|e| e.status == 1)
+                    .filter(|e| e.is_start())
                     .count()
                     .saturating_sub(1) as i64,
             );
@@ -1195,6 +1197,89 @@ impl Reader {
         for (n, v) in names.iter().zip(per_kind) {
             cols.push((n, Arc::new(Int64Array::from(v))));
         }
+        batch(cols)
+    }
+
+    /// The `logs` table: TF1's SessionLog (start, stop, checkpoint) and LogMessage events,
+    /// one row each, runs in name order and events in file order.
+    pub fn logs(&self) -> RecordBatch {
+        let (lo, hi) = (self.opts.file.step_lo, self.opts.file.step_hi);
+        self.logs_with(&|_| true, &|s| {
+            lo.is_none_or(|lo| s >= lo) && hi.is_none_or(|hi| s < hi)
+        })
+    }
+
+    pub(crate) fn logs_with(
+        &self,
+        run_ok: &dyn Fn(&str) -> bool,
+        step_ok: &dyn Fn(i64) -> bool,
+    ) -> RecordBatch {
+        const STATUS: [&str; 4] = ["STATUS_UNSPECIFIED", "START", "STOP", "CHECKPOINT"];
+        let level_name = |l: i32| match l {
+            0 => "UNKNOWN".to_string(),
+            10 => "DEBUGGING".to_string(),
+            20 => "INFO".to_string(),
+            30 => "WARN".to_string(),
+            40 => "ERROR".to_string(),
+            50 => "FATAL".to_string(),
+            other => other.to_string(),
+        };
+        let mut run = Vec::new();
+        let mut step = Vec::new();
+        let mut wall = Vec::new();
+        let mut source = Vec::new();
+        let mut status: Vec<Option<String>> = Vec::new();
+        let mut level: Vec<Option<String>> = Vec::new();
+        let mut message = Vec::new();
+        let mut path: Vec<Option<String>> = Vec::new();
+        for (name, s) in &self.runs {
+            if !run_ok(name) {
+                continue;
+            }
+            for e in s.sessions.iter().filter(|e| step_ok(e.step)) {
+                run.push(name.as_str());
+                step.push(e.step);
+                wall.push(e.wall.is_finite().then_some(e.wall));
+                if e.source == SessionEvent::LOG_MESSAGE {
+                    source.push("log_message");
+                    status.push(None);
+                    level.push(Some(level_name(e.status)));
+                    path.push(None);
+                } else {
+                    source.push("session_log");
+                    status.push(Some(
+                        usize::try_from(e.status)
+                            .ok()
+                            .and_then(|i| STATUS.get(i))
+                            .map_or_else(|| e.status.to_string(), |s| s.to_string()),
+                    ));
+                    level.push(None);
+                    path.push(Some(e.checkpoint_path.clone()));
+                }
+                message.push(e.message.clone());
+            }
+        }
+        let dict = |v: Vec<&str>| -> ArrayRef {
+            Arc::new(v.into_iter().collect::<arrow_array::DictionaryArray<arrow_array::types::Int32Type>>())
+        };
+        let ts: Vec<Option<i64>> = wall
+            .iter()
+            .map(|w| w.map(|w| (w * 1e9).round() as i64))
+            .collect();
+        let cols: Vec<(&str, ArrayRef)> = vec![
+            ("run", dict(run)),
+            ("step", Arc::new(Int64Array::from(step))),
+            ("wall_time", Arc::new(Float64Array::from(wall))),
+            (
+                "timestamp",
+                Arc::new(arrow_array::TimestampNanosecondArray::from(ts).with_timezone("UTC")),
+            ),
+            ("source", dict(source)),
+            ("status", Arc::new(StringArray::from(status))),
+            ("level", Arc::new(StringArray::from(level))),
+            ("message", string_array(message)),
+            ("checkpoint_path", Arc::new(StringArray::from(path))),
+        ];
         batch(cols)
     }
 

@@ -508,6 +508,28 @@ impl<'a> SessionLog<'a> {
     }
 }
 
+/// `LogMessage` (deprecated in TensorFlow, still in TF1 logs).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LogMessage<'a> {
+    pub level: i32,
+    pub message: &'a [u8],
+}
+
+impl<'a> LogMessage<'a> {
+    pub fn decode(buf: &'a [u8]) -> Result<Self> {
+        let mut m = LogMessage::default();
+        for f in Fields::new(buf) {
+            let (n, w) = f?;
+            match n {
+                1 => m.level = w.varint()? as i32,
+                2 => m.message = w.bytes()?,
+                _ => {}
+            }
+        }
+        Ok(m)
+    }
+}
+
 /// `TaggedRunMetadata`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TaggedRunMetadata<'a> {

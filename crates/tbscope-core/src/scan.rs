@@ -37,6 +37,8 @@ pub trait Scan: Send {
     /// The schema of `kind`'s table, even when it has no rows.
     fn schema(&mut self, kind: Kind) -> Result<SchemaRef>;
     fn series(&mut self) -> Result<RecordBatch>;
+    /// TF1's SessionLog and LogMessage events, one row each.
+    fn logs(&mut self) -> Result<RecordBatch>;
     fn hparams(&mut self) -> Result<RecordBatch>;
     fn runs_table(&mut self) -> Result<RecordBatch>;
     fn run_mtimes(&mut self) -> Result<RecordBatch>;
@@ -74,6 +76,9 @@ impl Scan for Reader {
     }
     fn series(&mut self) -> Result<RecordBatch> {
         Ok(Reader::series(self))
+    }
+    fn logs(&mut self) -> Result<RecordBatch> {
+        Ok(Reader::logs(self))
     }
     fn hparams(&mut self) -> Result<RecordBatch> {
         Reader::hparams(self)
@@ -125,6 +130,9 @@ impl Scan for CachedReader {
     }
     fn series(&mut self) -> Result<RecordBatch> {
         CachedReader::series(self)
+    }
+    fn logs(&mut self) -> Result<RecordBatch> {
+        CachedReader::logs(self)
     }
     fn hparams(&mut self) -> Result<RecordBatch> {
         CachedReader::hparams(self)

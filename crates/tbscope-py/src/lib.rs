@@ -185,6 +185,11 @@ impl NativeReader {
         })
     }
 
+    /// TF1's SessionLog and LogMessage events, one row each.
+    fn logs(&self) -> Outcome<Table> {
+        self.with(|r| r.logs().map(Table::one))
+    }
+
     fn series(&self) -> Outcome<Table> {
         self.with(|r| r.series().map(Table::one))
     }
@@ -626,6 +631,17 @@ fn read_records<'py>(
         .collect())
 }
 
+/// A Chrome trace file (gzip or not) as a table of events (`tbscope_core::profile`).
+#[pyfunction]
+fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
+    py.detach(|| {
+        guarded(|| {
+            let b = tbscope_core::profile::read_trace(&path)?;
+            Ok(Table::one(b))
+        })
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -637,6 +653,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
     m.add_function(wrap_pyfunction!(read_records, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     m.add_function(wrap_pyfunction!(series::group_rows, m)?)?;

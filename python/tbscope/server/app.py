@@ -41,7 +41,7 @@ def create_app(store: Store) -> Any:
 def create_api(store: Store) -> Any:
     """The API and the dashboard's pages (without the guard)."""
     from tbscope import __version__
-    from tbscope.server.routes import core, embeddings, experiments, histograms, media, query, scalars, tensors
+    from tbscope.server.routes import core, embeddings, experiments, histograms, media, profiles, query, scalars, tensors
 
     app = FastAPI(
         title="tbscope",
@@ -53,7 +53,7 @@ def create_api(store: Store) -> Any:
     )
     app.state.store = store
     install(app)
-    for module in (core, scalars, histograms, media, tensors, experiments, query):
+    for module in (core, scalars, histograms, media, tensors, experiments, query, profiles):
         app.include_router(module.router, prefix="/api/v1")
     app.include_router(embeddings.router, prefix="/api/v1")
     _pages(app)

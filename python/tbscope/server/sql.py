@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from tbscope.server.store import SourceState, Store
 
-TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "series", "runs", "hparams", "summary", "embeddings")
+TABLES = ("scalars", "tensors", "histograms", "text", "images", "audio", "blobs", "meshes", "logs", "profiles", "series", "runs", "hparams", "summary", "embeddings")
 
 
 def check_select(con: Any, query: str) -> None:

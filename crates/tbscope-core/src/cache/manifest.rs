@@ -22,7 +22,10 @@ use crate::logdir::{run_name, time_parts};
 /// Bump when the manifest or segment layout changes: older caches are then read again.
 /// 2: the runs' state apart from the change-check index; facts and statistics tables.
 /// 3: every file's size and CRC-32C in the manifest.
-const FORMAT_VERSION: u32 = 3;
+/// 4: the text table's `shape`; session logs and log messages (source, message, checkpoint
+/// path) in the runs' state. (Main's single-file cache also called its layout 3 for this; 4
+/// keeps the two apart.)
+const FORMAT_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"TBSCACHE";
 
 #[derive(Default)]
@@ -366,6 +369,9 @@ pub(super) fn encode_manifest(
             e.f(s.wall);
             e.i(i64::from(s.status));
             e.u(s.offset);
+            e.u(u64::from(s.source));
+            e.s(&s.message);
+            e.s(&s.checkpoint_path);
         }
         for f in st.files.values() {
             e.u(f.cursor.offset);

@@ -158,6 +158,13 @@ impl CachedReader {
         self.cache.series(&self.reader)
     }
 
+    /// TF1's SessionLog and LogMessage events of the selected runs and steps, one row each
+    /// (`Reader::logs`).
+    pub fn logs(&mut self) -> Result<RecordBatch> {
+        self.ready(Need::State)?;
+        self.cache.logs(&self.reader)
+    }
+
     /// One row per selected run that has hparams records.
     pub fn hparams(&mut self) -> Result<RecordBatch> {
         self.ready(Need::Rows(Kind::Hparams))?;
@@ -240,7 +247,7 @@ struct Cache {
 /// What a method of [`CachedReader`] needs of a restored generation (`Cache::ready`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Need {
-    /// Everything: the runs' state, for `series`, `run_mtimes`, `file_path`.
+    /// Everything: the runs' state, for `series`, `logs`, `run_mtimes`, `file_path`.
     State,
     /// `runs_table`.
     RunsTable,

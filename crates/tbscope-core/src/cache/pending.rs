@@ -184,6 +184,9 @@ pub(super) fn decode_state(
                 wall: d.f()?,
                 status: d.i()? as i32,
                 offset: d.u()?,
+                source: d.u()? as u8,
+                message: d.s()?,
+                checkpoint_path: d.s()?,
             });
         }
         let mut files = crate::load::FileMap::with_capacity(index.len());

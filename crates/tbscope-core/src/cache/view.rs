@@ -244,7 +244,17 @@ impl Cache {
         self.with_series_pick(|pick| r.series_with(pick))
     }
 
+    /// The logs table of the runs and steps the view selects.
+    pub(super) fn logs(&self, r: &Reader) -> Result<RecordBatch> {
+        if self.pending.is_some() {
+            return Err(not_ready("the runs' state"));
+        }
+        let v = &self.view;
+        Ok(r.logs_with(&|run| v.run_ok(run), &|s| v.step_ok(s)))
+    }
+
     /// Calls `f` with what decides the view's series rows (see `Reader::series_with`).
+
     fn with_series_pick<T>(&self, f: impl FnOnce(SeriesPick<'_>) -> T) -> Result<T> {
         if self.pending.is_some() {
             return Err(not_ready("the runs' state"));

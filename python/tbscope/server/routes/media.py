@@ -8,6 +8,7 @@ bytes forever. The server maps keys back to rows of its tables; a key it does no
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -148,25 +149,30 @@ def text(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     walls = t.column("wall_time").to_pylist()
     texts = t.column("text").to_pylist()
     index = t.column("index").to_pylist()
+    shape_of = t.column("shape").to_pylist()
     out_steps: list[int] = []
     out_walls: list[Any] = []
     out_text: list[Any] = []
     shapes: list[list[int]] = []
     i = 0
     while i < len(steps):
-        # One record's elements are consecutive rows counting up from index 0.
+        # One record's elements are consecutive rows counting up from index 0, as many as its
+        # shape holds.
         j = i + 1
         while j < len(steps) and index[j] > index[j - 1] and steps[j] == steps[i]:
             j += 1
+        shape = list(shape_of[i] or [])
+        j = min(j, i + max(1, math.prod(shape)))
         elems = texts[i:j]
         out_steps.append(steps[i])
         out_walls.append(walls[i])
-        if j - i == 1 and index[i] == 0:
+        if len(shape) <= 1 and len(elems) == 1:
+            # One string: rank 0, or the [1] that add_text writes (as the contract has it).
             out_text.append(elems[0])
             shapes.append([])
         else:
             out_text.append(elems)
-            shapes.append([j - i])
+            shapes.append(shape)
         i = j
     cols = {"step": out_steps, "wall_time": encode.floats([float("nan") if w is None else w for w in out_walls]), "text": out_text, "shape": shapes}
     return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
