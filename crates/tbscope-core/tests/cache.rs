@@ -207,3 +207,144 @@ fn deferred_state_is_decoded_for_what_needs_it() {
     same(r.run_facts().unwrap(), plain.run_facts().unwrap());
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// `Event { wall_time, step, session_log = 7 { status, checkpoint_path, msg } }`.
+fn session_log_event(wall: f64, step: i64, status: u64, path: &str, msg: &str) -> Vec<u8> {
+    let mut log = Vec::new();
+    common::key(&mut log, 1, 0);
+    common::varint(&mut log, status);
+    common::bytes_field(&mut log, 2, path.as_bytes());
+    common::bytes_field(&mut log, 3, msg.as_bytes());
+    let mut ev = Vec::new();
+    common::key(&mut ev, 1, 1);
+    ev.extend_from_slice(&wall.to_le_bytes());
+    common::key(&mut ev, 2, 0);
+    common::varint(&mut ev, step as u64);
+    common::bytes_field(&mut ev, 7, &log);
+    ev
+}
+
+/// `Event { wall_time, step, log_message = 6 { level, message } }`.
+fn log_message_event(wall: f64, step: i64, level: u64, message: &str) -> Vec<u8> {
+    let mut m = Vec::new();
+    common::key(&mut m, 1, 0);
+    common::varint(&mut m, level);
+    common::bytes_field(&mut m, 2, message.as_bytes());
+    let mut ev = Vec::new();
+    common::key(&mut ev, 1, 1);
+    ev.extend_from_slice(&wall.to_le_bytes());
+    common::key(&mut ev, 2, 0);
+    common::varint(&mut ev, step as u64);
+    common::bytes_field(&mut ev, 6, &m);
+    ev
+}
+
+fn logs_of(r: &mut dyn Scan) -> String {
+    format!("{:?}", r.logs().unwrap())
+}
+
+/// TF1's session logs and log messages live in the runs' state, not in rows: a restored
+/// generation (state still encoded, then decoded) and an update that appends more give the
+/// logs table a fresh read gives, messages and checkpoint paths included; the scan's run and
+/// step filters apply to it.
+#[test]
+fn session_logs_and_log_messages_survive_the_cache() {
+    let base = tmp("logs");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    let mut bytes = events("train", 0..5, true);
+    bytes.extend(record(&session_log_event(1000.0, 0, 1, "", "started")));
+    bytes.extend(record(&log_message_event(
+        1001.0,
+        2,
+        30,
+        "slow input — ünïcode",
+    )));
+    bytes.extend(record(&session_log_event(
+        1002.0,
+        4,
+        3,
+        "/ckpt/model-4",
+        "",
+    )));
+    std::fs::create_dir_all(root.join("train")).unwrap();
+    std::fs::create_dir_all(root.join("eval")).unwrap();
+    let f = root.join("train").join("events.out.tfevents.1.x");
+    std::fs::write(&f, &bytes).unwrap();
+    let mut eval = events("eval", 0..3, true);
+    eval.extend(record(&log_message_event(1003.0, 1, 40, "eval failed")));
+    std::fs::write(root.join("eval").join("events.out.tfevents.1.x"), eval).unwrap();
+    settle(&root);
+
+    let mut cold = cached(&root, &cache);
+    assert_eq!(cold.cache_info().status, "miss");
+    let want = logs_of(&mut fresh(&root));
+    assert!(want.contains("/ckpt/model-4") && want.contains("ünïcode") && want.contains("WARN"));
+    assert_eq!(logs_of(&mut cold), want);
+
+    let mut warm = cached(&root, &cache);
+    assert_eq!(warm.cache_info().status, "hit");
+    assert!(warm.state_pending());
+    assert_eq!(logs_of(&mut warm), want);
+    assert!(!warm.state_pending());
+
+    // Filters: one run, a step range.
+    let mut o = opts(false, true);
+    o.runs = Some(regex::Regex::new("^train$").unwrap());
+    o.file.step_lo = Some(1);
+    o.file.step_hi = Some(5);
+    let mut filtered = CachedReader::new(&root, o.clone(), &cache).unwrap();
+    filtered.load(&AtomicBool::new(false)).unwrap();
+    let mut plain = Reader::new(&root, o).unwrap();
+    plain.load(&AtomicBool::new(false)).unwrap();
+    let got = logs_of(&mut filtered);
+    assert_eq!(got, logs_of(&mut plain));
+    assert_eq!(filtered.logs().unwrap().num_rows(), 2);
+
+    // Appended: the restored events and the new ones, in file order.
+    bytes.extend(record(&session_log_event(1004.0, 6, 2, "", "stopped")));
+    std::fs::write(&f, &bytes).unwrap();
+    let mut r = cached(&root, &cache);
+    assert_eq!(r.cache_info().status, "updated");
+    let want = logs_of(&mut fresh(&root));
+    assert!(want.contains("stopped"));
+    assert_eq!(logs_of(&mut r), want);
+    assert_eq!(logs_of(&mut cached(&root, &cache)), want);
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// A cache written in another layout (main's single-file cache also numbered its layout 3) is
+/// never decoded as this one: its manifest is refused by number and the logdir read again.
+#[test]
+fn manifest_of_another_format_is_read_again() {
+    let base = tmp("format");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("events.out.tfevents.1.x"),
+        events(".", 0..10, true),
+    )
+    .unwrap();
+    cached(&root, &cache);
+    let current = std::fs::read_to_string(cache.join("CURRENT")).unwrap();
+    let manifest = cache.join(current.trim()).join("manifest");
+    let mut m = std::fs::read(&manifest).unwrap();
+    assert_eq!(u32::from_le_bytes(m[8..12].try_into().unwrap()), 4);
+    m[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let n = m.len() - 4;
+    let crc = crc32c::crc32c(&m[..n]);
+    m[n..].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&manifest, m).unwrap();
+    let mut r = cached(&root, &cache);
+    let info = r.cache_info();
+    assert_eq!(info.status, "miss");
+    assert!(
+        info.warnings.iter().any(|w| w.contains("cache format 3")),
+        "{:?}",
+        info.warnings
+    );
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
+    assert_eq!(cached(&root, &cache).cache_info().status, "hit");
+    std::fs::remove_dir_all(&base).unwrap();
+}
