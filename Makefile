@@ -142,6 +142,7 @@ bench: build chromium
 	$(PY) bench/dashboard.py
 	$(PY) bench/serve.py
 	$(PY) bench/crafted.py
+	$(PY) bench/remote.py
 
 # The fuzz targets as plain binaries on stable Rust, 25 s each, seeded with event files from
 # tensorboardX's and TensorBoard's writers (and ../shared/data/wild when it is there). Built

@@ -7,7 +7,7 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
-__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "group_rows", "read_records", "read_trace", "rewrite", "to_csv"]
+__all__ = ["EventWriter", "NativeReader", "Stream", "Table", "__version__", "commit_rewrite", "downsample", "ema", "group_rows", "read_records", "read_trace", "record_heads", "rewrite", "to_csv"]
 
 __version__: str
 
@@ -293,3 +293,14 @@ def read_records(
     (both CRCs checked, damage skipped, a record still being written left out): the records
     starting at ``offsets`` (OSError if one does not), else every record, or only those whose
     payload contains ``containing``."""
+
+def record_heads(
+    path: str | PathLike[str],
+    *,
+    max_record_bytes: int = ...,
+) -> tuple[bytes, bytes, bytes, bytes, bytes, list[tuple[int, str]], list[tuple[int, str]]]:
+    """The head of every whole, decodable record of one event file, in file order, read with the
+    reader's framing: little-endian columns offset (u64), step (i64), wall_time (f64), what (u8:
+    the ``Event`` field number of the event's payload, 0 for none) and status (i32: the
+    ``SessionLog`` status of session_log events), then (offset, file_version) and (offset,
+    source writer) of the records that carry one."""

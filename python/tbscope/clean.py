@@ -263,7 +263,7 @@ def remove(facts: RunFacts, logdir: str | os.PathLike[str], archive: str | None 
         if not stat.S_ISREG(st.st_mode) or not inside(os.path.realpath(f), root_real) or not inside(f, root_real):
             raise PermissionError(f"{f} changed since it was surveyed (no longer a regular file inside the logdir); left alone")
     if archive is not None:
-        dest = archive if facts.run == "." else os.path.join(archive, *facts.run.split("/"))
+        dest = run_dir(archive, facts.run)
         clash = [os.path.join(dest, os.path.basename(f)) for f in facts.files if os.path.lexists(os.path.join(dest, os.path.basename(f)))]
         if clash:
             raise FileExistsError(f"{clash[0]} already exists; archive into another directory or move it away first")

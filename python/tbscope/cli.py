@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tbscope import __version__
+from tbscope._clioptions import storage_option
 from tbscope.reader import KINDS
 
 if TYPE_CHECKING:
@@ -223,11 +224,13 @@ def _parse_steps(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(f"{value!r} is not a step range; write A:B (A <= step < B), A: or :B, e.g. 0:1000") from None
 
 
-def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True) -> Callable[[F], F]:
-    """The scan filters a command takes, as click options."""
+def _filters(*, tags: bool = True, kinds: bool = True, steps: bool = True, remote: bool = True) -> Callable[[F], F]:
+    """The scan filters a command takes, as click options (and --storage-option for a URL)."""
 
     def deco(f: F) -> F:
         opts = [click.option("--runs", multiple=True, metavar="GLOB", help="Only runs matching the glob; repeat for several.")]
+        if remote:
+            opts.append(storage_option)
         if tags:
             opts.append(click.option("--tags", multiple=True, metavar="GLOB", help="Only tags matching the glob; repeat for several."))
         if kinds:
@@ -953,6 +956,7 @@ def _api(name: str, *modules: str) -> Callable[..., Any]:
 @click.option("--to", "file_format", type=click.Choice(["csv", "parquet", "jsonl"]), help="File format (default: from the suffix of --output; parquet for a directory).")
 @click.option("--partition-by", type=click.Choice(["run"]), help="Write a Parquet dataset into the --output directory, one partition per run.")
 @click.option("--force", is_flag=True, help="Replace an existing --output: a file, or a directory holding an earlier export (never an event file of LOGDIR, nor a directory holding LOGDIR).")
+@click.option("--dask", "dask_address", metavar="SCHEDULER_ADDRESS", help="Read on this Dask cluster (tcp://host:8786) and write a Parquet dataset into the --output directory, one file per event file (needs tbscope[dask]).")
 @_filters()
 @_format
 @_cache_options
@@ -962,6 +966,7 @@ def export_command(
     file_format: str | None,
     partition_by: str | None,
     force: bool,
+    dask_address: str | None,
     runs: tuple[str, ...],
     tags: tuple[str, ...],
     kinds: tuple[str, ...],
@@ -984,6 +989,17 @@ def export_command(
       tbscope export runs/ -o scalars.csv --tags 'train/*' --steps 0:1000
       tbscope export runs/ -o dataset/ --partition-by run
     """
+    if dask_address is not None:
+        # On a Dask cluster: a Parquet dataset, one file per event file (tbscope.dask.to_parquet).
+        if file_format not in (None, "parquet") or partition_by:
+            raise click.UsageError("--dask writes a Parquet dataset (a directory, one file per event file); drop --to and --partition-by")
+        from tbscope.dask import to_parquet
+
+        written = to_parquet(logdir, out, kinds=tuple(kinds) or ("scalars",), scheduler=dask_address, **_scan_args(runs, tags, steps=steps))
+        import pandas as pd
+
+        _emit(pd.DataFrame([{k: _flat(v) if fmt != "json" else v for k, v in written.items()}]), fmt)
+        return
     export = _api("export", "tbscope.export", "tbscope.query")
     # Checked here so the message names this command's options, not the API's keywords.
     if partition_by and file_format not in (None, "parquet"):
@@ -1039,7 +1055,7 @@ def _flat(v: Any) -> Any:
 @click.option("--before", metavar="DATE", help="Runs last active before DATE (ISO 8601; local time unless it has an offset): 2026-01-01.")
 @click.option("--empty", is_flag=True, help="Runs with no event data: zero-byte files, or only the header record each writer starts a file with.")
 @click.option("--no-data", "no_data", is_flag=True, help="Runs with no points of any kind (no scalars, tensors, histograms, images, audio, text, hparams, graphs).")
-@_filters(tags=False, kinds=False, steps=False)
+@_filters(tags=False, kinds=False, steps=False, remote=False)
 @click.option("--delete", "delete", is_flag=True, help="Delete the selected runs' event files (the default action).")
 @click.option("--archive", metavar="DIR", type=click.Path(file_okay=False), help="Move the selected runs' event files to DIR/<run>/ instead (DIR must be outside LOGDIR).")
 @click.option("--dry-run", "dry_run", is_flag=True, help="Only list what would go and the bytes freed (the default).")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from tbscope import _core
+from tbscope import _core, _mirror
 from tbscope._filters import Filter, compile_filter, kinds_list, parse_steps
 from tbscope.errors import CorruptRecordError
 from tbscope.frames import BlobFrame, Frame, MeshFrame, TensorFrame
@@ -93,8 +93,12 @@ class Logdir:
     :meth:`reload` to pick up what writers appended since; only new bytes are read.
     """
 
-    def __init__(self, path: str | os.PathLike[str], native_args: dict[str, Any], strict: bool) -> None:
+    def __init__(self, path: str | os.PathLike[str], native_args: dict[str, Any], strict: bool, remote: _mirror.Mirror | None = None) -> None:
         self.path = os.fspath(path)
+        # A remote logdir is read from its local mirror (self.path); reloads refresh it first.
+        self._remote = remote
+        #: The URL given to scan() for a remote logdir, else None.
+        self.url = remote.url if remote is not None else None
         # Kept to open more readers: iter_batches() streams with a reader of its own, and
         # summary() reads hparams records that this scan's filters may leave out. With a
         # cache, "cache_dir" travels along, so derived readers use the cache too.
@@ -107,9 +111,11 @@ class Logdir:
 
     def __repr__(self) -> str:
         state = f"{len(self.runs)} runs" if self._loaded else "not read yet"
-        return f"<tbscope.Logdir {self.path!r}: {state}>"
+        return f"<tbscope.Logdir {self.url or self.path!r}: {state}>"
 
     def _load(self) -> LoadStats:
+        if self._remote is not None and self._loaded:
+            self._remote.sync()
         stats = LoadStats(*self._native.load())
         self._loaded = True
         self._log_cache(debug=True)
@@ -173,7 +179,15 @@ class Logdir:
     def report(self) -> Report:
         """Corrupt records, unusable values and truncated tails found so far."""
         self._ensure()
-        return Report(tuple(Problem(*p) for p in self._call("report")))
+        return Report(self._problems(self._call("report")))
+
+    def _problems(self, native: list[tuple[str, str, str, int, int, str]]) -> tuple[Problem, ...]:
+        """The native report, after a remote logdir's fetch failures (files named relative
+        to the logdir, as the reader names them; the reason has the URL)."""
+        problems = tuple(Problem(*p) for p in native)
+        if self._remote is None:
+            return problems
+        return tuple(Problem(f.run, f.file, "error", 0, 0, f.reason) for f in self._remote.problems) + problems
 
     def _frame(self, kind: str) -> Frame:
         cls = {"tensors": TensorFrame, "images": BlobFrame, "audio": BlobFrame, "blobs": BlobFrame}.get(kind, Frame)
@@ -203,7 +217,7 @@ class Logdir:
         if "cache_dir" in self._native_args:
             # Through the cache, the rows are a mapping of its files: batches of the table cost
             # no memory of their own (the page cache holds them), so there is nothing to stream.
-            other = Logdir(self.path, self._native_args, self._strict)
+            other = Logdir(self.path, self._native_args, self._strict, self._remote)
             frame = other.hparams_records() if kind == "hparams" else other._frame(kind)
             yield from frame.to_arrow().to_batches(max_chunksize=max_rows)
             if on_report is not None:
@@ -212,7 +226,7 @@ class Logdir:
         native = _core.NativeReader(self.path, **self._native_args)
         for table in native.stream(kind, max_bytes):
             yield from pa.table(table).to_batches(max_chunksize=max_rows)
-        problems = [Problem(*p) for p in native.report()]
+        problems = list(self._problems(native.report()))
         if self._strict:
             _raise_strict(problems)
         if on_report is not None:
@@ -685,6 +699,7 @@ def scan(
     max_record_bytes: int = 256 << 20,
     cache: Cache = None,
     tail_timeout: float = 600.0,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Logdir:
     """Open a logdir, an event file or a directory tree of runs, lazily.
 
@@ -712,6 +727,12 @@ def scan(
         rows, read again on reload. Afterwards (or once a newer file appears in the run) it is
         a torn record: corruption when whole records follow it, which are then read, or a
         stopped tail. ``0`` reads every file as finished. See ``docs/robustness.md``.
+    storage_options: for a URL path (``s3://``, ``gs://``, ``az://``, ``memory://``, any fsspec
+        protocol), the filesystem's options as pandas and polars take them (``key``,
+        ``secret``, ``endpoint_url``, ``anon``...); by default each store's own credential
+        chain and environment variables (``AWS_ENDPOINT_URL``...). The event files are copied
+        into a local mirror with concurrent ranged reads (only new bytes on a reload; fetch
+        failures go to the report), which is what is read. See ``docs/scale.md``.
 
     >>> import tbscope
     >>> logdir = tbscope.scan("runs/", tags="loss*")  # doctest: +SKIP
@@ -727,6 +748,17 @@ def scan(
         if bad:
             raise ValueError(f"unknown kind(s) {bad}; choose from {', '.join(KINDS)}")
     lo, hi = parse_steps(steps)
+    remote = None
+    if _mirror.is_url(path):
+        url, is_remote = _mirror.split_url(path)  # type: ignore[arg-type]
+        if is_remote:
+            # Listed and fetched now, so that a bad URL or credentials fail where they are given.
+            remote = _mirror.open_mirror(url, storage_options)
+            path = remote.path
+        else:
+            path = url
+    elif storage_options:
+        raise ValueError(f"storage_options= is for URLs (s3://..., gs://...); {os.fspath(path)!r} is a local path")
     from tbscope.cache import resolve
 
     cache_dir = resolve(path, cache)
@@ -747,7 +779,7 @@ def scan(
     if cache_dir is not None:
         # Left out otherwise, so readers built from these arguments stay as before.
         native_args["cache_dir"] = cache_dir
-    return Logdir(path, native_args, strict)
+    return Logdir(path, native_args, strict, remote)
 
 
 def _read(kind: str, path: str | os.PathLike[str], **filters: object) -> Frame:

@@ -17,11 +17,11 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from tbscope import _core
+from tbscope import _core, _mirror
 from tbscope._filters import Filter, compile_filter, parse_steps
 from tbscope.errors import RewriteError
 from tbscope.reader import KINDS, Problem, Report, scan
@@ -82,6 +82,7 @@ def rewrite(
     verify: bool = True,
     force: bool = False,
     threads: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> RewriteStats:
     """Write a new logdir ``dst`` from ``src`` with the selected data left out.
 
@@ -119,6 +120,10 @@ def rewrite(
         raise ValueError(f"restarts={restarts!r} is not a choice; use None or 'all' (keep every record) or 'preempt' (drop what restarts superseded)")
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError("threads= takes a positive int (or None for all CPUs)")
+    if _mirror.is_url(src):
+        # A remote logdir is rewritten from its local mirror (storage_options as in scan()).
+        url, is_remote = _mirror.split_url(src)  # type: ignore[arg-type]
+        src = _mirror.open_mirror(url, storage_options).path if is_remote else url
     steps: tuple[int | None, int | None] | None = None
     if drop_steps is not None:
         steps = parse_steps(drop_steps)

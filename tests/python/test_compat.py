@@ -48,8 +48,9 @@ pea = pytest.importorskip("tensorboard.backend.event_processing.plugin_event_acc
 
 logging.getLogger("tensorboard").setLevel(logging.ERROR)
 
-#: tbscope's legacy histograms end at ``max``; every other limit is the writer's.
-LAST_LIMIT_IS_MAX = True
+#: the compat classes return the writer's last bucket limit, as TensorBoard and tbparse do (the
+#: native tables end the last bucket at ``max``).
+LAST_LIMIT_IS_MAX = False
 #: tbparse's default event types without TensorFlow (it cannot decode images or audio).
 TBPARSE_TYPES = {"scalars", "tensors", "histograms", "hparams", "text"}
 
@@ -211,8 +212,6 @@ def _compare_legacy(run: Path, purge: bool = False) -> list[str]:
         ca, cb = ours.CompressedHistograms(tag), theirs.CompressedHistograms(tag)
         for x, y, h in zip(ca, cb, b):
             hv = h.histogram_value
-            if hv.bucket_limit and hv.bucket_limit[-1] < hv.max:
-                continue  # TensorBoard interpolates to the last limit, tbscope to max (documented)
             _check(p, (x.step, x.wall_time) == (y.step, y.wall_time)
                    and [(bp, float(v)) for bp, v in x.compressed_histogram_values]
                    == [(bp, float(v)) for bp, v in y.compressed_histogram_values],
@@ -378,42 +377,42 @@ def test_read_records_uses_the_readers_framing(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-def test_size_guidance_keeps_everything(tbx_logdir):
-    """TensorBoard would keep at most 2 points per scalar tag (a random sample); tbscope keeps
-    every point whatever the guidance says."""
-    acc = compat.EventAccumulator(str(tbx_logdir), size_guidance={compat.SCALARS: 2}, purge_orphaned_data=False).Reload()
-    assert len(acc.Scalars("loss/train")) == 25
-    default = compat.EventAccumulator(str(tbx_logdir), purge_orphaned_data=False).Reload()
-    assert len(default.Scalars("loss/train")) == 25
+def test_size_guidance_samples_as_tensorboard_does(tbx_logdir):
+    """TensorBoard's reservoir is seeded: a guidance of 2 keeps the same 2 points of 25 (the
+    last one always); 0 keeps everything; a negative guidance gets TensorBoard's ValueError."""
+    run = str(tbx_logdir)
+    ours = compat.EventAccumulator(run, size_guidance={compat.SCALARS: 2}, purge_orphaned_data=False).Reload()
+    theirs = ea.EventAccumulator(run, size_guidance={ea.SCALARS: 2}, purge_orphaned_data=False).Reload()
+    assert ours.Scalars("loss/train") == theirs.Scalars("loss/train")
+    assert len(ours.Scalars("loss/train")) == 2 and ours.Scalars("loss/train")[-1].step == 24
+    everything = compat.EventAccumulator(run, size_guidance={compat.SCALARS: 0}, purge_orphaned_data=False).Reload()
+    assert len(everything.Scalars("loss/train")) == 25
     with pytest.raises(ValueError):
-        compat.EventAccumulator(str(tbx_logdir), size_guidance={compat.SCALARS: -1})
-    with pytest.raises(TypeError):
-        compat.EventAccumulator(str(tbx_logdir), size_guidance=[("scalars", 0)])  # type: ignore[arg-type]
+        compat.EventAccumulator(run, size_guidance={compat.SCALARS: -1})
 
 
 def test_purge_keeps_runs_tensorboard_would_not_purge(tf2_logdir, tbx_logdir):
     """With the default purge_orphaned_data=True, a run without a SessionLog restart is read
     whole, as TensorBoard reads it: overlapping steps across files and steps going back inside
-    a file (tensorboardX ``back``) are all kept."""
+    a file_version 2 file (tensorboardX ``back``) are all kept."""
     assert not _compare_legacy(tf2_logdir / "b", purge=True)
     assert not _compare_legacy(tbx_logdir / "eval" / "deep" / "er", purge=True)
     acc = compat.EventAccumulator(str(tbx_logdir)).Reload()
     assert len(acc.Scalars("back")) == 8 and len(acc.Scalars("dup")) == 4
 
 
-def test_purge_after_a_restart_uses_the_preempt_rule(tb_logdir):
-    """``events`` logs SessionLog.START twice (a restart at step 2): TensorBoard's plugin
-    accumulator drops the pre-restart steps >= 2 of ``loss``, and so does tbscope's
-    ``restarts="preempt"`` rule, which the accumulators apply to such runs."""
-    import tbscope
-
+def test_purge_after_a_restart_is_tensorboards(tb_logdir):
+    """``events`` logs SessionLog.START twice (a restart at step 2): each accumulator purges as
+    its TensorBoard namesake does. The plugin one drops the pre-restart steps >= 2 of every
+    tag; the legacy one purges at every START but never touches tensors."""
     run = tb_logdir / "events"
     theirs = pea.EventAccumulator(str(run), size_guidance={"tensors": 0}).Reload()
-    ours = compat.PluginEventAccumulator(str(run)).Reload()
+    ours = compat.PluginEventAccumulator(str(run), size_guidance={"tensors": 0}).Reload()
     assert [_proto_key(e) for e in ours.Tensors("loss")] == [_proto_key(e) for e in theirs.Tensors("loss")]
+    assert [e.step for e in ours.Tensors("loss")] == [0, 1, 2, 3, 4]
     legacy = compat.EventAccumulator(str(run)).Reload()
-    expected = tbscope.scan(run, restarts="preempt").scalars().to_pandas()
-    assert [e.step for e in legacy.Tensors("loss")] == expected["step"].tolist() == [0, 1, 2, 3, 4]
+    legacy_tb = ea.EventAccumulator(str(run)).Reload()
+    assert [e.step for e in legacy.Tensors("loss")] == [e.step for e in legacy_tb.Tensors("loss")]
     kept = compat.EventAccumulator(str(run), purge_orphaned_data=False).Reload()
     assert [e.step for e in kept.Tensors("loss")] == [0, 1, 2, 3, 2, 3, 4]
 

@@ -187,7 +187,7 @@ def test_import_registers_nothing_until_the_first_writer(tmp_path):
     assert first == {"after_import": [], "signals_unchanged": True}
     # The first writer sets them, once (a second writer adds none).
     hooks = sorted(tuple(h) for h in second["after_writers"])
-    assert hooks == sorted([("atexit", "tbscope.writer")] + ([("fork", "tbscope.writer")] if hasattr(os, "register_at_fork") else []))
+    assert hooks == sorted([("atexit", "tbscope._writer.lifecycle")] + ([("fork", "tbscope._writer.lifecycle")] if hasattr(os, "register_at_fork") else []))
     assert second["sigterm_changed"]
 
 
@@ -313,7 +313,7 @@ def test_fork_child_that_never_logs_leaves_nothing(tmp_path):
     def child():
         w.flush()
         w.close()  # must neither flush nor close the parent's writer
-        from tbscope.writer import _close_all_at_exit
+        from tbscope._writer.lifecycle import _close_all_at_exit
 
         _close_all_at_exit()  # what a normal exit of the child runs
 

@@ -7,7 +7,8 @@
 use std::time::Instant;
 
 use tbscope_core::histogram::{self, Edges, Values, PARALLEL_MIN};
-use tbscope_core::writer::{put_simple_value, EventWriter, Options, ScalarStyle};
+use tbscope_core::proto::encode::put_simple_value;
+use tbscope_core::writer::{EventWriter, Options, ScalarStyle};
 
 /// Best time of `rounds` runs of `f`, in seconds.
 fn best(rounds: usize, mut f: impl FnMut()) -> f64 {

@@ -15,8 +15,8 @@ use regex::Regex;
 use crate::columns::{sniff_image, Tables};
 use crate::data_compat::{decide, legacy_plugin, plugin_names, Kind, KindSet};
 use crate::proto::{
-    summary_values, Audio, DecodeError, Event, Histogram, Image, LogMessage, Metadata, SessionLog,
-    SummaryValue, TaggedRunMetadata, ValueKind, What,
+    summary_values, Audio, DecodeError, Event, HistogramProto, Image, LogMessage, Metadata,
+    SessionLog, SummaryValue, TaggedRunMetadata, ValueKind, What,
 };
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
 use crate::tf_record::{data_crc_ok, payload, Damage, End, Step, WalkOptions, Walker, HEADER_LEN};
@@ -440,6 +440,86 @@ pub fn raw_records(
         buf = w.into_buf();
     }
     Ok(out)
+}
+
+/// One whole record of an event file as TensorBoard's accumulators see it: where it starts, its
+/// step and wall time, which `Event.what` field it carries and the little they read from it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RecordHead {
+    pub offset: u64,
+    pub step: i64,
+    pub wall_time: f64,
+    /// The `Event` field number of `what` (3 file_version, 4 graph_def, 5 summary, 6
+    /// log_message, 7 session_log, 8 tagged_run_metadata, 9 meta_graph_def), 0 for none.
+    pub what: u8,
+    /// `SessionLog.status` of a session_log event (1 = START), else 0.
+    pub status: i32,
+    /// `file_version` of a file_version event.
+    pub file_version: Option<String>,
+    /// `source_metadata.writer`, when the event has source metadata.
+    pub writer: Option<String>,
+}
+
+/// The head of every whole, decodable record of one file, in file order, read with the
+/// reader's framing (both CRCs checked; damage is skipped as the reader skips it). For the
+/// Python compat layer, which replays TensorBoard's accumulators (purges, most recent step,
+/// source writer) over these without decoding the records in Python.
+pub fn record_heads(path: &Path, max_len: u64) -> std::io::Result<Vec<RecordHead>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let end = if crate::load::file_may_grow(path) {
+        End::Live
+    } else {
+        End::Final
+    };
+    let opts = WalkOptions {
+        max_len,
+        ..WalkOptions::default()
+    };
+    let mut w = Walker::new(&file, 0, size, end, opts, Vec::new());
+    let mut out = Vec::new();
+    loop {
+        match w.next() {
+            Step::Record { offset, framed } => {
+                let Ok(ev) = Event::decode(payload(framed)) else {
+                    continue;
+                };
+                let mut head = RecordHead {
+                    offset,
+                    step: ev.step,
+                    wall_time: ev.wall_time,
+                    writer: ev.source_metadata.map(|m| {
+                        let writer = crate::proto::Fields::new(m).find_map(|f| match f {
+                            Ok((1, crate::proto::Wire::Bytes(b))) => Some(b),
+                            _ => None,
+                        });
+                        lossy(writer.unwrap_or_default())
+                    }),
+                    ..RecordHead::default()
+                };
+                match ev.what {
+                    What::Nothing => {}
+                    What::FileVersion(v) => {
+                        head.what = 3;
+                        head.file_version = Some(lossy(v));
+                    }
+                    What::GraphDef(_) => head.what = 4,
+                    What::Summary(_) => head.what = 5,
+                    What::LogMessage(_) => head.what = 6,
+                    What::SessionLog(b) => {
+                        head.what = 7;
+                        head.status = SessionLog::decode(b).map(|s| s.status).unwrap_or(0);
+                    }
+                    What::TaggedRunMetadata(_) => head.what = 8,
+                    What::MetaGraphDef(_) => head.what = 9,
+                }
+                out.push(head);
+            }
+            Step::ReadError { error, .. } => return Err(error),
+            Step::End => return Ok(out),
+            Step::Damage { .. } | Step::Tail { .. } => {}
+        }
+    }
 }
 
 /// Whether `needle` occurs in `hay`.
@@ -1156,7 +1236,7 @@ pub fn append(
             tables.scalars.value.push(f64::from(*x));
         }
         (Kind::Histograms, ValueKind::Histo(h)) => {
-            let h = Histogram::decode(h).map_err(|e| e.0)?;
+            let h = HistogramProto::decode(h).map_err(|e| e.0)?;
             if h.bucket.len() != h.bucket_limit.len() {
                 return Err("histogram has different numbers of buckets and limits");
             }
@@ -1476,6 +1556,84 @@ mod tests {
                 assert_eq!(Sse42Crc::length(len), want);
             }
         }
+    }
+
+    /// `record_heads`: each whole record's offset, step, wall time, `Event.what` field,
+    /// SessionLog status, file version and source writer, in file order; bytes that are not a
+    /// record are skipped as the reader skips them.
+    #[test]
+    fn record_heads_reports_each_record() {
+        fn len_field(out: &mut Vec<u8>, number: u8, body: &[u8]) {
+            out.push((number << 3) | 2);
+            let mut n = body.len();
+            while n >= 0x80 {
+                out.push((n as u8 & 0x7f) | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+            out.extend_from_slice(body);
+        }
+        fn event(wall: f64, step: u8) -> Vec<u8> {
+            let mut e = vec![0x09];
+            e.extend_from_slice(&wall.to_le_bytes());
+            e.extend_from_slice(&[0x10, step]);
+            e
+        }
+        let mut version = event(1.5, 0);
+        len_field(&mut version, 3, b"brain.Event:1");
+        let mut start = event(2.5, 3);
+        len_field(&mut start, 7, &[0x08, 0x01]); // SessionLog { status: START }
+        let mut writer = Vec::new();
+        len_field(&mut writer, 1, b"w1");
+        len_field(&mut start, 10, &writer); // source_metadata
+        let mut summary = event(3.5, 4);
+        len_field(&mut summary, 5, b"");
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for (i, e) in [&version, &start, &summary].into_iter().enumerate() {
+            if i == 2 {
+                data.extend_from_slice(b"not a record at all");
+            }
+            offsets.push(data.len() as u64);
+            crate::tf_record::write_record(&mut data, e);
+        }
+        let path = std::env::temp_dir().join(format!(
+            "tbscope-record-heads-{}.tfevents",
+            std::process::id()
+        ));
+        std::fs::write(&path, &data).unwrap();
+        let heads = record_heads(&path, 1 << 20).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let got: Vec<_> = heads
+            .iter()
+            .map(|h| {
+                (
+                    h.offset,
+                    h.step,
+                    h.wall_time,
+                    h.what,
+                    h.status,
+                    h.file_version.clone(),
+                    h.writer.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    offsets[0],
+                    0,
+                    1.5,
+                    3,
+                    0,
+                    Some("brain.Event:1".to_string()),
+                    None
+                ),
+                (offsets[1], 3, 2.5, 7, 1, None, Some("w1".to_string())),
+                (offsets[2], 4, 3.5, 5, 0, None, None),
+            ]
+        );
     }
 
     #[test]

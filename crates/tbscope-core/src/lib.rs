@@ -27,6 +27,7 @@ pub mod restarts;
 pub mod rewrite;
 pub mod runstats;
 pub mod scan;
+pub mod sys;
 pub mod tensor;
 pub mod text;
 pub mod tf_record;

@@ -1260,7 +1260,10 @@ impl Reader {
             }
         }
         let dict = |v: Vec<&str>| -> ArrayRef {
-            Arc::new(v.into_iter().collect::<arrow_array::DictionaryArray<arrow_array::types::Int32Type>>())
+            Arc::new(
+                v.into_iter()
+                    .collect::<arrow_array::DictionaryArray<arrow_array::types::Int32Type>>(),
+            )
         };
         let ts: Vec<Option<i64>> = wall
             .iter()

@@ -306,8 +306,8 @@ fn to_batch(
 mod tests {
     use super::*;
     use arrow_array::cast::AsArray;
-    use arrow_array::Array;
     use arrow_array::types::Float64Type;
+    use arrow_array::Array;
 
     fn strings(b: &RecordBatch, col: &str) -> Vec<String> {
         let d = b.column_by_name(col).unwrap().as_dictionary::<Int32Type>();
@@ -334,7 +334,10 @@ mod tests {
         assert_eq!(strings(&b, "name"), ["step", "mm", "add", "io", "mark"]);
         assert_eq!(strings(&b, "phase"), ["X", "X", "X", "X", "i"]);
         assert_eq!(strings(&b, "process"), ["python"; 5]);
-        assert_eq!(strings(&b, "thread"), ["main", "main", "main", "t2", "main"]);
+        assert_eq!(
+            strings(&b, "thread"),
+            ["main", "main", "main", "t2", "main"]
+        );
         let col = |n: &str| -> Vec<Option<f64>> {
             b.column_by_name(n)
                 .unwrap()
@@ -358,8 +361,9 @@ mod tests {
 
     #[test]
     fn bare_lists_and_bad_input() {
-        let b = parse_trace(br#"[{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": "p", "tid": 3}]"#)
-            .unwrap();
+        let b =
+            parse_trace(br#"[{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": "p", "tid": 3}]"#)
+                .unwrap();
         assert_eq!(b.num_rows(), 1);
         assert_eq!(strings(&b, "pid"), ["p"]);
         assert!(parse_trace(b"not json").is_err());

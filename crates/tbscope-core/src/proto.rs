@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub mod encode;
+
 /// A record's bytes that are not valid protobuf, or not the message they should be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError(pub &'static str);
@@ -380,9 +382,10 @@ impl<'a> Metadata<'a> {
     }
 }
 
-/// `HistogramProto`.
+/// `HistogramProto`, the legacy histogram: what the reader decodes and the writer encodes.
+/// `bucket[i]` counts values up to `bucket_limit[i]` (its right edge).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Histogram {
+pub struct HistogramProto {
     pub min: f64,
     pub max: f64,
     pub num: f64,
@@ -392,9 +395,9 @@ pub struct Histogram {
     pub bucket: Vec<f64>,
 }
 
-impl Histogram {
+impl HistogramProto {
     pub fn decode(buf: &[u8]) -> Result<Self> {
-        let mut h = Histogram::default();
+        let mut h = HistogramProto::default();
         for f in Fields::new(buf) {
             let (n, w) = f?;
             match n {
@@ -550,6 +553,67 @@ impl<'a> TaggedRunMetadata<'a> {
         }
         Ok(t)
     }
+}
+
+/// One field of a message as it sits on the wire.
+pub(crate) struct RawField<'a> {
+    pub(crate) number: u32,
+    /// The whole field, key included: what is copied when the field is kept.
+    pub(crate) whole: &'a [u8],
+    /// The payload of a length-delimited field.
+    pub(crate) bytes: Option<&'a [u8]>,
+}
+
+/// The fields of `buf` with their exact byte spans (`proto::Fields` gives payloads only).
+pub(crate) fn raw_fields(buf: &[u8]) -> impl Iterator<Item = Result<RawField<'_>>> {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if pos >= buf.len() {
+            return None;
+        }
+        let start = pos;
+        let field = (|| {
+            let key = read_varint(buf, &mut pos)?;
+            let number =
+                u32::try_from(key >> 3).map_err(|_| DecodeError("invalid field number"))?;
+            if number == 0 {
+                return Err(DecodeError("invalid field number"));
+            }
+            let mut bytes = None;
+            let skip = match key & 7 {
+                0 => {
+                    read_varint(buf, &mut pos)?;
+                    0
+                }
+                1 => 8,
+                2 => {
+                    let n = read_varint(buf, &mut pos)?;
+                    let n = usize::try_from(n).map_err(|_| DecodeError("length overflows"))?;
+                    let end = pos
+                        .checked_add(n)
+                        .filter(|&e| e <= buf.len())
+                        .ok_or(DecodeError("field runs past the end of its message"))?;
+                    bytes = Some(&buf[pos..end]);
+                    n
+                }
+                5 => 4,
+                _ => return Err(DecodeError("unsupported wire type")),
+            };
+            pos = pos
+                .checked_add(skip)
+                .filter(|&e| e <= buf.len())
+                .ok_or(DecodeError("field runs past the end of its message"))?;
+            Ok(RawField {
+                number,
+                whole: &buf[start..pos],
+                bytes,
+            })
+        })();
+        if field.is_err() {
+            pos = buf.len();
+        }
+        Some(field)
+    })
 }
 
 #[cfg(test)]

@@ -500,12 +500,28 @@ mod tests {
     #[test]
     fn torchs_float32_patterns_in_half_val() {
         // Values a float16 holds exactly, as torch widened them: subnormal, max, -0, inf.
-        let halves = [0.40332031f32, -0.71923828, 0.0, -0.0, 2f32.powi(-24), 65504.0, f32::INFINITY];
+        let halves = [
+            0.40332031f32,
+            -0.71923828,
+            0.0,
+            -0.0,
+            2f32.powi(-24),
+            65504.0,
+            f32::INFINITY,
+        ];
         let got = elements_f64(&torch_half_val(DT_HALF, &halves));
-        assert_eq!(got, halves.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
+        assert_eq!(
+            got,
+            halves.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()
+        );
         assert!(got[3].is_sign_negative());
         // bfloat16 values: float32 patterns whose low 16 bits are zero.
-        let bf = [-0.404296875f32, f32::from_bits(0x7149_0000), f32::from_bits(0x80a0_0000), 0.0];
+        let bf = [
+            -0.404296875f32,
+            f32::from_bits(0x7149_0000),
+            f32::from_bits(0x80a0_0000),
+            0.0,
+        ];
         assert_eq!(
             elements_f64(&torch_half_val(DT_BFLOAT16, &bf)),
             bf.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()

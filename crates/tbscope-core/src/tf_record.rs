@@ -886,6 +886,21 @@ pub fn write_record(out: &mut Vec<u8>, data: &[u8]) {
     out.extend_from_slice(&masked_crc32c(data).to_le_bytes());
 }
 
+/// Frames the record that `f` encodes as one TFRecord, in place at the end of `out`: the
+/// same bytes as [`write_record`], without encoding into a separate buffer first (the
+/// writer's hot path).
+#[inline(always)]
+pub fn framed(out: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; HEADER_LEN]);
+    f(out);
+    let len = ((out.len() - start - HEADER_LEN) as u64).to_le_bytes();
+    out[start..start + 8].copy_from_slice(&len);
+    out[start + 8..start + HEADER_LEN].copy_from_slice(&masked_crc32c(&len).to_le_bytes());
+    let crc = masked_crc32c(&out[start + HEADER_LEN..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use common::{reference_frames, TempDir};
 use tbscope_core::event_file::{read_file, Cursor, FileChunk, Options as ReadOptions, Until};
-use tbscope_core::histogram::{self, Histogram, Values};
+use tbscope_core::histogram::{self, Values};
+use tbscope_core::proto::HistogramProto;
 use tbscope_core::writer::{Backlog, EventWriter, Options, ScalarStyle, WriteError};
 
 const FILE: &str = "events.out.tfevents.1700000000.host.1.0";
@@ -153,7 +154,7 @@ fn summaries_of_simple_values_equal_scalars() {
     a.scalars(&tags, &vals, Some(3), Some(9.5)).unwrap();
     let mut body = Vec::new();
     for (t, v) in tags.iter().zip(vals) {
-        tbscope_core::writer::put_simple_value(&mut body, t, v);
+        tbscope_core::proto::encode::put_simple_value(&mut body, t, v);
     }
     b.summary(&body, Some(3), Some(9.5)).unwrap();
     assert_eq!(a.take().unwrap(), b.take().unwrap());
@@ -191,8 +192,8 @@ fn a_million_float32_values_histogram_like_the_reference() {
     let first = want.iter().position(|&c| c > 0).unwrap();
     let last = want.iter().rposition(|&c| c > 0).unwrap();
     let expect: Vec<f64> = want[first - 1..=last].iter().map(|&c| c as f64).collect();
-    assert_eq!(h.counts, expect);
-    assert_eq!(h.limits, e[first..=last + 1].to_vec());
+    assert_eq!(h.bucket, expect);
+    assert_eq!(h.bucket_limit, e[first..=last + 1].to_vec());
     assert_eq!(h.num, vals.len() as f64);
     let (lo, hi) = vals
         .iter()
@@ -212,14 +213,14 @@ fn histograms_and_tensors_read_back() {
         .collect();
     let h = histogram::histogram(Values::F64(&vals), None, None).unwrap();
     w.histogram("weights", &h, Some(3), Some(7.0)).unwrap();
-    let raw = Histogram {
+    let raw = HistogramProto {
         min: -1.0,
         max: 2.0,
         num: 3.0,
         sum: 1.5,
         sum_squares: 5.25,
-        limits: vec![-1.0, 0.5, 2.0],
-        counts: vec![0.0, 2.0, 1.0],
+        bucket_limit: vec![-1.0, 0.5, 2.0],
+        bucket: vec![0.0, 2.0, 1.0],
     };
     w.histogram("raw", &raw, Some(4), Some(8.0)).unwrap();
 
@@ -253,14 +254,14 @@ fn histograms_and_tensors_read_back() {
         );
         let counts =
             &hs.count[hs.buckets.offsets[row] as usize..hs.buckets.offsets[row + 1] as usize];
-        assert_eq!(counts, &want.counts[..]);
+        assert_eq!(counts, &want.bucket[..]);
         let right =
             &hs.right[hs.buckets.offsets[row] as usize..hs.buckets.offsets[row + 1] as usize];
         // The reader uses max as the last right edge, as TensorBoard does.
-        let k = want.limits.len();
-        assert_eq!(&right[..k - 1], &want.limits[..k - 1]);
+        let k = want.bucket_limit.len();
+        assert_eq!(&right[..k - 1], &want.bucket_limit[..k - 1]);
     }
-    assert_eq!(h.counts.iter().sum::<f64>(), 10_000.0);
+    assert_eq!(h.bucket.iter().sum::<f64>(), 10_000.0);
 
     let ts = &c.tables.tensors;
     assert_eq!(ts.dtype, vec![5]);

@@ -631,6 +631,63 @@ fn read_records<'py>(
         .collect())
 }
 
+/// The head of every whole record of one event file, in file order: (offset, step, wall_time,
+/// what, status, file_version, writer) columns as little-endian u64/i64/f64/u8/i32 buffers
+/// plus (offset, string) lists for the file versions and source writers. See
+/// `event_file::record_heads`.
+#[pyfunction]
+#[pyo3(signature = (path, *, max_record_bytes=256 << 20))]
+#[allow(clippy::type_complexity)] // one plain tuple of columns, unpacked by its one caller
+fn record_heads<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    max_record_bytes: u64,
+) -> Outcome<(
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Vec<(u64, String)>,
+    Vec<(u64, String)>,
+)> {
+    let heads = py.detach(|| {
+        guarded(|| {
+            tbscope_core::event_file::record_heads(&path, max_record_bytes)
+                .map_err(|e| tbscope_core::Error::io(e, &path).into())
+        })
+    })?;
+    fn column<'py, T: Copy, const N: usize>(
+        py: Python<'py>,
+        heads: &[tbscope_core::event_file::RecordHead],
+        f: impl Fn(&tbscope_core::event_file::RecordHead) -> T,
+        le: impl Fn(T) -> [u8; N],
+    ) -> Bound<'py, PyBytes> {
+        let mut out = Vec::with_capacity(heads.len() * N);
+        for h in heads {
+            out.extend_from_slice(&le(f(h)));
+        }
+        PyBytes::new(py, &out)
+    }
+    let versions = heads
+        .iter()
+        .filter_map(|h| h.file_version.clone().map(|v| (h.offset, v)))
+        .collect();
+    let writers = heads
+        .iter()
+        .filter_map(|h| h.writer.clone().map(|w| (h.offset, w)))
+        .collect();
+    Ok((
+        column(py, &heads, |h| h.offset, u64::to_le_bytes),
+        column(py, &heads, |h| h.step, i64::to_le_bytes),
+        column(py, &heads, |h| h.wall_time, f64::to_le_bytes),
+        column(py, &heads, |h| h.what, u8::to_le_bytes),
+        column(py, &heads, |h| h.status, i32::to_le_bytes),
+        versions,
+        writers,
+    ))
+}
+
 /// A Chrome trace file (gzip or not) as a table of events (`tbscope_core::profile`).
 #[pyfunction]
 fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
@@ -653,6 +710,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
     m.add_function(wrap_pyfunction!(read_records, m)?)?;
+    m.add_function(wrap_pyfunction!(record_heads, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;

@@ -14,7 +14,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyString};
-use tbscope_core::histogram::{self, Edges, Histogram, Values};
+use tbscope_core::histogram::{self, Edges, Values};
+use tbscope_core::proto::HistogramProto;
 use tbscope_core::writer::{self, Backlog, ScalarStyle};
 
 use crate::funnel::{guarded, invalid, Outcome};
@@ -162,7 +163,7 @@ impl Template {
                 let key = unsafe { Bound::from_borrowed_ptr(py, k) };
                 let tag = key.cast::<PyString>()?.to_str()?;
                 let x = float_of(py, v)?;
-                writer::put_simple_value(&mut self.body, tag, x);
+                tbscope_core::proto::encode::put_simple_value(&mut self.body, tag, x);
                 self.value_at.push(self.body.len() - 4);
                 self.keys.push(key.unbind());
             }
@@ -326,7 +327,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, value, step=None, wall_time=None, new_style=false, double_precision=false))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn scalar(
         &self,
         py: Python<'_>,
@@ -394,7 +398,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, values, step=None, wall_time=None, edges=None, max_bins=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn histogram(
         &self,
         py: Python<'_>,
@@ -421,7 +428,7 @@ impl EventWriter {
             };
             let v = vals.values();
             let compute = || histogram::histogram(v, edges.as_deref(), max_bins);
-            let h: Histogram = invalid(if v.len() >= HISTOGRAM_DETACH {
+            let h: HistogramProto = invalid(if v.len() >= HISTOGRAM_DETACH {
                 py.detach(compute)
             } else {
                 compute()
@@ -432,7 +439,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts, step=None, wall_time=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn histogram_raw(
         &self,
         py: Python<'_>,
@@ -448,14 +458,14 @@ impl EventWriter {
         wall_time: Option<f64>,
     ) -> Outcome<()> {
         guarded(|| {
-            let h = Histogram {
+            let h = HistogramProto {
                 min,
                 max,
                 num,
                 sum,
                 sum_squares,
-                limits: bucket_limits,
-                counts: bucket_counts,
+                bucket_limit: bucket_limits,
+                bucket: bucket_counts,
             };
             let r = self.inner.histogram(tag, &h, step, wall_time);
             self.queued(py, r)
@@ -463,7 +473,10 @@ impl EventWriter {
     }
 
     #[pyo3(signature = (tag, data, dtype, shape, step=None, wall_time=None, metadata=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python method's parameters, one for one"
+    )]
     fn tensor(
         &self,
         py: Python<'_>,

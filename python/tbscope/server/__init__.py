@@ -15,7 +15,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -99,6 +99,7 @@ def make_config(
     allowed_hosts: Iterable[str] = (),
     cache: bool = True,
     bind_all: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Config:
     from tbscope.server.config import Config, parse_logdirs
 
@@ -115,6 +116,7 @@ def make_config(
         token=token,
         allowed_hosts=list(allowed_hosts),
         cache=cache,
+        storage_options=dict(storage_options) if storage_options is not None else None,
     )
 
 
@@ -191,6 +193,7 @@ def serve(
     allowed_hosts: Iterable[str] = (),
     cache: bool = True,
     bind_all: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Server:
     """Serve the dashboard and the REST API over ``logdir`` from a background thread, and
     return at once (the logdir loads in the background; ``Server.wait_loaded()`` waits).
@@ -198,7 +201,9 @@ def serve(
     Arguments are those of ``tbscope serve`` (see ``docs/server.md``): ``logdir`` may be
     ``name:path,name:path`` for several; ``port=0`` picks a free port; ``token`` (default
     ``$TBSCOPE_TOKEN``) is required for any host but loopback; ``cache=False`` reads without
-    the incremental cache. Returns a :class:`Server` with ``url`` and ``stop()``.
+    the incremental cache; ``storage_options`` are those of :func:`tbscope.scan` for a
+    logdir given as a URL (``s3://...``; reloaded every 30 s at the most often). Returns a
+    :class:`Server` with ``url`` and ``stop()``.
     """
     config = make_config(
         logdir,
@@ -211,5 +216,6 @@ def serve(
         allowed_hosts=allowed_hosts,
         cache=cache,
         bind_all=bind_all,
+        storage_options=storage_options,
     )
     return start(config)

@@ -10,6 +10,9 @@ from typing import Any
 
 import click
 
+from tbscope._mirror import is_url
+from tbscope._clioptions import storage_option
+
 HELP = """Serve the dashboard and a REST API over LOGDIR on http://127.0.0.1:6006/.
 
 \b
@@ -43,6 +46,7 @@ Examples:
 @click.option("--token", envvar="TBSCOPE_TOKEN", metavar="TOKEN", help="Require this token on every request (default $TBSCOPE_TOKEN).")
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME", help="Accept this Host header too (a proxy's public name); repeatable.")
 @click.option("--cache/--no-cache", default=True, help="Read through the incremental cache (default), so a restart is instant.")
+@storage_option
 @click.option("--check", is_flag=True, help="Start, wait for the load, check that the dashboard page and the runs endpoint answer, then stop (exit status 1 if they did not): for CI and scripts.")
 def serve_command(logdir: str | None, logdir_opt: str | None, logdir_spec: str | None, host: str, bind_all: bool, port: int, path_prefix: str, reload_interval: float, token: str | None, allowed_hosts: tuple[str, ...], cache: bool, check: bool) -> None:
     from tbscope.server import bind, make_config, start
@@ -63,7 +67,7 @@ def serve_command(logdir: str | None, logdir_opt: str | None, logdir_spec: str |
         _check(server)
         return
     for st in config.sources:
-        if not os.path.exists(st.path):
+        if not is_url(st.path) and not os.path.exists(st.path):
             click.echo(f"tbscope: {st.path} does not exist yet; waiting for it", err=True)
     click.echo(f"tbscope serve: {server.url_with_token}  (Ctrl-C to stop)", err=True)
     _progress(store)

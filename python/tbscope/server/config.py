@@ -6,6 +6,9 @@ import ipaddress
 import os
 import socket
 from dataclasses import dataclass, field
+from typing import Any
+
+from tbscope._mirror import is_url
 
 __all__ = ["Config", "Source", "is_loopback", "parse_logdirs"]
 
@@ -19,6 +22,9 @@ SQL_SECONDS = 10.0
 MAX_TENSOR_VALUES = 10_000
 MAX_FULL_TENSOR_VALUES = 10_000_000
 
+
+#: Seconds between reloads of a remote logdir at the least (``--reload_interval`` below it is raised).
+MIN_REMOTE_RELOAD = 30.0
 
 @dataclass(frozen=True)
 class Source:
@@ -37,6 +43,8 @@ def parse_logdirs(logdir: str | os.PathLike[str] | None, logdir_spec: str | None
     elif logdir is not None and os.fspath(logdir):
         text = os.fspath(logdir)
         head = text.split(",")[0].partition(":")[0]
+        if is_url(text) and "," not in text:
+            return [Source(None, text)]
         if os.path.exists(text) or "," not in text and (":" not in text or "/" in head or not head):
             return [Source(None, os.path.abspath(os.path.expanduser(text)))]
     else:
@@ -48,7 +56,7 @@ def parse_logdirs(logdir: str | os.PathLike[str] | None, logdir_spec: str | None
         name, sep, path = part.partition(":")
         if not sep or not name or not path or "/" in name:
             raise ValueError(f"{part!r} is not name:path; several logdirs are given as name:path,name:path")
-        out.append(Source(name, os.path.abspath(os.path.expanduser(path))))
+        out.append(Source(name, path if is_url(path) else os.path.abspath(os.path.expanduser(path))))
     names = [s.name for s in out]
     if not out or len(set(names)) != len(names):
         raise ValueError(f"logdir names must be given and differ: {names}")
@@ -86,6 +94,8 @@ class Config:
     token: str | None = None
     allowed_hosts: list[str] = field(default_factory=list)
     cache: bool = True
+    #: For logdirs given as URLs (None: the command line's --storage-option, else the store's own).
+    storage_options: dict[str, Any] | None = None
     frame_ancestors: str = "'self' http://localhost:* http://127.0.0.1:*"
 
     def __post_init__(self) -> None:
@@ -97,6 +107,9 @@ class Config:
             self.token = None
         if self.reload_interval < 0:
             raise ValueError("--reload_interval takes seconds >= 0 (0 loads once)")
+        if 0 < self.reload_interval < MIN_REMOTE_RELOAD and any(is_url(s.path) for s in self.sources):
+            # Each reload of a remote logdir is a LIST request (billed, and rate-limited).
+            self.reload_interval = MIN_REMOTE_RELOAD
         if not is_loopback(self.host) and self.token is None:
             raise ValueError(
                 f"refusing to serve on {self.host} without a token: anyone who can reach it could read your logs. "

@@ -260,10 +260,20 @@ class Store:
     def _open(self, st: SourceState) -> bool:
         if st.logdir is not None:
             return True
-        if not os.path.exists(st.source.path):
-            return False
+        from tbscope._mirror import is_url
         from tbscope.reader import scan
 
+        if is_url(st.source.path):
+            try:
+                st.logdir = scan(st.source.path, cache=True if self.config.cache else None, storage_options=self.config.storage_options)
+            except OSError as e:
+                # Unreachable or not there yet: the page says so, and the next reload tries again.
+                log.warning("cannot read %s yet: %s", st.source.path, e)
+                return False
+            st.exists = True
+            return True
+        if not os.path.exists(st.source.path):
+            return False
         st.logdir = scan(st.source.path, cache=True if self.config.cache else None)
         st.exists = True
         return True

@@ -1,8 +1,8 @@
-"""Encoders for the rich summary kinds: user data in, encoded ``Summary`` protobuf bytes out.
+"""Summary builders for the rich kinds: user data in, encoded ``Summary`` protobuf bytes out.
 
 ``SummaryWriter`` hands the bytes to the native ``EventWriter.summary(bytes, step, wall_time)``.
 Nothing here imports protobuf, TensorFlow, torch or jax: messages are assembled with ``_pb``,
-images are PNG/GIF-encoded by the small encoders below, audio goes through the stdlib ``wave``,
+images are PNG/GIF-encoded by :mod:`._summary.codecs`, audio goes through the stdlib ``wave``,
 and arrays arrive through :func:`to_numpy`'s duck typing. Pillow and matplotlib are only used when
 the caller asks for something that needs them (resampling, box labels, figures).
 
@@ -17,18 +17,27 @@ import io
 import json
 import math
 import os
-import re
-import struct
 import sys
 import time
 import wave
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from tbscope import _pb
+from tbscope._summary.codecs import (
+    _draw_boxes,
+    _draw_labels,
+    _grid,
+    _render_figure,
+    _rescale,
+    _to_hwc,
+    _to_uint8,
+    _video_grid,
+    encode_gif,
+    encode_png,
+)
 
 # --- field numbers (tensorflow/core/framework/{summary,tensor,tensor_shape}.proto, event.proto) ---
 # Summary.value; Summary.Value fields
@@ -258,120 +267,9 @@ def tensor_summary(tag: str, array: object, metadata: bytes | None = None) -> by
     return _summary(_value(tag, _V_TENSOR, proto, metadata))
 
 
+
 # ------------------------------------------------------------------------------------------------
-# Images
-
-
-def _check_formats(dataformats: object, ndim: int, shape: tuple[int, ...], what: str) -> str:
-    if not isinstance(dataformats, str):
-        raise TypeError(f"{what}: dataformats must be a string such as 'CHW', got {dataformats!r}")
-    fmt = dataformats.upper()
-    allowed = {4: {"N", "C", "H", "W"}, 3: {"C", "H", "W"}, 2: {"H", "W"}}
-    if len(set(fmt)) != len(fmt) or allowed.get(len(fmt)) != set(fmt):
-        raise ValueError(
-            f"{what}: dataformats={dataformats!r} is not a layout; use each letter once, e.g. "
-            "'NCHW' or 'NHWC' (4-D), 'CHW' or 'HWC' (3-D), 'HW' (2-D)"
-        )
-    if ndim != len(fmt):
-        raise ValueError(f"{what}: dataformats={dataformats!r} describes a {len(fmt)}-D tensor, but the shape is {shape}")
-    return fmt
-
-
-def _grid(nchw: np.ndarray, ncols: int = 8) -> np.ndarray:
-    """Images [N, C, H, W] side by side, ``ncols`` to a row, on a zero canvas → [H', W', C].
-
-    The same layout as torch's ``make_grid`` for TensorBoard (no padding, row-major order)."""
-    n, c, h, w = nchw.shape
-    if n == 0:
-        raise ValueError("images: the batch is empty (N == 0); pass at least one image")
-    ncols = min(n, ncols)
-    nrows = -(-n // ncols)
-    canvas = np.zeros((nrows * h, ncols * w, c), dtype=nchw.dtype)
-    for i in range(n):
-        row, col = divmod(i, ncols)
-        canvas[row * h : (row + 1) * h, col * w : (col + 1) * w] = nchw[i].transpose(1, 2, 0)
-    return canvas
-
-
-def _to_hwc(arr: np.ndarray, dataformats: str, what: str) -> np.ndarray:
-    fmt = _check_formats(dataformats, arr.ndim, arr.shape, what)
-    if len(fmt) == 4:
-        hwc = _grid(arr.transpose([fmt.index(c) for c in "NCHW"]))
-    elif len(fmt) == 3:
-        hwc = arr.transpose([fmt.index(c) for c in "HWC"])
-    else:
-        hwc = arr.transpose([fmt.index(c) for c in "HW"])[:, :, None]
-    if hwc.shape[2] not in (1, 2, 3, 4):
-        raise ValueError(
-            f"{what}: an image has 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels, but the "
-            f"'C' axis of shape {arr.shape} (dataformats={dataformats!r}) has {hwc.shape[2]}; check dataformats"
-        )
-    if hwc.shape[0] == 0 or hwc.shape[1] == 0:
-        raise ValueError(f"{what}: the image is empty (shape {arr.shape}, dataformats={dataformats!r})")
-    return hwc
-
-
-def _to_uint8(arr: np.ndarray, what: str) -> np.ndarray:
-    """uint8 stays as it is; any other real dtype is taken to be in [0, 1]: x*255 in float32,
-    clipped to [0, 255] and truncated, as torch does. NaN becomes 0."""
-    if arr.dtype == np.uint8:
-        return arr
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what}: expected uint8 in [0, 255] or floats in [0, 1], got dtype {arr.dtype}")
-    with np.errstate(all="ignore"):
-        scaled = arr.astype(np.float32) * np.float32(255)
-        scaled = np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0)
-        np.clip(scaled, 0, 255, out=scaled)
-    return np.asarray(scaled, dtype=np.uint8)
-
-
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-_PNG_COLOR_TYPE = {1: 0, 2: 4, 3: 2, 4: 6}  # gray, gray+alpha, RGB, RGBA
-
-
-def encode_png(hwc: np.ndarray) -> bytes:
-    """PNG bytes of a uint8 [H, W, C] array (C = 1..4), 8 bits per sample, not interlaced."""
-    h, w, c = hwc.shape
-    rows = np.ascontiguousarray(hwc, dtype=np.uint8).reshape(h, w * c)
-    # Every row uses filter 1 ("Sub": each byte minus the byte one pixel to its left, mod 256).
-    # It is one vectorised subtraction and compresses smooth images and flat plots well.
-    filtered = np.empty((h, w * c + 1), dtype=np.uint8)
-    filtered[:, 0] = 1
-    filtered[:, 1 : 1 + c] = rows[:, :c]
-    filtered[:, 1 + c :] = rows[:, c:] - rows[:, :-c]
-    header = struct.pack(">IIBBBBB", w, h, 8, _PNG_COLOR_TYPE[c], 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _png_chunk(b"IHDR", header)
-        + _png_chunk(b"IDAT", zlib.compress(filtered.tobytes(), 6))
-        + _png_chunk(b"IEND", b"")
-    )
-
-
-def _rescale(u8: np.ndarray, rescale: float, what: str) -> np.ndarray:
-    if rescale == 1:
-        return u8
-    if not isinstance(rescale, (int, float)) or not rescale > 0 or not math.isfinite(rescale):
-        raise ValueError(f"{what}: rescale must be a positive number, got {rescale!r}")
-    h, w, c = u8.shape
-    new_h, new_w = int(h * rescale), int(w * rescale)
-    if new_h < 1 or new_w < 1:
-        raise ValueError(f"{what}: rescale={rescale} shrinks the {h}x{w} image to nothing")
-    try:
-        from PIL import Image
-    except ImportError:
-        # Without Pillow: nearest neighbour, sampling each output pixel's centre.
-        ys = ((np.arange(new_h) + 0.5) * h / new_h).astype(np.intp)
-        xs = ((np.arange(new_w) + 0.5) * w / new_w).astype(np.intp)
-        return np.asarray(u8[ys[:, None], xs[None, :]])
-    # With Pillow, the same Lanczos filter torch and tensorboardX use.
-    picture = Image.fromarray(u8[:, :, 0] if c == 1 else u8)
-    resized = np.asarray(picture.resize((new_w, new_h), Image.Resampling.LANCZOS))
-    return resized.reshape(new_h, new_w, c)
-
+# Images, figures and video (encoded by .codecs)
 
 def _image_proto(hwc: np.ndarray, encoded: bytes) -> bytes:
     h, w, c = hwc.shape
@@ -406,52 +304,6 @@ def images(tag: str, tensor: object, dataformats: str = "NCHW") -> bytes:
     if arr.ndim != 4:
         raise ValueError(f"images: expected a 4-D batch laid out as dataformats={dataformats!r}, got shape {arr.shape}")
     return image(tag, arr, dataformats=dataformats)
-
-
-_BOX_COLOR = (255, 0, 0)
-_BOX_THICKNESS = 2
-
-
-def _draw_boxes(rgb: np.ndarray, boxes: np.ndarray) -> None:
-    """Outline each [x_min, y_min, x_max, y_max] box (pixels, rounded) in red, in place. The
-    2-pixel outline lies inside the box, so a box never paints outside its own corners."""
-    h, w, c = rgb.shape
-    color = np.array(_BOX_COLOR + (255,) * (c - 3), dtype=np.uint8)
-    for x0, y0, x1, y1 in np.rint(boxes).astype(np.int64).tolist():
-        left, right = sorted((x0, x1))
-        top, bottom = sorted((y0, y1))
-        # Clip to the image; a box wholly outside leaves nothing to draw.
-        cl, cr, ct, cb = max(left, 0), min(right, w - 1), max(top, 0), min(bottom, h - 1)
-        if cl > cr or ct > cb:
-            continue
-        t = _BOX_THICKNESS
-        for r0, r1 in ((top, top + t - 1), (bottom - t + 1, bottom)):  # horizontal bands
-            r0, r1 = max(r0, ct), min(r1, cb)
-            if r0 <= r1:
-                rgb[r0 : r1 + 1, cl : cr + 1] = color
-        for c0, c1 in ((left, left + t - 1), (right - t + 1, right)):  # vertical bands
-            c0, c1 = max(c0, cl), min(c1, cr)
-            if c0 <= c1:
-                rgb[ct : cb + 1, c0 : c1 + 1] = color
-
-
-def _draw_labels(rgb: np.ndarray, boxes: np.ndarray, labels: Sequence[str]) -> np.ndarray:
-    """Each label in black on a red band at its box's bottom-left corner (where torch puts it)."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    picture = Image.fromarray(rgb)
-    draw = ImageDraw.Draw(picture)
-    font = ImageFont.load_default()
-    fill = _BOX_COLOR + (255,) * (rgb.shape[2] - 3)
-    for (x0, _y0, _x1, y1), label in zip(boxes.tolist(), labels):
-        if not label:
-            continue
-        left, top, right, bottom = font.getbbox(label)
-        width, height = right - left, bottom - top
-        margin = math.ceil(0.05 * height)
-        draw.rectangle([(x0, y1 - height - 2 * margin), (x0 + width, y1)], fill=fill)
-        draw.text((x0 + margin, y1 - height - margin), label, fill=(0,) * len(fill), font=font)
-    return np.asarray(picture).copy()
 
 
 def image_boxes(
@@ -494,25 +346,6 @@ def image_boxes(
     return _image_summary(tag, _rescale(rgb, rescale, "image_boxes"))
 
 
-def _render_figure(fig: Any, close: bool) -> np.ndarray:
-    if type(fig).__module__.split(".", 1)[0] != "matplotlib" or not hasattr(fig, "canvas"):
-        raise TypeError(
-            f"figure: expected a matplotlib Figure or a list of them, got {type(fig).__module__}.{type(fig).__qualname__}"
-        )
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas: Any = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    canvas.draw()
-    rgba = np.array(canvas.buffer_rgba(), dtype=np.uint8)  # a copy, independent of the canvas
-    if close:
-        # Only figures made through pyplot are registered there; importing pyplot otherwise
-        # would only pick a GUI backend for nothing.
-        pyplot = sys.modules.get("matplotlib.pyplot")
-        if pyplot is not None:
-            pyplot.close(fig)
-    return rgba
-
-
 def figure(tag: str, figure: object, close: bool = True) -> bytes:
     """A matplotlib figure (rendered with the Agg canvas) as an image, or a list of same-sized
     figures as a grid. The alpha channel is kept only when some pixel is not opaque. ``close``
@@ -530,128 +363,6 @@ def figure(tag: str, figure: object, close: bool = True) -> bytes:
     if (hwc[:, :, 3] == 255).all():
         hwc = hwc[:, :, :3]
     return _image_summary(tag, hwc)
-
-
-# ------------------------------------------------------------------------------------------------
-# Video (animated GIF)
-
-
-def _video_grid(v: np.ndarray) -> np.ndarray:
-    """[N, T, C, H, W] → [T, H', W', C]: the batch tiled into each frame, in torch's layout
-    (N padded with black clips to a power of two; 2^floor(log2(N)/2) rows)."""
-    n, t, c, h, w = v.shape
-    padded = 1 << (n - 1).bit_length()
-    if padded != n:
-        v = np.concatenate([v, np.zeros((padded - n, t, c, h, w), dtype=v.dtype)])
-    rows = 2 ** ((n.bit_length() - 1) // 2)
-    cols = padded // rows
-    v = v.reshape(rows, cols, t, c, h, w).transpose(2, 0, 4, 1, 5, 3)
-    return v.reshape(t, rows * h, cols * w, c)
-
-
-def _lzw(indices: bytes, min_code_size: int) -> bytes:
-    """GIF's variable-width LZW of a sequence of palette indices."""
-    clear = 1 << min_code_size
-    end = clear + 1
-    size = min_code_size + 1
-    next_code = end + 1
-    table: dict[int, int] = {}
-    out = bytearray()
-    acc = clear  # bit accumulator, least significant bits first; starts with a clear code
-    nbits = size
-    it = iter(indices)
-    prefix = next(it)
-    for px in it:
-        k = (prefix << 8) | px
-        code = table.get(k)
-        if code is not None:
-            prefix = code
-            continue
-        acc |= prefix << nbits
-        nbits += size
-        if next_code < 4096:
-            table[k] = next_code
-            next_code += 1
-            # The decoder builds the same entry one code later, so it widens its reads once its
-            # table reaches 2**size; that is when ours has gone one past it.
-            if next_code > (1 << size) and size < 12:
-                size += 1
-        else:
-            # Table full: start over, so long frames keep compressing what they see now.
-            acc |= clear << nbits
-            nbits += size
-            table.clear()
-            size = min_code_size + 1
-            next_code = end + 1
-        while nbits >= 8:
-            out.append(acc & 0xFF)
-            acc >>= 8
-            nbits -= 8
-        prefix = px
-    acc |= prefix << nbits
-    nbits += size
-    acc |= end << nbits
-    nbits += size
-    while nbits > 0:
-        out.append(acc & 0xFF)
-        acc >>= 8
-        nbits -= 8
-    return bytes(out)
-
-
-def _sub_blocks(data: bytes) -> bytes:
-    parts = [bytes([len(data[i : i + 255])]) + data[i : i + 255] for i in range(0, len(data), 255)]
-    return b"".join(parts) + b"\x00"
-
-
-def _palettize(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(indices [T, H, W] uint8, palette [K, 3] uint8) for frames [T, H, W, C].
-
-    Exact when the whole clip uses at most 256 colours (always true for gray); otherwise each
-    pixel goes to the nearest colour of a fixed 6x7x6 cube (GIF allows 256 colours)."""
-    if frames.shape[3] == 1:
-        return frames[..., 0], np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, axis=1)
-    rgb = frames[..., :3].astype(np.uint32)
-    packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
-    colours, inverse = np.unique(packed.ravel(), return_inverse=True)
-    if len(colours) <= 256:
-        palette = np.stack([(colours >> 16) & 255, (colours >> 8) & 255, colours & 255], axis=1)
-        return inverse.reshape(packed.shape).astype(np.uint8), palette.astype(np.uint8)
-    levels = np.array([6, 7, 6])
-    q = np.rint(rgb * (levels - 1) / 255.0).astype(np.uint32)
-    indices = (q[..., 0] * 7 + q[..., 1]) * 6 + q[..., 2]
-    grid = np.stack(np.meshgrid(np.arange(6), np.arange(7), np.arange(6), indexing="ij"), axis=-1).reshape(-1, 3)
-    palette = np.rint(grid * 255.0 / (levels - 1)).astype(np.uint8)
-    return indices.astype(np.uint8), palette
-
-
-def encode_gif(frames: np.ndarray, fps: float) -> bytes:
-    """An endlessly looping animated GIF of uint8 frames [T, H, W, C] (C = 1, 3 or 4; alpha is
-    dropped), one global palette, each frame shown for 1/fps s (GIF counts in 1/100 s)."""
-    t, h, w, _ = frames.shape
-    if h > 0xFFFF or w > 0xFFFF:
-        raise ValueError(f"video: a GIF frame is at most 65535x65535 pixels, got {w}x{h}")
-    indices, palette = _palettize(frames)
-    bits = max(1, int(len(palette) - 1).bit_length())  # palette entries = 2**bits
-    table = np.zeros((1 << bits, 3), dtype=np.uint8)
-    table[: len(palette)] = palette
-    delay = min(max(round(100 / fps), 1), 0xFFFF)
-    out = [
-        b"GIF89a",
-        # Logical screen: size, global colour table present (0x80), 8-bit colour resolution (0x70).
-        struct.pack("<HHBBB", w, h, 0x80 | 0x70 | (bits - 1), 0, 0),
-        table.tobytes(),
-        # NETSCAPE2.0 application extension: loop count 0 = forever.
-        b"\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00",
-    ]
-    min_code_size = max(2, bits)
-    for frame in indices:
-        # Graphic control extension: disposal 1 (leave the frame in place), the frame's delay.
-        out.append(struct.pack("<BBBBHBB", 0x21, 0xF9, 4, 0x04, delay, 0, 0))
-        out.append(struct.pack("<BHHHHB", 0x2C, 0, 0, w, h, 0))
-        out.append(bytes([min_code_size]) + _sub_blocks(_lzw(frame.tobytes(), min_code_size)))
-    out.append(b"\x3b")
-    return b"".join(out)
 
 
 def video(tag: str, tensor: object, fps: float = 4) -> bytes:
@@ -1134,161 +845,3 @@ def onnx_graph_event(path: str | os.PathLike[str], *, wall_time: float | None = 
 def _is_torch_module(x: object) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.nn.Module)
-
-
-# ------------------------------------------------------------------------------------------------
-# Embeddings (the projector plugin reads files, not events)
-
-
-def _encode_path_part(tag: str) -> str:
-    # torch's escaping, so a tag with '/' stays one directory and the paths match torch's.
-    return tag.replace("%", "%25").replace("/", "%2f").replace("\\", "%5c")
-
-
-def _pbtxt_string(s: str) -> str:
-    escaped = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return f'"{escaped}"'
-
-
-def _tsv_cell(value: object) -> str:
-    # A tab or newline inside a label would shift every later cell: the projector splits on them.
-    return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
-
-
-def write_embedding(
-    logdir: str | os.PathLike[str],
-    mat: object,
-    metadata: Sequence[Any] | None = None,
-    label_img: object = None,
-    global_step: int | None = None,
-    tag: str = "default",
-    metadata_header: Sequence[str] | None = None,
-) -> None:
-    """Projector files as torch writes them: ``<logdir>/<step:05d>/<tag>/tensors.tsv`` (one row
-    per point), ``metadata.tsv`` (labels; a header row when ``metadata_header`` is given),
-    ``sprite.png`` (``label_img`` [N, C, H, W] tiled in a ceil(sqrt(N))-wide grid), and an
-    ``embeddings`` entry appended to ``<logdir>/projector_config.pbtxt`` (once per step and tag:
-    writing the same step and tag again replaces the files)."""
-    arr = to_numpy(mat)
-    if arr.ndim != 2 or arr.dtype.kind not in "biuf":
-        raise ValueError(f"write_embedding: mat must be a 2-D array of numbers [points, dimensions], got shape {arr.shape} dtype {arr.dtype}")
-    n = arr.shape[0]
-    step = 0 if global_step is None else int(global_step)
-    subdir = f"{step:05d}/{_encode_path_part(tag)}"
-    save_path = os.path.join(os.fspath(logdir), *subdir.split("/"))
-    if os.path.exists(save_path) and not os.path.isdir(save_path):
-        raise NotADirectoryError(f"write_embedding: {save_path} exists and is a file; remove it or use another tag/step")
-    rows: list[str] | None = None
-    if metadata is not None:
-        labels = list(metadata)
-        if len(labels) != n:
-            raise ValueError(f"write_embedding: metadata has {len(labels)} labels for {n} points; give one per row of mat")
-        if metadata_header:
-            header = [_tsv_cell(h) for h in metadata_header]
-            for label in labels:
-                if isinstance(label, (str, bytes)) or not hasattr(label, "__len__") or len(label) != len(header):
-                    raise ValueError(
-                        f"write_embedding: with metadata_header {list(metadata_header)!r} each label must be "
-                        f"a list of {len(header)} columns, got {label!r}"
-                    )
-            rows = ["\t".join(header)] + ["\t".join(_tsv_cell(c) for c in label) for label in labels]
-        else:
-            rows = [_tsv_cell(label) for label in labels]
-    sprite: bytes | None = None
-    if label_img is not None:
-        imgs = to_numpy(label_img)
-        if imgs.ndim != 4 or imgs.shape[0] != n:
-            raise ValueError(f"write_embedding: label_img must be [N, C, H, W] with N = {n} points, got shape {imgs.shape}")
-        if imgs.shape[1] not in (1, 3, 4) or 0 in imgs.shape:
-            raise ValueError(f"write_embedding: label_img needs 1, 3 or 4 channels on axis 1 and non-empty images, got shape {imgs.shape}")
-        side = math.ceil(math.sqrt(n))
-        tiles = _grid(_to_uint8(imgs, "write_embedding"), ncols=side)
-        # A square grid of side x side cells, as torch makes it; the projector finds each
-        # point's picture from single_image_dim and the sprite's width.
-        sprite_hwc = np.zeros((side * imgs.shape[2], side * imgs.shape[3], imgs.shape[1]), dtype=np.uint8)
-        sprite_hwc[: tiles.shape[0], : tiles.shape[1]] = tiles
-        sprite = encode_png(sprite_hwc)
-    os.makedirs(save_path, exist_ok=True)
-    with open(os.path.join(save_path, "tensors.tsv"), "w", encoding="utf-8", newline="\n") as f:
-        # repr of Python floats (what torch's str(x.item()) gives) round-trips every value exactly.
-        f.writelines("\t".join(map(str, row)) + "\n" for row in arr.tolist())
-    if rows is not None:
-        with open(os.path.join(save_path, "metadata.tsv"), "w", encoding="utf-8", newline="\n") as f:
-            f.write("\n".join(rows) + "\n")
-    if sprite is not None:
-        with open(os.path.join(save_path, "sprite.png"), "wb") as fb:
-            fb.write(sprite)
-    entry = [
-        "embeddings {",
-        f"  tensor_name: {_pbtxt_string(f'{tag}:{step:05d}')}",
-        f"  tensor_path: {_pbtxt_string(subdir + '/tensors.tsv')}",
-    ]
-    if rows is not None:
-        entry.append(f"  metadata_path: {_pbtxt_string(subdir + '/metadata.tsv')}")
-    if sprite is not None:
-        imgs_shape = to_numpy(label_img).shape
-        entry += [
-            "  sprite {",
-            f"    image_path: {_pbtxt_string(subdir + '/sprite.png')}",
-            f"    single_image_dim: {imgs_shape[3]}",
-            f"    single_image_dim: {imgs_shape[2]}",
-            "  }",
-        ]
-    entry.append("}")
-    config_path = os.path.join(os.fspath(logdir), "projector_config.pbtxt")
-    tensor_path_line = f"  tensor_path: {_pbtxt_string(subdir + '/tensors.tsv')}"
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            existing = f.read()
-    except FileNotFoundError:
-        existing = ""
-    blocks = _pbtxt_blocks(existing)
-    # Replace this step and tag's entry if it exists (it may have gained metadata or a sprite).
-    blocks = [b for b in blocks if tensor_path_line.strip() not in (line.strip() for line in b.splitlines())]
-    blocks.append("\n".join(entry) + "\n")
-    tmp = config_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        f.write("".join(blocks))
-    os.replace(tmp, config_path)  # a reader never sees half a config
-
-
-def _pbtxt_blocks(text: str) -> list[str]:
-    """The top-level entries of a projector config (``embeddings { ... }`` blocks, one-line
-    fields such as ``model_checkpoint_path: "..."``), each kept verbatim, split at brace depth 0."""
-    blocks: list[str] = []
-    depth = 0
-    start = 0
-    in_string = False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\n" and depth == 0 and not in_string:
-            line = text[start : i + 1]
-            # A finished one-line field is an entry of its own; a bare `embeddings` (or
-            # `embeddings:`) line waits for the block that follows it.
-            if line.strip() and not re.fullmatch(r"\s*\w+\s*:?\s*", line):
-                blocks.append(line)
-                start = i + 1
-        elif in_string:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                end = text.find("\n", i)
-                end = len(text) if end == -1 else end + 1
-                blocks.append(text[start:end])
-                start = end
-                i = end
-                continue
-        i += 1
-    if text[start:].strip():
-        blocks.append(text[start:] if text.endswith("\n") else text[start:] + "\n")
-    return blocks
-

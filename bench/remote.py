@@ -1,0 +1,202 @@
+"""Remote logdirs and Dask: the rows of bench/README.md's "Scale" section.
+
+1. The corpus (bench/corpus.py, 10M scalar events by default) is uploaded to moto's standalone
+   S3 server on 127.0.0.1. Each measurement runs in a fresh subprocess (peak RSS is the child's
+   VmHWM), median of --repeats:
+   - local: ``tbscope.scan(logdir).scalars().to_arrow()`` with a warm page cache;
+   - s3: the same over ``s3://`` with an empty mirror (every byte fetched);
+   - raw-GET floor: the same objects, the same ranged GETs (piece size and concurrency of
+     tbscope's fetcher, same client), bytes discarded.
+2. Dask on a warm LocalCluster (worker processes, nthreads=1, one tbscope thread each), median
+   of 5 ``compute()``: ``read_scalars(...).map_partitions(len).sum()`` and ``to_parquet`` with
+   1 and 2 workers.
+
+Usage: .venv/bin/python bench/remote.py [--events 1e6] [--repeats 3] [--skip-dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+
+from corpus import add_corpus_args, ensure_corpus, specs_from_args  # noqa: E402 - after the path
+from benchutil import human_bytes, warm_page_cache  # noqa: E402
+
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
+BUCKET = "tbscope-bench"
+
+CHILD = r"""
+import json, os, resource, sys, time
+mode, target, endpoint, mirror = sys.argv[1:5]
+opts = {"endpoint_url": endpoint}
+# Imports are not what is measured.
+import fsspec, s3fs, tbscope, tbscope._mirror
+t0 = time.perf_counter()
+rows = 0
+if mode == "local":
+    import tbscope
+    rows = tbscope.scan(target).scalars().to_arrow().num_rows
+elif mode == "s3":
+    import tbscope
+    rows = tbscope.scan(target, storage_options={**opts, "mirror": mirror}).scalars().to_arrow().num_rows
+elif mode == "floor":
+    # tbscope's fetcher without tbscope: one listing, the same pieces, the same concurrency.
+    from concurrent.futures import ThreadPoolExecutor
+    import fsspec
+    from tbscope import _mirror
+    fs, root = fsspec.core.url_to_fs(target, **opts)
+    found = fs.find(root, detail=True)
+    pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
+              for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
+    def get(piece):
+        p, s, e = piece
+        return len(fs.cat_file(p, start=s, end=e))
+    with ThreadPoolExecutor(_mirror.CONCURRENCY) as pool:
+        rows = sum(pool.map(get, pieces))
+seconds = time.perf_counter() - t0
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forking parent (the bench,
+# which held the uploaded corpus), while VmHWM belongs to this process's own memory.
+hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"seconds": seconds, "rows": rows, "peak_rss": hwm}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_s3() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(1200):
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).close()
+            return proc, endpoint
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("moto's S3 server did not start")
+
+
+def child(mode: str, target: str, endpoint: str, mirror: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CHILD, mode, target, endpoint, mirror], capture_output=True, text=True, check=True, env={**os.environ, **AWS_ENV})
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[str, float]]]:
+    import s3fs
+
+    proc, endpoint = start_s3()
+    results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": []}
+    try:
+        os.environ.update(AWS_ENV)
+        fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
+        fs.mkdir(BUCKET)
+        t = time.perf_counter()
+        fs.put(str(logdir) + "/", f"{BUCKET}/corpus", recursive=True)
+        log.append(f"uploaded in {time.perf_counter() - t:.1f} s")
+        url = f"s3://{BUCKET}/corpus"
+        for i in range(repeats):
+            warm_page_cache(logdir)
+            results["local"].append(child("local", str(logdir), endpoint, ""))
+            results["floor"].append(child("floor", url, endpoint, ""))
+            mirror = tempfile.mkdtemp(prefix="tbscope-bench-mirror-")
+            try:
+                results["s3"].append(child("s3", url, endpoint, mirror))
+            finally:
+                shutil.rmtree(mirror, ignore_errors=True)
+            print(f"  repeat {i + 1}: " + ", ".join(f"{k} {v[-1]['seconds']:.2f} s" for k, v in results.items()), file=sys.stderr)
+    finally:
+        proc.kill()
+        proc.wait()
+    return results
+
+
+def bench_dask(logdir: Path, repeats: int) -> dict[int, dict[str, float]]:
+    import distributed
+
+    import tbscope.dask as tdask
+
+    out: dict[int, dict[str, float]] = {}
+    for workers in (1, 2):
+        env = {"TBSCOPE_NUM_THREADS": "1"}
+        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", env=env) as cluster, distributed.Client(cluster):
+            ddf = tdask.read_scalars(str(logdir), threads=1)
+            ddf.map_partitions(len).sum().compute()  # warm: workers import tbscope, page cache
+            lens, parquet = [], []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                n = ddf.map_partitions(len).sum().compute()
+                lens.append(time.perf_counter() - t)
+                target = tempfile.mkdtemp(prefix="tbscope-bench-parquet-")
+                shutil.rmtree(target)
+                t = time.perf_counter()
+                tdask.to_parquet(str(logdir), target, threads=1)
+                parquet.append(time.perf_counter() - t)
+                shutil.rmtree(target, ignore_errors=True)
+            out[workers] = {"len": statistics.median(lens), "parquet": statistics.median(parquet), "rows": float(n), "partitions": float(ddf.npartitions)}
+        print(f"  dask {workers} worker(s): len {out[workers]['len']:.2f} s, to_parquet {out[workers]['parquet']:.2f} s", file=sys.stderr)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_corpus_args(parser)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-dask", action="store_true")
+    args = parser.parse_args()
+    spec, _ = specs_from_args(args)
+    corpus = ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
+    log: list[str] = []
+    load = os.getloadavg()
+    s3 = bench_s3(corpus.logdir, args.repeats, log)
+
+    def med(kind: str, key: str) -> float:
+        return statistics.median(r[key] for r in s3[kind])
+
+    lines = [
+        f"### Remote logdirs ({corpus.events:,} scalar events, {corpus.files} files, {human_bytes(corpus.bytes)}; "
+        f"moto S3 server on loopback; load average {load[0]:.1f} at start, a shared 2-CPU machine)",
+        "",
+        "| read | time (s, median) | × raw-GET floor | peak RSS | × local peak RSS | rows (floor: bytes) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    floor, local_rss = med("floor", "seconds"), med("local", "peak_rss")
+    for kind, name in (("floor", "raw-GET floor (same pieces and concurrency, bytes discarded)"), ("s3", "tbscope over s3:// (empty mirror)"), ("local", "tbscope local (warm page cache)")):
+        t, rss = med(kind, "seconds"), med(kind, "peak_rss")
+        lines.append(f"| {name} | {t:.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |")
+    lines += ["", *log]
+    if not args.skip_dask:
+        d = bench_dask(corpus.logdir, 5)
+        lines += [
+            "",
+            f"### Dask (LocalCluster, worker processes, nthreads=1, TBSCOPE_NUM_THREADS=1; {int(d[1]['partitions'])} partitions; median of 5)",
+            "",
+            "| workers | map_partitions(len).sum() (s) | speed-up | to_parquet (s) | speed-up |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for w in (1, 2):
+            lines.append(f"| {w} | {d[w]['len']:.2f} | {d[1]['len'] / d[w]['len']:.2f} | {d[w]['parquet']:.2f} | {d[1]['parquet'] / d[w]['parquet']:.2f} |")
+    lines.append(f"\nLoad average at the end: {os.getloadavg()[0]:.1f}.")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,289 @@
+"""Remote logdirs against a real S3 API (moto's standalone server on loopback), memory:// and
+file://: every reading entry point gives what it gives on the local logdir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import tbscope
+from tbscope import _mirror
+from tbscope.cli import main
+from tbscope.reader import KINDS
+
+from s3_util import AWS_ENV, environ, s3_server
+from server_util import get_json
+
+BUCKET = "tbscope-tests"
+
+
+@pytest.fixture(scope="module")
+def mirrors(tmp_path_factory):
+    """Mirrors (under the cache root) in a directory of the tests' own."""
+    root = tmp_path_factory.mktemp("cache-root")
+    with environ(TBSCOPE_CACHE_DIR=str(root), **AWS_ENV):
+        yield root
+
+
+@pytest.fixture(scope="module")
+def s3(mirrors, tbx_logdir, tb_logdir):
+    with s3_server() as server:
+        fs = server.fs()
+        fs.mkdir(BUCKET)
+        fs.put(str(tbx_logdir) + "/", f"{BUCKET}/tbx", recursive=True)
+        fs.put(str(tb_logdir) + "/", f"{BUCKET}/tb", recursive=True)
+        yield server
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table.combine_chunks())
+    return sink.getvalue().to_pybytes()
+
+
+def same_table(a: pa.Table, b: pa.Table) -> bool:
+    """Equal schemas and values, NaN equal to NaN (Table.equals says NaN != NaN)."""
+    return a.schema == b.schema and _ipc(a) == _ipc(b)
+
+
+@pytest.mark.parametrize("which", ["tbx", "tb"])
+def test_every_kind_over_s3_equals_local(s3, which, tbx_logdir, tb_logdir):
+    local_dir = {"tbx": tbx_logdir, "tb": tb_logdir}[which]
+    url = f"s3://{BUCKET}/{which}"
+    remote = tbscope.scan(url, storage_options=s3.options)
+    local = tbscope.scan(local_dir)
+    assert remote.runs == local.runs and len(remote.runs) > 0
+    for kind in KINDS:
+        got = remote._frame(kind).to_arrow()
+        want = local._frame(kind).to_arrow()
+        assert same_table(got, want), kind
+    pd.testing.assert_frame_equal(remote.summary(), local.summary())
+    pd.testing.assert_frame_equal(remote.hparams().to_pandas(), local.hparams().to_pandas())
+    assert remote.report == local.report
+    assert remote.url == url and url in repr(remote)
+    # The eager readers and SQL take the URL and the options too.
+    pd.testing.assert_frame_equal(tbscope.read_scalars(url, storage_options=s3.options), tbscope.read_scalars(local_dir))
+    q = "SELECT run, tag, count(*) AS n, max(value) AS top FROM scalars GROUP BY run, tag ORDER BY run, tag"
+    pd.testing.assert_frame_equal(tbscope.sql(url, q, storage_options=s3.options).to_pandas(), tbscope.sql(local_dir, q).to_pandas())
+
+
+def test_export_over_s3_equals_local(s3, tbx_logdir, tmp_path):
+    url = f"s3://{BUCKET}/tbx"
+    tbscope.export(url, tmp_path / "remote", format="parquet", kinds=("scalars", "histograms"), storage_options=s3.options)
+    tbscope.export(tbx_logdir, tmp_path / "local", format="parquet", kinds=("scalars", "histograms"))
+    for kind in ("scalars", "histograms"):
+        assert same_table(pq.read_table(tmp_path / "remote" / f"{kind}.parquet"), pq.read_table(tmp_path / "local" / f"{kind}.parquet"))
+
+
+def test_cli_over_s3_equals_local(s3, tbx_logdir):
+    url = f"s3://{BUCKET}/tbx"
+    runner = CliRunner()
+    for args in (["summary", "--format", "csv"], ["ls", "--format", "csv"], ["tags", "--format", "csv"], ["check", "--format", "json"]):
+        remote = runner.invoke(main, [args[0], url, *args[1:], "--storage-option", f"endpoint_url={s3.endpoint}", "--storage-option", "anon=false"])
+        local = runner.invoke(main, [args[0], str(tbx_logdir), *args[1:]])
+        assert remote.exit_code == local.exit_code, remote.output
+        if args[0] in ("ls", "check"):
+            # They show the logdir's name or modification times; compare what is about the data.
+            assert remote.output.count("\n") == local.output.count("\n"), remote.output
+        else:
+            assert remote.output == local.output
+    sql = "SELECT count(*) AS n FROM scalars"
+    remote = runner.invoke(main, ["sql", url, sql, "--format", "csv", "--storage-option", f"endpoint_url={s3.endpoint}"])
+    assert remote.exit_code == 0 and remote.output == runner.invoke(main, ["sql", str(tbx_logdir), sql, "--format", "csv"]).output
+    bad = runner.invoke(main, ["summary", url, "--storage-option", "endpoint_url"])
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
+
+
+def test_cli_endpoint_from_the_environment(s3, tbx_logdir):
+    """AWS_ENDPOINT_URL alone points the store at an S3-compatible server."""
+    env = {**os.environ, "AWS_ENDPOINT_URL": s3.endpoint}
+    cmd = [sys.executable, "-m", "tbscope", "summary", f"s3://{BUCKET}/tbx", "--format", "csv"]
+    remote = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    local = subprocess.run([*cmd[:4], str(tbx_logdir), *cmd[5:]], capture_output=True, text=True, timeout=120)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+
+
+def test_serve_over_s3_equals_local(s3, tbx_logdir):
+    url = f"s3://{BUCKET}/tbx"
+    remote = tbscope.serve(url, port=0, cache=False, reload_interval=1.0, storage_options=s3.options)
+    local = tbscope.serve(tbx_logdir, port=0, cache=False, reload_interval=0)
+    try:
+        # Remote logdirs are listed (a billed request) at most every 30 s.
+        assert remote.config.reload_interval == 30.0
+        assert remote.wait_loaded(60) and local.wait_loaded(60)
+        for path in ("api/v1/runs", "api/v1/tags?kind=scalars", "api/v1/series?kind=histograms", "api/v1/hparams"):
+            assert get_json(remote.url, path) == get_json(local.url, path), path
+        tags = get_json(local.url, "api/v1/tags?kind=scalars")["columns"]["tag"]
+        for tag in tags[:3]:
+            assert get_json(remote.url, f"api/v1/scalars?tag={tag}&points=50") == get_json(local.url, f"api/v1/scalars?tag={tag}&points=50")
+    finally:
+        remote.stop()
+        local.stop()
+
+
+def test_reload_fetches_only_the_grown_bytes(s3, tbx_logdir, tmp_path):
+    fs = s3.fs()
+    src = next(p for p in sorted(tbx_logdir.rglob("*tfevents*")) if p.stat().st_size > 4096)
+    data = src.read_bytes()
+    cut = len(data) // 2
+    key = f"{BUCKET}/grow/run/{src.name}"
+    fs.pipe_file(key, data[:cut])
+    lg = tbscope.scan(f"s3://{BUCKET}/grow", storage_options=s3.options, tail_timeout=0)
+    before = lg.scalars().num_rows if hasattr(lg.scalars(), "num_rows") else len(lg.scalars().to_pandas())
+    assert lg._remote.last.bytes_fetched == cut
+    fs.pipe_file(key, data)  # a store cannot append: the writer uploads the longer object
+    lg.reload()
+    assert lg._remote.last.bytes_fetched == len(data) - cut and lg._remote.last.files_fetched == 1
+    (tmp_path / "run").mkdir()
+    shutil.copy(src, tmp_path / "run" / src.name)
+    local = tbscope.scan(tmp_path, tail_timeout=0)
+    for kind in KINDS:
+        assert same_table(lg._frame(kind).to_arrow(), local._frame(kind).to_arrow()), kind
+    assert len(lg.scalars().to_pandas()) >= before
+    # Nothing changed: nothing is fetched.
+    lg.reload()
+    assert lg._remote.last.bytes_fetched == 0 and lg._remote.last.files_fetched == 0
+    # A new process (a new scan) reuses the mirror: nothing to fetch either.
+    again = tbscope.scan(f"s3://{BUCKET}/grow", storage_options=s3.options, tail_timeout=0)
+    assert again._remote.last.bytes_fetched == 0
+    # A removed object leaves the mirror; the rows read stay, as for a local file removed
+    # under a reader, and a new scan says the logdir is gone.
+    fs.rm(key)
+    lg.reload()
+    assert not list(Path(lg._remote.files_dir).rglob("*tfevents*")) and lg.runs == ["run"]
+    with pytest.raises(FileNotFoundError, match="no such logdir"):
+        tbscope.scan(f"s3://{BUCKET}/grow", storage_options=s3.options)
+
+
+def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, monkeypatch):
+    """The S3 server dies after the first file is fetched: that file is read, every other is
+    reported (its URL, why) and none is read half-fetched."""
+    logdir = tmp_path / "logs"
+    with tbscope.SummaryWriter(logdir / "a") as w:
+        w.add_scalar("x", 1.0, 0)
+    for run in "bcdef":
+        with tbscope.SummaryWriter(logdir / run) as w:
+            for i in range(20_000):
+                w.add_scalar("loss", i * 0.25, i)
+    monkeypatch.setattr(_mirror, "CONCURRENCY", 1)
+    monkeypatch.setattr(_mirror, "PIECE_BYTES", 64 << 10)
+    with s3_server() as server:
+        fs = server.fs()
+        fs.mkdir(BUCKET)
+        fs.put(str(logdir) + "/", f"{BUCKET}/logs", recursive=True)
+        mirror = _mirror.Mirror(f"s3://{BUCKET}/logs", {**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}})
+
+        def kill_when_b_arrives() -> None:
+            deadline = time.monotonic() + 60
+            b = Path(mirror.files_dir) / "b"
+            while time.monotonic() < deadline:
+                if any(f.stat().st_size > 0 for f in b.glob("*tfevents*")):
+                    server.kill()
+                    return
+                time.sleep(0.001)
+
+        killer = threading.Thread(target=kill_when_b_arrives)
+        killer.start()
+        t0 = time.monotonic()
+        lg = tbscope.scan(f"s3://{BUCKET}/logs", storage_options={**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}, "mirror": mirror.dir})
+        killer.join()
+        took = time.monotonic() - t0
+    errors = lg.report.by_severity("error")
+    assert sorted(p.run for p in errors) == list("bcdef") and all(p.file.startswith(p.run + "/") for p in errors), lg.report
+    assert all(p.reason.startswith(f"s3://{BUCKET}/logs/{p.file}: fetching bytes") and "failed" in p.reason for p in errors)
+    assert not lg.report.ok
+    assert lg.runs == ["a"]
+    pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(logdir, runs="a"))
+    assert took < 60
+    # Reading again with the server gone: the listing fails, the rows read before stay.
+    lg.reload()
+    assert lg.runs == ["a"] and f"error: .: listing s3://{BUCKET}/logs failed" in str(lg.report)
+    # A new scan with nothing fetched before cannot show anything: it raises, saying why.
+    with pytest.raises(OSError, match="could not list"):
+        tbscope.scan(f"s3://{BUCKET}/other", storage_options={**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}})
+
+
+def test_writer_upload_reads_back(s3):
+    url = f"s3://{BUCKET}/written/run1"
+    with environ(AWS_ENDPOINT_URL=s3.endpoint):
+        w = tbscope.SummaryWriter(url, flush_secs=3600)
+        for i in range(50):
+            w.add_scalar("loss", 1.0 / (i + 1), i)
+        w.flush()
+        for i in range(50, 80):
+            w.add_scalar("loss", 1.0 / (i + 1), i)
+        w.close()
+        df = tbscope.read_scalars(f"s3://{BUCKET}/written")
+    assert list(df["step"]) == list(range(80)) and set(df["run"]) == {"run1"}
+    assert df["value"].tolist() == pytest.approx([1.0 / (i + 1) for i in range(80)])
+
+
+def test_missing_remote_logdir_and_bad_arguments(s3, tbx_logdir):
+    with pytest.raises(FileNotFoundError, match="no such logdir"):
+        tbscope.scan(f"s3://{BUCKET}/nothing-here", storage_options=s3.options)
+    with pytest.raises(ValueError, match="storage_options= is for URLs"):
+        tbscope.scan(tbx_logdir, storage_options={"anon": True})
+
+
+def test_memory_and_file_urls(mirrors, tbx_logdir):
+    import fsspec
+
+    mem = fsspec.filesystem("memory")
+    mem.put(str(tbx_logdir) + "/", "/tbscope-tbx", recursive=True)
+    try:
+        local = tbscope.scan(tbx_logdir)
+        for url in ("memory://tbscope-tbx", tbx_logdir.as_uri()):
+            lg = tbscope.scan(url)
+            assert lg.runs == local.runs
+            for kind in KINDS:
+                assert same_table(lg._frame(kind).to_arrow(), local._frame(kind).to_arrow()), (url, kind)
+        # One event file by URL.
+        one = next(p for p in sorted(tbx_logdir.rglob("*tfevents*")))
+        rel = one.relative_to(tbx_logdir).as_posix()
+        assert tbscope.read_scalars(f"memory://tbscope-tbx/{rel}").equals(tbscope.read_scalars(one))
+    finally:
+        mem.rm("/tbscope-tbx", recursive=True)
+
+
+def test_serve_parses_urls():
+    from tbscope.server.config import parse_logdirs
+
+    assert [s.path for s in parse_logdirs("s3://b/logs")] == ["s3://b/logs"]
+    assert [(s.name, s.path) for s in parse_logdirs("x:s3://b/a,y:gs://c/d")] == [("x", "s3://b/a"), ("y", "gs://c/d")]
+
+
+def test_storage_option_values_parse():
+    assert _mirror.parse_storage_option("anon=true") == ("anon", True)
+    assert _mirror.parse_storage_option("endpoint_url=http://h:9000") == ("endpoint_url", "http://h:9000")
+    assert _mirror.parse_storage_option('client_kwargs={"region_name": "x"}') == ("client_kwargs", {"region_name": "x"})
+    with pytest.raises(ValueError):
+        _mirror.parse_storage_option("novalue")
+
+
+def test_compat_readers_over_s3(s3, tbx_logdir):
+    from tbscope.compat import EventAccumulator, SummaryReader
+
+    run = next(p.parent for p in sorted(tbx_logdir.rglob("*tfevents*")))
+    rel = run.relative_to(tbx_logdir).as_posix()
+    with environ(AWS_ENDPOINT_URL=s3.endpoint):
+        remote = EventAccumulator(f"s3://{BUCKET}/tbx/{rel}").Reload()
+        local = EventAccumulator(str(run)).Reload()
+        assert remote.Tags() == local.Tags()
+        for tag in local.Tags()["scalars"]:
+            assert [(e.step, e.value) for e in remote.Scalars(tag)] == [(e.step, e.value) for e in local.Scalars(tag)]
+        remote.Reload()  # refreshes the mirror, finds nothing new
+        assert remote.Tags() == local.Tags()
+        pd.testing.assert_frame_equal(SummaryReader(f"s3://{BUCKET}/tbx").scalars, SummaryReader(str(tbx_logdir)).scalars)
