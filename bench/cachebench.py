@@ -17,6 +17,10 @@ of --repeat is reported), with a warm page cache:
     .venv/bin/python bench/cachebench.py                     # both scenarios, printed as markdown
     .venv/bin/python bench/run.py --only cache               # the same inside the main report
     .venv/bin/python bench/cachebench.py --many-runs 2000    # a small many-runs logdir
+    .venv/bin/python bench/cachebench.py --vs OTHER/bin/python --repeat 9   # A/B of two builds
+    .venv/bin/python bench/cachebench.py --vs A/bin/python --vs SAME/bin/python --many-runs 0
+        # A/B and, interleaved with it, A/A (SAME: this build in another venv, or a symlink to
+        # this venv's directory): the spread of a build against itself
 """
 
 from __future__ import annotations
@@ -57,47 +61,56 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
     kind = task["task"]
     cache = task.get("cache")
     if kind == "open":
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         lg = tbscope.scan(task["logdir"], threads=task["threads"], cache=cache)
         table = lg.scalars().to_arrow()
-        seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        df = table.to_pandas(split_blocks=True)
-        pandas_seconds = time.perf_counter() - started
-        from worker import frame_digest
-
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         info = lg.cache_info
-        return {
+        out = {
             "seconds": seconds,
-            "to_pandas_seconds": pandas_seconds,
+            "cpu_seconds": cpu,
             "rows": table.num_rows,
             "status": info.status if info else "off",
             "warnings": list(info.warnings) if info else [],
-            "digest": frame_digest(df, "run"),
         }
-    if kind == "read":
+        if not task.get("check", True):
+            # (An A/B checks the rows once per build: the check costs many times the read.)
+            return out
         started = time.perf_counter()
+        df = table.to_pandas(split_blocks=True)
+        out["to_pandas_seconds"] = time.perf_counter() - started
+        from worker import frame_digest
+
+        out["digest"] = frame_digest(df, "run")
+        return out
+    if kind == "read":
+        started, cpu = time.perf_counter(), time.process_time()
         lg = tbscope.scan(task["logdir"], cache=cache)
         lg.reload()
         runs = lg.run_info().to_arrow()
         lg.series().to_arrow()
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         info = lg.cache_info
-        return {"seconds": seconds, "runs": runs.num_rows, "status": info.status if info else "off"}
+        return {"seconds": seconds, "cpu_seconds": cpu, "runs": runs.num_rows, "status": info.status if info else "off"}
     if kind == "cli":
         args = [task["cmd"], task["logdir"], "--format", "csv"] + (["--cache-dir", cache] if cache else [])
         out_path = task["out"]
         saved = sys.stdout
         with open(out_path, "w") as out:
             sys.stdout = out
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 cli_main.main(args, standalone_mode=False)
             finally:
-                seconds = time.perf_counter() - started
+                seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
                 sys.stdout = saved
         digest = hashlib.sha256(Path(out_path).read_bytes()).hexdigest()
-        return {"seconds": seconds, "output_sha256": digest, "output_bytes": os.path.getsize(out_path)}
+        return {
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+            "output_sha256": digest,
+            "output_bytes": os.path.getsize(out_path),
+        }
     raise ValueError(f"unknown task {kind!r}")
 
 
@@ -123,16 +136,16 @@ def trace_phases(stderr: str) -> dict[str, Any]:
     return out
 
 
-def run_task(task: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
-    """One task in a fresh interpreter; its result dict, or {"error": ...}. A task through a
-    cache also reports the phases of its load (``TBSCOPE_TRACE=1``; printing them costs
-    microseconds)."""
+def run_task(task: dict[str, Any], timeout: float = 3600.0, python: str | None = None) -> dict[str, Any]:
+    """One task in a fresh interpreter (``python``, else this one); its result dict, or
+    {"error": ...}. A task through a cache also reports the phases of its load
+    (``TBSCOPE_TRACE=1``; printing them costs microseconds)."""
     with tempfile.TemporaryDirectory(prefix="tbscope-cachebench-") as tmp:
         out = Path(tmp) / "result.json"
         task = {**task, "out": str(Path(tmp) / "stdout.txt")} if task["task"] == "cli" else task
         env = dict(os.environ, TBSCOPE_TRACE="1") if task.get("cache") else None
         proc = subprocess.run(
-            [sys.executable, str(HERE), "--task", json.dumps(task), str(out)],
+            [python or sys.executable, str(HERE), "--task", json.dumps(task), str(out)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -230,6 +243,123 @@ def bench_cli(logdir: Path, cache_root: Path, repeat: int, log: Callable[[str], 
     out["cache_bytes"] = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
     shutil.rmtree(cache, ignore_errors=True)
     return out
+
+
+def bench_ab(
+    open_logdir: Path,
+    many_logdir: Path | None,
+    pythons: list[str],
+    cache_root: Path,
+    threads: int,
+    repeat: int,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """``--vs``: the same measurements with two or more interpreters (each with its own
+    tbscope), in turn (A B, then B A, ...), every run a fresh process: the 10M-corpus read without a cache,
+    the warm open of it, and on the many-runs logdir the warm `ls` and `summary`. Each
+    interpreter writes its own caches first (untimed): cache formats may differ."""
+    warm_page_cache(open_logdir)
+    if many_logdir is not None:
+        warm_page_cache(many_logdir)
+    caches = {
+        py: (cache_root / f".cache-ab-open-{i}", cache_root / f".cache-ab-cli-{i}") for i, py in enumerate(pythons)
+    }
+    for py, (open_cache, cli_cache) in caches.items():
+        for d in (open_cache, cli_cache):
+            shutil.rmtree(d, ignore_errors=True)
+        log(f"  writing the caches of {py} (untimed)")
+        prep = [
+            run_task(
+                {
+                    "task": "open",
+                    "logdir": str(open_logdir),
+                    "threads": threads,
+                    "cache": str(open_cache),
+                    "check": False,
+                },
+                python=py,
+            )
+        ]
+        if many_logdir is not None:
+            prep.append(run_task({"task": "read", "logdir": str(many_logdir), "cache": str(cli_cache)}, python=py))
+        for r in prep:
+            if "error" in r:
+                raise RuntimeError(f"{py}: {r['error']}")
+
+    def tasks(py: str) -> list[tuple[str, dict[str, Any]]]:
+        open_cache, cli_cache = caches[py]
+        base = {"task": "open", "logdir": str(open_logdir), "threads": threads}
+        out = [("10M corpus, cold read", base), ("10M corpus, warm open", {**base, "cache": str(open_cache)})]
+        if many_logdir is not None:
+            for cmd in ("ls", "summary"):
+                out.append(
+                    (
+                        f"many runs, warm `{cmd}`",
+                        {"task": "cli", "cmd": cmd, "logdir": str(many_logdir), "cache": str(cli_cache)},
+                    )
+                )
+        return out
+
+    names = [name for name, _ in tasks(pythons[0])]
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {n: {py: [] for py in pythons} for n in names}
+    for i in range(repeat):
+        order = pythons if i % 2 == 0 else pythons[::-1]
+        for k, name in enumerate(names):
+            for py in order:
+                # Rows are checked in the first round only.
+                task = {**tasks(py)[k][1], "check": i == 0}
+                r = run_task(task, python=py)
+                if "error" in r:
+                    raise RuntimeError(f"{name} ({py}): {r['error']}")
+                if r.get("status") not in (None, "off", "hit"):
+                    raise RuntimeError(f"{name} ({py}): status {r['status']}, warnings {r.get('warnings')}")
+                runs[name][py].append(r)
+                log(f"  {name}, {py}: run {i + 1}/{repeat}: {r['seconds']:.3f}s wall, {r['cpu_seconds']:.3f}s CPU")
+    for name in names:
+        for key in ("digest", "output_sha256"):
+            got = {json.dumps(r[key], sort_keys=True) for py in pythons for r in runs[name][py] if key in r}
+            if len(got) > 1:
+                raise RuntimeError(f"{name}: the interpreters' results differ ({key})")
+    for open_cache, cli_cache in caches.values():
+        for d in (open_cache, cli_cache):
+            shutil.rmtree(d, ignore_errors=True)
+    return {"pythons": pythons, "names": names, "runs": runs}
+
+
+def render_ab(ab: dict[str, Any]) -> list[str]:
+    """One table per other interpreter, each against the last one (this one)."""
+    *others, b = ab["pythons"]
+    lines: list[str] = []
+    for a in others:
+        lines += _render_pair(ab, a, b) + [""]
+    return lines
+
+
+def _render_pair(ab: dict[str, Any], a: str, b: str) -> list[str]:
+    lines = [
+        f"A: `{a}`, B: `{b}`; each run a fresh process, timed after imports, A and B in turn; "
+        "wall time, then the process's CPU time (all threads: less sensitive to other processes on the machine):",
+        "",
+        "| measurement | A wall, median (min–max) s | B wall, median (min–max) s | B / A wall (median of pairs) | A CPU s (median) | B CPU s (median) | B / A CPU (median of pairs) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def cell(t: list[float]) -> str:
+        return f"{statistics.median(t):.3f} ({min(t):.3f}–{max(t):.3f})"
+
+    for name in ab["names"]:
+        row = [name]
+        for key in ("seconds", "cpu_seconds"):
+            ta = [r[key] for r in ab["runs"][name][a]]
+            tb = [r[key] for r in ab["runs"][name][b]]
+            ratio = statistics.median(y / x for x, y in zip(ta, tb))
+            row += (
+                [cell(ta), cell(tb), f"{ratio:.2f}×"]
+                if key == "seconds"
+                else [f"{statistics.median(ta):.3f}", f"{statistics.median(tb):.3f}", f"{ratio:.2f}×"]
+            )
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,9 +467,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)"
     )
+    parser.add_argument(
+        "--vs",
+        metavar="PYTHON",
+        action="append",
+        help="A/B: warm opens (and the cold read) with this interpreter's tbscope and this one's, in turn (repeat for more: each is compared with this one)",
+    )
     args = parser.parse_args(argv)
     spec, _ = corpus.specs_from_args(args)
     main_corpus = corpus.ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs)
+    if args.vs:
+        many = (
+            manyruns.ensure(manyruns.ManyRunsSpec(runs=args.many_runs), args.corpus_root, args.jobs)
+            if args.many_runs
+            else None
+        )
+        ab = bench_ab(
+            main_corpus.logdir,
+            many,
+            [*args.vs, sys.executable],
+            args.corpus_root,
+            args.threads,
+            args.repeat,
+            lambda line: print(line, flush=True),
+        )
+        print("\n".join(render_ab(ab)))
+        return 0
     table = corpus.expected_table(spec)
     expected = canonical_digest(
         table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"], table["steps"], table["values"]

@@ -263,6 +263,37 @@ def test_new_run_and_new_last_file(logdir: Path, cache: Path) -> None:
     assert_same(cold(logdir), snap)
 
 
+def test_no_event_files_line_lasts_while_there_are_none(tmp_path: Path) -> None:
+    """The report's "no event files under LOGDIR" line goes once files appear, through
+    `reload()` with or without a cache, and a cached open says exactly what a scan without a
+    cache says at every step (a hit, a filter that selects nothing, a run deleted again)."""
+    root, cache = tmp_path / "logdir", tmp_path / "cache"
+    root.mkdir()
+
+    def lines(lg: tbscope.Logdir) -> list[str]:
+        return [str(p) for p in lg.report.problems]
+
+    none = lines(tbscope.scan(root))
+    assert len(none) == 1 and "no event files" in none[0]
+    plain, through = tbscope.scan(root), tbscope.scan(root, cache=cache)
+    assert lines(plain) == lines(through) == none
+    hit = tbscope.scan(root, cache=cache)
+    assert lines(hit) == none and hit.cache_info is not None and hit.cache_info.status == "hit"
+
+    (root / "run").mkdir()
+    (root / "run" / "events.out.tfevents.1.x").write_bytes(frame_records(scalar_events("x", range(3))))
+    plain.reload()
+    through.reload()
+    assert lines(plain) == lines(through) == lines(tbscope.scan(root)) == []
+    for _ in range(2):  # the generation `through` wrote, then the one this open writes
+        assert lines(tbscope.scan(root, cache=cache)) == []
+    nothing = lines(tbscope.scan(root, runs="nothing*"))
+    assert len(nothing) == 1 and lines(tbscope.scan(root, runs="nothing*", cache=cache)) == nothing
+
+    shutil.rmtree(root / "run")
+    assert lines(tbscope.scan(root, cache=cache)) == lines(tbscope.scan(root)) == none
+
+
 def _mutations() -> dict[str, Any]:
     def replaced(logdir: Path) -> None:
         # Another file under the same name: a new inode, larger than the old one, sharing no

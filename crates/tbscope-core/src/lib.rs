@@ -5,8 +5,9 @@
 //! [`logdir`] (runs and files) → [`load`] (parallel reads, merging, reloads) → [`columns`]
 //! (Arrow). The other direction: [`writer`] encodes and frames events on a background thread,
 //! with [`histogram`] binning values like PyTorch. For drawing: [`downsample`] (M4 and
-//! TensorBoard's smoothing). No Python here: `tbscope-py` is a thin
-//! binding over [`load::Reader`] and [`writer::EventWriter`].
+//! TensorBoard's smoothing). [`cache`] wraps a reader with a cache directory. No Python here:
+//! `tbscope-py` is a thin binding over [`scan::Scan`] (a [`load::Reader`] or a
+//! [`cache::CachedReader`]) and [`writer::EventWriter`].
 
 pub mod cache;
 pub mod columns;
@@ -25,12 +26,15 @@ pub mod proto;
 pub mod restarts;
 pub mod rewrite;
 pub mod runstats;
+pub mod scan;
 pub mod sys;
 pub mod tensor;
 pub mod text;
 pub mod tf_record;
 pub mod writer;
 
+pub use cache::CachedReader;
 pub use data_compat::Kind;
 pub use error::{Error, Result};
 pub use load::{Reader, ReaderOptions, Restarts};
+pub use scan::Scan;

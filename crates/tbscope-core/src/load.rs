@@ -97,7 +97,7 @@ pub struct ReportEntry {
     pub reason: String,
 }
 
-// The state below is what a reload continues from; the cache (`cache.rs`) saves and restores it.
+// The state below is what a reload continues from; the cache (`cache`) saves and restores it.
 #[derive(Debug, Clone)]
 pub(crate) struct FileState {
     pub(crate) path: PathBuf,
@@ -219,9 +219,6 @@ pub struct Reader {
     pub(crate) plugin_index: HashMap<String, i32>,
     pub(crate) batches: [Vec<RecordBatch>; 8],
     pub(crate) report: Vec<ReportEntry>,
-    /// Set when the reader works through a cache directory: its state then holds the unfiltered
-    /// load and the scan's filters are applied on output (see `cache.rs`).
-    pub(crate) cached: Option<Box<crate::cache::Cached>>,
 }
 
 pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
@@ -313,24 +310,7 @@ impl Reader {
             plugin_index: HashMap::new(),
             batches: Default::default(),
             report: Vec::new(),
-            cached: None,
         })
-    }
-
-    /// Prepares to read `root` through the cache in `dir`: the first load restores what the
-    /// cache holds and reads only what changed since; every load that changed something
-    /// publishes a new cache generation. `opts` are the scan's own: the cache always holds the
-    /// unfiltered load and the filters are applied to what it returns.
-    pub fn with_cache(root: &Path, opts: ReaderOptions, dir: &Path) -> Result<Reader> {
-        let (base, view) = crate::cache::split_options(opts);
-        let mut r = Reader::new(root, base)?;
-        r.cached = Some(Box::new(crate::cache::Cached::new(dir, view)));
-        Ok(r)
-    }
-
-    /// What the cache did (None for a reader without one).
-    pub fn cache_info(&self) -> Option<crate::cache::CacheInfo> {
-        self.cached.as_ref().map(|c| c.info())
     }
 
     pub(crate) fn rel(&self, path: &Path) -> String {
@@ -339,9 +319,6 @@ impl Reader {
 
     /// Reads everything new since the last call (everything, the first time) and keeps it.
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
-        if self.cached.is_some() {
-            return crate::cache::load(self, cancel);
-        }
         let work = self.plan()?;
         let (stats, batches) = self.read(work, cancel)?;
         for (kind, b) in batches {
@@ -355,8 +332,7 @@ impl Reader {
     pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
         let (found, errors) =
             discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
-        let any = !found.is_empty();
-        self.plan_found(stat_found(found), errors, any)
+        self.plan_found(stat_found(found), errors)
     }
 
     /// [`Reader::plan`] cut into pieces of about `max_bytes` of event file bytes still to read
@@ -383,13 +359,12 @@ impl Reader {
         Ok(pieces)
     }
 
-    /// [`Reader::plan`] on runs already discovered and stat'ed (`any_found`: whether discovery
-    /// found any run, `found` possibly holding only those that may have changed).
+    /// [`Reader::plan`] on runs already discovered and stat'ed (`found` possibly holding only
+    /// those that may have changed).
     pub(crate) fn plan_found(
         &mut self,
         found: Found,
         errors: Vec<(PathBuf, std::io::Error)>,
-        any_found: bool,
     ) -> Result<Vec<(String, PathBuf, Cursor)>> {
         for (path, e) in errors {
             let rel = self.rel(&path);
@@ -416,13 +391,8 @@ impl Reader {
                 self.report.push(entry);
             }
         }
-        if !any_found && self.runs.is_empty() && self.report.is_empty() {
-            self.report.push(no_runs_entry(&self.root));
-        } else if any_found {
-            // Event files have appeared since: the warning no longer holds.
-            let stale = no_runs_entry(&self.root);
-            self.report.retain(|e| *e != stale);
-        }
+        // (A logdir without runs is not a problem found in it: `report_entries` says so while
+        // it lasts.)
         // Which files changed: new ones, ones whose size or mtime moved, and ones left with a
         // pending tail that are final now.
         let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
@@ -1041,9 +1011,6 @@ impl Reader {
 
     /// Everything read so far for `kind`, with restart handling and the step bound applied.
     pub fn table(&self, kind: Kind) -> Result<Vec<RecordBatch>> {
-        if let Some(c) = &self.cached {
-            return c.table(self, kind);
-        }
         let batches = &self.batches[kind as usize];
         if self.opts.restarts == Restarts::All && self.opts.step_lo.is_none() {
             return Ok(batches.clone());
@@ -1057,9 +1024,6 @@ impl Reader {
 
     /// The schema of `kind`'s table even when it has no rows.
     pub fn schema(&self, kind: Kind) -> Arc<Schema> {
-        if let Some(c) = &self.cached {
-            return c.schema(kind);
-        }
         if let Some(b) = self.batches[kind as usize].first() {
             return b.schema();
         }
@@ -1067,17 +1031,11 @@ impl Reader {
     }
 
     pub fn run_names(&self) -> Vec<String> {
-        if let Some(c) = &self.cached {
-            return c.run_names(self);
-        }
         self.runs.keys().cloned().collect()
     }
 
     /// One row per (run, tag): kind and metadata.
     pub fn series(&self) -> RecordBatch {
-        if let Some(c) = &self.cached {
-            return c.series(self);
-        }
         self.series_with(&self.series_pick())
     }
 
@@ -1154,9 +1112,6 @@ impl Reader {
 
     /// One row per run: files, bytes, time range, steps, per-kind points, data loss.
     pub fn runs_table(&self) -> RecordBatch {
-        if let Some(c) = &self.cached {
-            return c.runs_table(self);
-        }
         self.runs_table_with(&|_, s| {
             let mut counts = [0i64; 8];
             for t in s.tags.values() {
@@ -1246,9 +1201,6 @@ impl Reader {
     /// The `logs` table: TF1's SessionLog (start, stop, checkpoint) and LogMessage events,
     /// one row each, runs in name order and events in file order.
     pub fn logs(&self) -> RecordBatch {
-        if let Some(c) = &self.cached {
-            return c.logs(self);
-        }
         let (lo, hi) = (self.opts.file.step_lo, self.opts.file.step_hi);
         self.logs_with(&|_| true, &|s| {
             lo.is_none_or(|lo| s >= lo) && hi.is_none_or(|hi| s < hi)
@@ -1335,7 +1287,11 @@ impl Reader {
     /// Per run (as `run_names`), the newest modification time of its event files in seconds
     /// (null when none could be stat'ed), as of the last load.
     pub fn run_mtimes(&self) -> RecordBatch {
-        let names = self.run_names();
+        self.run_mtimes_of(self.run_names())
+    }
+
+    /// [`Reader::run_mtimes`] of the runs `names` (known runs, in order).
+    pub(crate) fn run_mtimes_of(&self, names: Vec<String>) -> RecordBatch {
         let newest: Vec<Option<f64>> = names
             .iter()
             .map(|n| {
@@ -1358,10 +1314,6 @@ impl Reader {
 
     /// One row per run that has hparams records: session fields and a column per hparam.
     pub fn hparams(&self) -> Result<RecordBatch> {
-        if let Some(c) = &self.cached {
-            // Like a read: the filters apply, preemption does not (hparams are run facts).
-            return hparams_of(&c.filtered(Kind::Hparams)?);
-        }
         hparams_of(&self.batches[Kind::Hparams as usize])
     }
 
@@ -1370,13 +1322,14 @@ impl Reader {
         &self.report
     }
 
-    /// The report of what this reader's filters select (a cached reader's own report covers
-    /// the whole logdir).
+    /// The report as a user sees it: while no run is known and nothing else is reported, one
+    /// line says that no event files were found: derived, never stored, so it goes once files
+    /// appear (and a cache never keeps it).
     pub fn report_entries(&self) -> std::borrow::Cow<'_, [ReportEntry]> {
-        match &self.cached {
-            Some(c) => std::borrow::Cow::Owned(c.report(self)),
-            None => std::borrow::Cow::Borrowed(&self.report),
+        if self.report.is_empty() && self.runs.is_empty() {
+            return std::borrow::Cow::Owned(vec![no_runs_entry(&self.root)]);
         }
+        std::borrow::Cow::Borrowed(&self.report)
     }
 
     /// Absolute path of a file by its dictionary name (for lazy blob reads).

@@ -4,10 +4,17 @@
 //! contains `tfevents`. Its name is the path relative to the logdir with `/` separators on every
 //! OS, `.` for the root. Files are read in name order, which is creation order thanks to the
 //! zero-padded timestamp in the name.
+//!
+//! One walker does it ([`walk`]); a caller that remembers what directories held (the cache)
+//! can answer a directory's listing itself instead of having it read again.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::OsString;
+use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use regex::Regex;
 
@@ -29,93 +36,220 @@ pub fn discover(
     root: &Path,
     runs: Option<&Regex>,
 ) -> io::Result<(Discovered, Vec<(PathBuf, io::Error)>)> {
-    let meta = std::fs::metadata(root)?;
-    let mut out = Discovered::new();
-    let mut errors = Vec::new();
+    let meta = fs::metadata(root)?;
     if meta.is_file() {
+        let mut out = Discovered::new();
         if runs.is_none_or(|re| re.is_match(".")) {
             out.insert(".".into(), vec![root.to_path_buf()]);
         }
-        return Ok((out, errors));
+        return Ok((out, Vec::new()));
     }
-    let mut seen = HashSet::new();
-    walk(root, root, runs, &mut out, &mut errors, &mut seen);
-    Ok((out, errors))
+    let w = walk(root, runs, HashMap::new(), None);
+    Ok((w.found, w.errors))
 }
 
-fn run_name(root: &Path, dir: &Path) -> String {
-    match dir.strip_prefix(root) {
-        Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
-        Ok(rel) => rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/"),
-        Err(_) => dir.to_string_lossy().into_owned(),
-    }
+/// What a directory held when it was listed.
+#[derive(Debug, Clone)]
+pub(crate) struct Listing {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) mtime: (i64, u64),
+    /// Listed within [`SETTLED`] of its last change (a change in the same clock tick would not
+    /// move the mtime), or holding symlinks (their targets change without the directory
+    /// knowing): a listing not to be reused.
+    pub(crate) unsure: bool,
+    /// Its event files (regular files, links to them, dangling links), sorted; a walk moves
+    /// them into what it found.
+    pub(crate) files: Vec<PathBuf>,
+    /// It holds event files.
+    pub(crate) has_files: bool,
+    pub(crate) subdirs: Vec<OsString>,
+    /// Entries named like event files that are not regular files (reported, not read).
+    pub(crate) odd: Vec<OsString>,
 }
 
-fn walk(
+/// A directory listed this long after its mtime is taken as settled.
+pub(crate) const SETTLED: Duration = Duration::from_secs(2);
+const ODD: &str = "named like an event file but not a regular file; skipped";
+
+/// What a walk found: runs (filtered), problems, and (when asked for) every directory's
+/// listing by its path below the root.
+pub(crate) struct Walked {
+    pub(crate) found: Discovered,
+    pub(crate) errors: Vec<(PathBuf, io::Error)>,
+    pub(crate) listings: HashMap<PathBuf, Listing>,
+}
+
+/// A directory's listing answered without reading it: given its path below the root, its
+/// metadata and mtime, and the name of the run it would be.
+pub(crate) type Reuse<'a> =
+    dyn FnMut(&Path, &fs::Metadata, (i64, u64), &str) -> Option<Listing> + 'a;
+
+/// TensorBoard's run discovery below the directory `root`, keeping runs that `runs` matches.
+/// Symlinks are followed (as TensorBoard does), a directory seen twice is a cycle. `stats`
+/// holds directories' metadata taken beforehand (by path below the root; the others are
+/// stat'ed here). With `reuse`, it may answer a directory's listing instead of reading it, and
+/// the walk keeps every listing.
+pub(crate) fn walk(
     root: &Path,
-    dir: &Path,
     runs: Option<&Regex>,
-    out: &mut Discovered,
-    errors: &mut Vec<(PathBuf, io::Error)>,
-    seen: &mut HashSet<(u64, u64)>,
-) {
-    use std::os::unix::fs::MetadataExt;
-    // Symlinks are followed (as TensorBoard does); a directory seen twice is a cycle.
-    match std::fs::metadata(dir) {
-        Ok(m) => {
-            if !seen.insert((m.dev(), m.ino())) {
+    stats: HashMap<PathBuf, io::Result<fs::Metadata>>,
+    reuse: Option<&mut Reuse<'_>>,
+) -> Walked {
+    let mut w = Walker {
+        root,
+        runs,
+        stats,
+        reuse,
+        out: Walked {
+            found: Discovered::new(),
+            errors: Vec::new(),
+            listings: HashMap::new(),
+        },
+        seen: HashSet::new(),
+    };
+    w.walk(PathBuf::new());
+    w.out
+}
+
+struct Walker<'a, 'r> {
+    root: &'a Path,
+    runs: Option<&'a Regex>,
+    stats: HashMap<PathBuf, io::Result<fs::Metadata>>,
+    reuse: Option<&'a mut Reuse<'r>>,
+    out: Walked,
+    seen: HashSet<(u64, u64)>,
+}
+
+impl Walker<'_, '_> {
+    fn walk(&mut self, rel: PathBuf) {
+        let dir = if rel.as_os_str().is_empty() {
+            self.root.to_path_buf()
+        } else {
+            self.root.join(&rel)
+        };
+        let meta = match self
+            .stats
+            .remove(&rel)
+            .unwrap_or_else(|| fs::metadata(&dir))
+        {
+            Ok(m) => m,
+            Err(e) => {
+                self.out.errors.push((dir, e));
                 return;
             }
-        }
-        Err(e) => {
-            errors.push((dir.to_path_buf(), e));
+        };
+        if !self.seen.insert((meta.dev(), meta.ino())) {
             return;
+        }
+        let mtime = meta.modified().map_or((0, 0), time_parts);
+        let name = run_name(&rel);
+        let reused = self
+            .reuse
+            .as_mut()
+            .and_then(|f| f(&rel, &meta, mtime, &name));
+        let mut listing = match reused {
+            Some(l) => l,
+            None => match list(&dir, &meta, mtime) {
+                Ok(l) => l,
+                Err(e) => {
+                    self.out.errors.push((dir, e));
+                    return;
+                }
+            },
+        };
+        for odd in &listing.odd {
+            self.out.errors.push((dir.join(odd), io::Error::other(ODD)));
+        }
+        if listing.has_files && self.runs.is_none_or(|re| re.is_match(&name)) {
+            self.out
+                .found
+                .insert(name, std::mem::take(&mut listing.files));
+        }
+        let subs: Vec<PathBuf> = listing.subdirs.iter().map(|s| rel.join(s)).collect();
+        if self.reuse.is_some() {
+            self.out.listings.insert(rel, listing);
+        }
+        for sub in subs {
+            self.walk(sub);
         }
     }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            errors.push((dir.to_path_buf(), e));
-            return;
-        }
-    };
+}
+
+/// Reads the directory `dir` (whose metadata and mtime are given).
+fn list(dir: &Path, meta: &fs::Metadata, mtime: (i64, u64)) -> io::Result<Listing> {
+    let listed_at = SystemTime::now();
     let mut files = Vec::new();
     let mut subdirs = Vec::new();
-    for entry in entries.flatten() {
+    let mut odd = Vec::new();
+    let mut links = false;
+    for entry in fs::read_dir(dir)?.flatten() {
         let path = entry.path();
         let Ok(ft) = entry.file_type() else { continue };
+        links |= ft.is_symlink();
         let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
         if is_dir {
-            subdirs.push(path);
+            subdirs.push(entry.file_name());
         } else if is_event_file_name(&entry.file_name().to_string_lossy()) {
             // Only regular files (or links to them): opening a FIFO or device would block or
-            // read forever.
-            // A dangling link is kept: reading it fails and is reported against the file.
-            let dangling = ft.is_symlink() && std::fs::metadata(&path).is_err();
+            // read forever. A dangling link is kept: reading it fails and is reported against
+            // the file.
+            let dangling = ft.is_symlink() && fs::metadata(&path).is_err();
             if ft.is_file() || path.is_file() || dangling {
                 files.push(path);
             } else {
-                errors.push((
-                    path,
-                    io::Error::other("named like an event file but not a regular file; skipped"),
-                ));
+                odd.push(entry.file_name());
             }
         }
     }
-    if !files.is_empty() {
-        let name = run_name(root, dir);
-        if runs.is_none_or(|re| re.is_match(&name)) {
-            files.sort();
-            out.insert(name, files);
-        }
-    }
+    files.sort();
     subdirs.sort();
-    for sub in subdirs {
-        walk(root, &sub, runs, out, errors, seen);
+    odd.sort();
+    let settled = meta
+        .modified()
+        .ok()
+        .and_then(|m| listed_at.duration_since(m).ok())
+        .is_some_and(|age| age >= SETTLED);
+    Ok(Listing {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        mtime,
+        unsure: links || !settled,
+        has_files: !files.is_empty(),
+        files,
+        subdirs,
+        odd,
+    })
+}
+
+/// A run's name from its directory below the root ("." for the root).
+pub(crate) fn run_name(rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        return ".".into();
+    }
+    // Built by joining names: already in normal form.
+    if let Some(s) = rel.to_str() {
+        return s.to_string();
+    }
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Seconds and nanoseconds since the epoch, for times before it too.
+pub(crate) fn time_parts(t: SystemTime) -> (i64, u64) {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, u64::from(d.subsec_nanos())),
+        Err(e) => {
+            let d = e.duration();
+            let (s, n) = (d.as_secs() as i64, u64::from(d.subsec_nanos()));
+            if n == 0 {
+                (-s, 0)
+            } else {
+                (-s - 1, 1_000_000_000 - n)
+            }
+        }
     }
 }
 
@@ -126,9 +260,9 @@ mod tests {
     #[test]
     fn finds_runs_like_tensorboard() {
         let tmp = std::env::temp_dir().join(format!("tbscope-logdir-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
+        let _ = fs::remove_dir_all(&tmp);
         for p in ["a/b", "c", "d"] {
-            std::fs::create_dir_all(tmp.join(p)).unwrap();
+            fs::create_dir_all(tmp.join(p)).unwrap();
         }
         for f in [
             "events.out.tfevents.2.x",
@@ -137,7 +271,7 @@ mod tests {
             "c/events.out.tfevents.1.y",
             "d/notes.txt",
         ] {
-            std::fs::write(tmp.join(f), b"").unwrap();
+            fs::write(tmp.join(f), b"").unwrap();
         }
         let (found, errors) = discover(&tmp, None).unwrap();
         assert!(errors.is_empty());
@@ -159,6 +293,6 @@ mod tests {
             discover(&tmp.join("missing"), None).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
-        std::fs::remove_dir_all(&tmp).unwrap();
+        fs::remove_dir_all(&tmp).unwrap();
     }
 }

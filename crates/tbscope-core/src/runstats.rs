@@ -2,10 +2,10 @@
 //! how many series it has and their step range, its newest file mtime), per scalar series its
 //! statistics (first, last, min, max, mean, count, argmin, argmax).
 //!
-//! A reader computes them from its state and rows; a reader with a cache stores both for the
-//! unfiltered load in every generation, so a warm open that finds nothing changed answers from
-//! them without decoding a run's state or touching a row (see `cache.rs`). Both ways use the
-//! functions below, so they agree to the bit.
+//! A reader computes them from its state and rows; the cache stores both for the unfiltered
+//! load in every generation, so a warm open that finds nothing changed answers from them
+//! without decoding a run's state or touching a row (see `cache`). Both ways use the functions
+//! below, so they agree to the bit.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,17 +35,11 @@ impl Reader {
     /// for it) and `first_step` / `last_step` (the step range of those series). What `tbscope
     /// ls` shows, without building the series table.
     pub fn run_facts(&self) -> Result<RecordBatch> {
-        if let Some(c) = &self.cached {
-            return c.run_facts(self);
-        }
         Ok(self.facts_from(self.runs_table(), &self.series_pick()))
     }
 
     /// Per scalar series the scan selects: statistics of its points (see [`scalar_stats_of`]).
     pub fn scalar_stats(&self) -> Result<RecordBatch> {
-        if let Some(c) = &self.cached {
-            return c.scalar_stats(self);
-        }
         scalar_stats_of(&self.table(Kind::Scalars)?)
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use common::{file_version_event, opts, record, scalar_event, scalar_rows};
-use tbscope_core::{Kind, Reader};
+use tbscope_core::{CachedReader, Kind, Reader, Scan};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tbscope-cache-{name}-{}", std::process::id()));
@@ -34,7 +34,7 @@ fn events(run: &str, steps: std::ops::Range<i64>, header: bool) -> Vec<u8> {
 }
 
 /// What a reader returns, as comparable values.
-fn snapshot(r: &Reader) -> (Vec<String>, String, String) {
+fn snapshot(r: &mut dyn Scan) -> (Vec<String>, String, String) {
     let rows = scalar_rows(&r.table(Kind::Scalars).unwrap());
     let rows = rows
         .iter()
@@ -42,8 +42,8 @@ fn snapshot(r: &Reader) -> (Vec<String>, String, String) {
         .collect();
     (
         rows,
-        format!("{:?}", r.series()),
-        format!("{:?}", r.runs_table()),
+        format!("{:?}", r.series().unwrap()),
+        format!("{:?}", r.runs_table().unwrap()),
     )
 }
 
@@ -53,8 +53,8 @@ fn fresh(root: &Path) -> Reader {
     r
 }
 
-fn cached(root: &Path, dir: &Path) -> Reader {
-    let mut r = Reader::with_cache(root, opts(false, true), dir).unwrap();
+fn cached(root: &Path, dir: &Path) -> CachedReader {
+    let mut r = CachedReader::new(root, opts(false, true), dir).unwrap();
     r.load(&AtomicBool::new(false)).unwrap();
     r
 }
@@ -72,15 +72,15 @@ fn restored_equals_fresh_and_follows_changes() {
         )
         .unwrap();
     }
-    let first = cached(&root, &cache);
-    assert_eq!(first.cache_info().unwrap().status, "miss");
-    assert_eq!(snapshot(&first), snapshot(&fresh(&root)));
+    let mut first = cached(&root, &cache);
+    assert_eq!(first.cache_info().status, "miss");
+    assert_eq!(snapshot(&mut first), snapshot(&mut fresh(&root)));
 
-    let warm = cached(&root, &cache);
-    let info = warm.cache_info().unwrap();
+    let mut warm = cached(&root, &cache);
+    let info = warm.cache_info();
     assert_eq!(info.status, "hit");
     assert!(info.warnings.is_empty(), "{:?}", info.warnings);
-    assert_eq!(snapshot(&warm), snapshot(&fresh(&root)));
+    assert_eq!(snapshot(&mut warm), snapshot(&mut fresh(&root)));
 
     // Appended: read alone, rows in order after the cached ones.
     let f = root.join("a").join("events.out.tfevents.1.x");
@@ -88,20 +88,20 @@ fn restored_equals_fresh_and_follows_changes() {
     let more = events("a", 50..60, false);
     bytes.extend(&more);
     std::fs::write(&f, &bytes).unwrap();
-    let mut r = Reader::with_cache(&root, opts(false, true), &cache).unwrap();
+    let mut r = CachedReader::new(&root, opts(false, true), &cache).unwrap();
     let stats = r.load(&AtomicBool::new(false)).unwrap();
     assert_eq!(stats.bytes_read, more.len() as u64);
-    assert_eq!(r.cache_info().unwrap().status, "updated");
-    assert_eq!(snapshot(&r), snapshot(&fresh(&root)));
+    assert_eq!(r.cache_info().status, "updated");
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
 
     // Replaced by another file (new inode, larger): the run is read again from the start.
     let new = root.join("b/c").join("tmp");
     std::fs::write(&new, events("b/c", 100..200, true)).unwrap();
     std::fs::rename(&new, root.join("b/c").join("events.out.tfevents.1.x")).unwrap();
-    let r = cached(&root, &cache);
-    let info = r.cache_info().unwrap();
+    let mut r = cached(&root, &cache);
+    let info = r.cache_info();
     assert_eq!((info.status, info.runs_dropped), ("updated", 1));
-    assert_eq!(snapshot(&r), snapshot(&fresh(&root)));
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
     std::fs::remove_dir_all(&base).unwrap();
 }
 
@@ -123,8 +123,8 @@ fn damaged_manifest_is_a_warning_and_rewritten() {
     let mid = m.len() / 2;
     m[mid] ^= 0x55;
     std::fs::write(&manifest, m).unwrap();
-    let r = cached(&root, &cache);
-    let info = r.cache_info().unwrap();
+    let mut r = cached(&root, &cache);
+    let info = r.cache_info();
     assert_eq!(info.status, "miss");
     assert!(info.written);
     assert!(
@@ -132,8 +132,8 @@ fn damaged_manifest_is_a_warning_and_rewritten() {
         "{:?}",
         info.warnings
     );
-    assert_eq!(snapshot(&r), snapshot(&fresh(&root)));
-    assert_eq!(cached(&root, &cache).cache_info().unwrap().status, "hit");
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
+    assert_eq!(cached(&root, &cache).cache_info().status, "hit");
     std::fs::remove_dir_all(&base).unwrap();
 }
 
@@ -153,9 +153,11 @@ fn settle(root: &Path) {
     }
 }
 
+/// A warm open that finds nothing changed leaves the runs' state encoded and answers the runs'
+/// facts and the scalar statistics from the generation's stored tables; whatever needs more
+/// decodes it on the way, in any order (no call must come first).
 #[test]
 fn deferred_state_is_decoded_for_what_needs_it() {
-    use tbscope_core::cache::Need;
     let base = tmp("deferred");
     let root = base.join("logdir");
     let cache = base.join("cache");
@@ -169,16 +171,7 @@ fn deferred_state_is_decoded_for_what_needs_it() {
     }
     settle(&root);
     cached(&root, &cache);
-    let plain = fresh(&root);
-
-    let mut r = Reader::with_cache(&root, opts(false, true), &cache).unwrap();
-    r.defer_cache_state();
-    r.load(&AtomicBool::new(false)).unwrap();
-    assert_eq!(r.cache_info().unwrap().status, "hit");
-    // Answered from the generation's stored tables, the state still encoded.
-    for need in [Need::RunsTable, Need::RunFacts, Need::ScalarStats] {
-        r.prepare(need).unwrap();
-    }
+    let mut plain = fresh(&root);
     // (Columns and names: a table read back from Arrow IPC numbers its dictionaries.)
     let same = |a: arrow_array::RecordBatch, b: arrow_array::RecordBatch| {
         let names = |x: &arrow_array::RecordBatch| -> Vec<String> {
@@ -191,16 +184,167 @@ fn deferred_state_is_decoded_for_what_needs_it() {
         assert_eq!(names(&a), names(&b));
         assert_eq!(a.columns(), b.columns());
     };
+
+    let mut r = cached(&root, &cache);
+    assert_eq!(r.cache_info().status, "hit");
+    assert!(r.state_pending());
     same(r.run_facts().unwrap(), plain.run_facts().unwrap());
     same(r.scalar_stats().unwrap(), plain.scalar_stats().unwrap());
-    let state_used = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.series()));
-    assert!(
-        state_used.is_err(),
-        "series() before prepare(State) must not pass silently"
+    same(r.runs_table().unwrap(), plain.runs_table());
+    assert!(r.state_pending(), "answered from the stored tables");
+    // The series need the state: decoded then, and everything is as a fresh reader has it.
+    assert_eq!(
+        format!("{:?}", r.series().unwrap()),
+        format!("{:?}", plain.series())
     );
-    // Decoded on demand: then everything is as a fresh reader has it.
-    r.prepare(Need::Rows(Kind::Scalars)).unwrap();
-    r.prepare(Need::State).unwrap();
-    assert_eq!(snapshot(&r), snapshot(&plain));
+    assert!(!r.state_pending());
+    assert_eq!(snapshot(&mut r), snapshot(&mut plain));
+
+    // The other way round: rows first, then the rest.
+    let mut r = cached(&root, &cache);
+    assert!(r.state_pending());
+    assert_eq!(snapshot(&mut r), snapshot(&mut plain));
+    same(r.run_facts().unwrap(), plain.run_facts().unwrap());
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// `Event { wall_time, step, session_log = 7 { status, checkpoint_path, msg } }`.
+fn session_log_event(wall: f64, step: i64, status: u64, path: &str, msg: &str) -> Vec<u8> {
+    let mut log = Vec::new();
+    common::key(&mut log, 1, 0);
+    common::varint(&mut log, status);
+    common::bytes_field(&mut log, 2, path.as_bytes());
+    common::bytes_field(&mut log, 3, msg.as_bytes());
+    let mut ev = Vec::new();
+    common::key(&mut ev, 1, 1);
+    ev.extend_from_slice(&wall.to_le_bytes());
+    common::key(&mut ev, 2, 0);
+    common::varint(&mut ev, step as u64);
+    common::bytes_field(&mut ev, 7, &log);
+    ev
+}
+
+/// `Event { wall_time, step, log_message = 6 { level, message } }`.
+fn log_message_event(wall: f64, step: i64, level: u64, message: &str) -> Vec<u8> {
+    let mut m = Vec::new();
+    common::key(&mut m, 1, 0);
+    common::varint(&mut m, level);
+    common::bytes_field(&mut m, 2, message.as_bytes());
+    let mut ev = Vec::new();
+    common::key(&mut ev, 1, 1);
+    ev.extend_from_slice(&wall.to_le_bytes());
+    common::key(&mut ev, 2, 0);
+    common::varint(&mut ev, step as u64);
+    common::bytes_field(&mut ev, 6, &m);
+    ev
+}
+
+fn logs_of(r: &mut dyn Scan) -> String {
+    format!("{:?}", r.logs().unwrap())
+}
+
+/// TF1's session logs and log messages live in the runs' state, not in rows: a restored
+/// generation (state still encoded, then decoded) and an update that appends more give the
+/// logs table a fresh read gives, messages and checkpoint paths included; the scan's run and
+/// step filters apply to it.
+#[test]
+fn session_logs_and_log_messages_survive_the_cache() {
+    let base = tmp("logs");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    let mut bytes = events("train", 0..5, true);
+    bytes.extend(record(&session_log_event(1000.0, 0, 1, "", "started")));
+    bytes.extend(record(&log_message_event(
+        1001.0,
+        2,
+        30,
+        "slow input — ünïcode",
+    )));
+    bytes.extend(record(&session_log_event(
+        1002.0,
+        4,
+        3,
+        "/ckpt/model-4",
+        "",
+    )));
+    std::fs::create_dir_all(root.join("train")).unwrap();
+    std::fs::create_dir_all(root.join("eval")).unwrap();
+    let f = root.join("train").join("events.out.tfevents.1.x");
+    std::fs::write(&f, &bytes).unwrap();
+    let mut eval = events("eval", 0..3, true);
+    eval.extend(record(&log_message_event(1003.0, 1, 40, "eval failed")));
+    std::fs::write(root.join("eval").join("events.out.tfevents.1.x"), eval).unwrap();
+    settle(&root);
+
+    let mut cold = cached(&root, &cache);
+    assert_eq!(cold.cache_info().status, "miss");
+    let want = logs_of(&mut fresh(&root));
+    assert!(want.contains("/ckpt/model-4") && want.contains("ünïcode") && want.contains("WARN"));
+    assert_eq!(logs_of(&mut cold), want);
+
+    let mut warm = cached(&root, &cache);
+    assert_eq!(warm.cache_info().status, "hit");
+    assert!(warm.state_pending());
+    assert_eq!(logs_of(&mut warm), want);
+    assert!(!warm.state_pending());
+
+    // Filters: one run, a step range.
+    let mut o = opts(false, true);
+    o.runs = Some(regex::Regex::new("^train$").unwrap());
+    o.file.step_lo = Some(1);
+    o.file.step_hi = Some(5);
+    let mut filtered = CachedReader::new(&root, o.clone(), &cache).unwrap();
+    filtered.load(&AtomicBool::new(false)).unwrap();
+    let mut plain = Reader::new(&root, o).unwrap();
+    plain.load(&AtomicBool::new(false)).unwrap();
+    let got = logs_of(&mut filtered);
+    assert_eq!(got, logs_of(&mut plain));
+    assert_eq!(filtered.logs().unwrap().num_rows(), 2);
+
+    // Appended: the restored events and the new ones, in file order.
+    bytes.extend(record(&session_log_event(1004.0, 6, 2, "", "stopped")));
+    std::fs::write(&f, &bytes).unwrap();
+    let mut r = cached(&root, &cache);
+    assert_eq!(r.cache_info().status, "updated");
+    let want = logs_of(&mut fresh(&root));
+    assert!(want.contains("stopped"));
+    assert_eq!(logs_of(&mut r), want);
+    assert_eq!(logs_of(&mut cached(&root, &cache)), want);
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// A cache written in another layout (main's single-file cache also numbered its layout 3) is
+/// never decoded as this one: its manifest is refused by number and the logdir read again.
+#[test]
+fn manifest_of_another_format_is_read_again() {
+    let base = tmp("format");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("events.out.tfevents.1.x"),
+        events(".", 0..10, true),
+    )
+    .unwrap();
+    cached(&root, &cache);
+    let current = std::fs::read_to_string(cache.join("CURRENT")).unwrap();
+    let manifest = cache.join(current.trim()).join("manifest");
+    let mut m = std::fs::read(&manifest).unwrap();
+    assert_eq!(u32::from_le_bytes(m[8..12].try_into().unwrap()), 4);
+    m[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let n = m.len() - 4;
+    let crc = crc32c::crc32c(&m[..n]);
+    m[n..].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&manifest, m).unwrap();
+    let mut r = cached(&root, &cache);
+    let info = r.cache_info();
+    assert_eq!(info.status, "miss");
+    assert!(
+        info.warnings.iter().any(|w| w.contains("cache format 3")),
+        "{:?}",
+        info.warnings
+    );
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
+    assert_eq!(cached(&root, &cache).cache_info().status, "hit");
     std::fs::remove_dir_all(&base).unwrap();
 }

@@ -21,36 +21,39 @@ use std::time::Duration;
 use common::*;
 use tbscope_core::event_file::Severity;
 use tbscope_core::load::{ReaderOptions, ReportEntry};
-use tbscope_core::{Kind, Reader};
+use tbscope_core::{CachedReader, Kind, Reader, Scan};
 
 const F: &str = "events.out.tfevents.1700000000.host.1.0.v2";
 /// A file started later than any test file last grew: it makes the others final.
 const NEWER: &str = "events.out.tfevents.4000000000.host.2.0.v2";
 
-fn scalars(r: &Reader) -> Vec<(String, i64, f64)> {
-    scalar_rows(&r.table(Kind::Scalars).unwrap())
+// Helpers take either reader: the cached stories run through `CachedReader`, the others
+// through `Reader`.
+fn scalars(r: &mut dyn Scan) -> Vec<(String, i64, f64)> {
+    scalar_rows(&mut r.table(Kind::Scalars).unwrap())
         .into_iter()
         .map(|x| (x.tag, x.step, x.value))
         .collect()
 }
 
-fn rows(r: &Reader, kind: Kind) -> usize {
+fn rows(r: &mut dyn Scan, kind: Kind) -> usize {
     r.table(kind).unwrap().iter().map(|b| b.num_rows()).sum()
 }
 
-fn report(r: &Reader) -> Vec<(Severity, u64, u64)> {
-    r.report_entries()
+fn report(r: &mut dyn Scan) -> Vec<(Severity, u64, u64)> {
+    r.report()
+        .unwrap()
         .iter()
         .filter(|e| e.file.ends_with(F))
         .map(|e| (e.severity, e.offset, e.length))
         .collect()
 }
 
-fn reasons(r: &Reader) -> Vec<ReportEntry> {
-    r.report_entries().to_vec()
+fn reasons(r: &mut dyn Scan) -> Vec<ReportEntry> {
+    r.report().unwrap()
 }
 
-fn load(r: &mut Reader) {
+fn load(r: &mut dyn Scan) {
     r.load(&AtomicBool::new(false)).unwrap();
 }
 
@@ -95,7 +98,7 @@ fn all_but(missing: &[i64]) -> Vec<i64> {
     (0..67).filter(|s| !missing.contains(s)).collect()
 }
 
-fn step_list(r: &Reader) -> Vec<i64> {
+fn step_list(r: &mut dyn Scan) -> Vec<i64> {
     scalars(r).into_iter().map(|x| x.1).collect()
 }
 
@@ -122,36 +125,36 @@ fn torn_record_is_pending_then_corruption_once_a_newer_file_appears() {
     std::fs::write(run.join(F), &b).unwrap();
     let mut r = Reader::new(dir.path(), opts(false, true)).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
+    assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
     let tail = b.len() as u64 - torn.0;
-    assert_eq!(report(&r), vec![(Severity::Truncated, torn.0, tail)]);
+    assert_eq!(report(&mut r), vec![(Severity::Truncated, torn.0, tail)]);
     // Nothing changed: still pending, nothing read again.
     let s = r.load(&AtomicBool::new(false)).unwrap();
     assert_eq!(s.files_read, 0);
     std::fs::write(run.join(NEWER), steps(100..102, "next")).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), {
+    assert_eq!(step_list(&mut r), {
         let mut v = all_but(&[5, 46]);
         v.extend([100, 101]);
         v
     });
     assert_eq!(
-        report(&r),
+        report(&mut r),
         vec![
             (Severity::Corrupt, torn.0, torn.1),
             (Severity::Corrupt, bad.0, bad.1)
         ]
     );
     assert!(
-        reasons(&r)[0].reason.starts_with("torn record"),
+        reasons(&mut r)[0].reason.starts_with("torn record"),
         "{:?}",
-        reasons(&r)
+        reasons(&mut r)
     );
     // And again: nothing new, nothing reported twice.
     let s = r.load(&AtomicBool::new(false)).unwrap();
     assert_eq!(s.files_read, 0);
-    assert_eq!(report(&r).len(), 2);
-    assert_eq!(step_list(&r).len(), all_but(&[5, 46]).len() + 2);
+    assert_eq!(report(&mut r).len(), 2);
+    assert_eq!(step_list(&mut r).len(), all_but(&[5, 46]).len() + 2);
 }
 
 /// Silent loss, the timeout: the only file of its run, unchanged, becomes final once
@@ -163,12 +166,12 @@ fn torn_record_is_corruption_once_the_timeout_passes() {
     std::fs::write(run.join(F), &b).unwrap();
     let mut r = Reader::new(dir.path(), opts_with(Duration::from_millis(1500))).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
+    assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
     std::thread::sleep(Duration::from_millis(1600));
     load(&mut r);
-    assert_eq!(step_list(&r), all_but(&[5, 46]));
+    assert_eq!(step_list(&mut r), all_but(&[5, 46]));
     assert_eq!(
-        report(&r),
+        report(&mut r),
         vec![
             (Severity::Corrupt, torn.0, torn.1),
             (Severity::Corrupt, bad.0, bad.1)
@@ -191,26 +194,26 @@ fn cached_reopen_reads_a_pending_tail_again_once_final() {
         std::fs::write(run.join(F), &b).unwrap();
         let cache = dir.path().join("cache");
         let o = opts_with(Duration::from_millis(if newer { 600_000 } else { 1500 }));
-        let mut r = Reader::with_cache(&dir.path().join("run"), o.clone(), &cache).unwrap();
+        let mut r = CachedReader::new(&dir.path().join("run"), o.clone(), &cache).unwrap();
         load(&mut r);
-        assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
+        assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
         drop(r);
         // Reopened before anything changed: the same answer, from the cache.
-        let mut r = Reader::with_cache(&dir.path().join("run"), o.clone(), &cache).unwrap();
+        let mut r = CachedReader::new(&dir.path().join("run"), o.clone(), &cache).unwrap();
         load(&mut r);
-        assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
-        assert_eq!(report(&r).len(), 1);
+        assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
+        assert_eq!(report(&mut r).len(), 1);
         drop(r);
         if newer {
             std::fs::write(run.join(NEWER), b"").unwrap();
         } else {
             std::thread::sleep(Duration::from_millis(1600));
         }
-        let mut r = Reader::with_cache(&dir.path().join("run"), o.clone(), &cache).unwrap();
+        let mut r = CachedReader::new(&dir.path().join("run"), o.clone(), &cache).unwrap();
         load(&mut r);
-        assert_eq!(step_list(&r), all_but(&[5, 46]), "newer file: {newer}");
+        assert_eq!(step_list(&mut r), all_but(&[5, 46]), "newer file: {newer}");
         assert_eq!(
-            report(&r),
+            report(&mut r),
             vec![
                 (Severity::Corrupt, torn.0, torn.1),
                 (Severity::Corrupt, bad.0, bad.1)
@@ -218,10 +221,10 @@ fn cached_reopen_reads_a_pending_tail_again_once_final() {
         );
         drop(r);
         // And once more: the final answer is kept.
-        let mut r = Reader::with_cache(&dir.path().join("run"), o, &cache).unwrap();
+        let mut r = CachedReader::new(&dir.path().join("run"), o, &cache).unwrap();
         load(&mut r);
-        assert_eq!(step_list(&r), all_but(&[5, 46]));
-        assert_eq!(report(&r).len(), 2);
+        assert_eq!(step_list(&mut r), all_but(&[5, 46]));
+        assert_eq!(report(&mut r).len(), 2);
     }
 }
 
@@ -244,23 +247,23 @@ fn fast_cached_reopen_sees_a_pending_tail_expire() {
     let cache = dir.path().join("cache");
     let o = opts_with(Duration::from_secs(3));
     let open = || {
-        let mut r = Reader::with_cache(&run, o.clone(), &cache).unwrap();
+        let mut r = CachedReader::new(&run, o.clone(), &cache).unwrap();
         load(&mut r);
         r
     };
-    let r = open();
-    assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
+    let mut r = open();
+    assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
     drop(r);
-    let r = open();
-    assert_eq!(r.cache_info().unwrap().status, "hit");
-    assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
-    assert_eq!(report(&r).len(), 1);
+    let mut r = open();
+    assert_eq!(r.cache_info().status, "hit");
+    assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
+    assert_eq!(report(&mut r).len(), 1);
     drop(r);
     std::thread::sleep(Duration::from_millis(2200));
-    let r = open();
-    assert_eq!(step_list(&r), all_but(&[5, 46]));
+    let mut r = open();
+    assert_eq!(step_list(&mut r), all_but(&[5, 46]));
     assert_eq!(
-        report(&r),
+        report(&mut r),
         vec![
             (Severity::Corrupt, torn.0, torn.1),
             (Severity::Corrupt, bad.0, bad.1)
@@ -281,14 +284,14 @@ fn stopped_tail_is_a_warning() {
     std::fs::write(run.join(F), &b).unwrap();
     let mut r = Reader::new(dir.path(), opts_with(Duration::ZERO)).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..5).collect::<Vec<_>>());
-    assert_eq!(report(&r), vec![(Severity::Warning, at, 20)]);
-    assert!(reasons(&r)[0].reason.starts_with("stopped tail"));
+    assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
+    assert_eq!(report(&mut r), vec![(Severity::Warning, at, 20)]);
+    assert!(reasons(&mut r)[0].reason.starts_with("stopped tail"));
     // Should the writer finish it after all, the record is read and the warning goes.
     std::fs::write(run.join(F), [&b[..], &last[20..]].concat()).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..6).collect::<Vec<_>>());
-    assert!(report(&r).is_empty(), "{:?}", reasons(&r));
+    assert_eq!(step_list(&mut r), (0..6).collect::<Vec<_>>());
+    assert!(report(&mut r).is_empty(), "{:?}", reasons(&mut r));
 }
 
 /// `Event { wall_time, step, summary { value { tag, tensor: string tensor [payload], metadata:
@@ -344,15 +347,19 @@ fn embedded_records_are_never_rows_across_the_completion() {
     std::fs::write(&path, &b[..cut]).unwrap();
     let mut r = Reader::new(dir.path(), opts(false, true)).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..6).collect::<Vec<_>>(), "no phantom rows");
-    assert_eq!(rows(&r, Kind::Text), 0);
-    assert_eq!(report(&r).len(), 1);
-    assert_eq!(report(&r)[0].0, Severity::Truncated);
+    assert_eq!(
+        step_list(&mut r),
+        (0..6).collect::<Vec<_>>(),
+        "no phantom rows"
+    );
+    assert_eq!(rows(&mut r, Kind::Text), 0);
+    assert_eq!(report(&mut r).len(), 1);
+    assert_eq!(report(&mut r)[0].0, Severity::Truncated);
     std::fs::write(&path, &b).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..6).collect::<Vec<_>>());
-    assert_eq!(rows(&r, Kind::Text), 1, "the logged file, once");
-    assert!(report(&r).is_empty(), "{:?}", reasons(&r));
+    assert_eq!(step_list(&mut r), (0..6).collect::<Vec<_>>());
+    assert_eq!(rows(&mut r, Kind::Text), 1, "the logged file, once");
+    assert!(report(&mut r).is_empty(), "{:?}", reasons(&mut r));
 }
 
 /// Phantom rows through the cache: the pending state is what the cache keeps, and a reopen
@@ -365,16 +372,16 @@ fn embedded_records_through_a_cached_reopen() {
     std::fs::write(&path, &b[..cut]).unwrap();
     let cache = dir.path().join("cache");
     let root = dir.path().join("run");
-    let mut r = Reader::with_cache(&root, opts(false, true), &cache).unwrap();
+    let mut r = CachedReader::new(&root, opts(false, true), &cache).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..6).collect::<Vec<_>>());
+    assert_eq!(step_list(&mut r), (0..6).collect::<Vec<_>>());
     drop(r);
     std::fs::write(&path, &b).unwrap();
-    let mut r = Reader::with_cache(&root, opts(false, true), &cache).unwrap();
+    let mut r = CachedReader::new(&root, opts(false, true), &cache).unwrap();
     load(&mut r);
-    assert_eq!(step_list(&r), (0..6).collect::<Vec<_>>());
-    assert_eq!(rows(&r, Kind::Text), 1);
-    assert!(report(&r).is_empty(), "{:?}", reasons(&r));
+    assert_eq!(step_list(&mut r), (0..6).collect::<Vec<_>>());
+    assert_eq!(rows(&mut r, Kind::Text), 1);
+    assert!(report(&mut r).is_empty(), "{:?}", reasons(&mut r));
 }
 
 /// A final file whose last record embeds records and was cut short: final means final, so the
@@ -387,7 +394,7 @@ fn final_file_with_a_cut_embedding_record_is_reported() {
     std::fs::write(run.join(F), &b[..cut]).unwrap();
     let mut r = Reader::new(dir.path(), opts_with(Duration::ZERO)).unwrap();
     load(&mut r);
-    let sev: Vec<Severity> = report(&r).iter().map(|e| e.0).collect();
-    assert!(sev.contains(&Severity::Corrupt), "{:?}", reasons(&r));
-    assert!(!sev.contains(&Severity::Truncated), "{:?}", reasons(&r));
+    let sev: Vec<Severity> = report(&mut r).iter().map(|e| e.0).collect();
+    assert!(sev.contains(&Severity::Corrupt), "{:?}", reasons(&mut r));
+    assert!(!sev.contains(&Severity::Truncated), "{:?}", reasons(&mut r));
 }

@@ -18,9 +18,8 @@ use arrow_schema::SchemaRef;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule};
-use tbscope_core::cache::Need;
 use tbscope_core::event_file::Options;
-use tbscope_core::{Kind, Reader, ReaderOptions, Restarts};
+use tbscope_core::{CachedReader, Kind, Reader, ReaderOptions, Restarts, Scan};
 
 mod funnel;
 mod series;
@@ -72,10 +71,13 @@ fn kind(name: &str) -> PyResult<Kind> {
     })
 }
 
+/// A logdir being read (directly or through a cache directory).
+type Inner = Box<dyn Scan>;
+
 /// A logdir being read; keeps per-file offsets so `load()` again reads only new bytes.
 #[pyclass(module = "tbscope._core", frozen)]
 struct NativeReader {
-    inner: Arc<Mutex<Reader>>,
+    inner: Arc<Mutex<Inner>>,
 }
 
 #[pymethods]
@@ -142,16 +144,10 @@ impl NativeReader {
             ..Default::default()
         }
         .with_steps(step_lo, step_hi);
-        let reader = guarded(|| {
+        let reader: Inner = guarded(|| {
             Ok(match cache_dir {
-                Some(dir) => {
-                    let mut r = Reader::with_cache(&path, opts, &dir)?;
-                    // A warm open that finds nothing changed leaves the runs' state encoded;
-                    // every method below that uses it calls `prepare` first.
-                    r.defer_cache_state();
-                    r
-                }
-                None => Reader::new(&path, opts)?,
+                Some(dir) => Box::new(CachedReader::new(&path, opts, &dir)?) as Inner,
+                None => Box::new(Reader::new(&path, opts)?),
             })
         })?;
         Ok(NativeReader {
@@ -168,7 +164,7 @@ impl NativeReader {
     /// Streams one kind in pieces of about `max_bytes` of event files, keeping nothing.
     fn stream(&self, kind_name: &str, max_bytes: u64) -> Outcome<Stream> {
         let k = kind(kind_name)?;
-        let pieces = self.with(&[Need::State], |r| r.plan_pieces(max_bytes))?;
+        let pieces = self.with(|r| r.plan_pieces(max_bytes))?;
         Ok(Stream {
             reader: self.inner.clone(),
             pieces: Mutex::new(pieces.into()),
@@ -180,10 +176,10 @@ impl NativeReader {
     fn table(&self, py: Python<'_>, kind_name: &str) -> Outcome<Table> {
         let k = kind(kind_name)?;
         py.detach(|| {
-            self.with(&[Need::Rows(k)], |r| {
+            self.with(|r| {
                 Ok(Table {
                     batches: r.table(k)?,
-                    schema: r.schema(k),
+                    schema: r.schema(k)?,
                 })
             })
         })
@@ -191,47 +187,41 @@ impl NativeReader {
 
     /// TF1's SessionLog and LogMessage events, one row each.
     fn logs(&self) -> Outcome<Table> {
-        self.with(&[Need::State], |r| Ok(Table::one(r.logs())))
+        self.with(|r| r.logs().map(Table::one))
     }
 
     fn series(&self) -> Outcome<Table> {
-        self.with(&[Need::State], |r| Ok(Table::one(r.series())))
+        self.with(|r| r.series().map(Table::one))
     }
 
     /// One row per run with hparams records.
     fn hparams(&self) -> Outcome<Table> {
-        self.with(&[Need::Rows(Kind::Hparams)], |r| {
-            r.hparams().map(Table::one)
-        })
+        self.with(|r| r.hparams().map(Table::one))
     }
 
     fn runs_table(&self) -> Outcome<Table> {
-        self.with(&[Need::RunsTable], |r| Ok(Table::one(r.runs_table())))
+        self.with(|r| r.runs_table().map(Table::one))
     }
 
     /// Per run: the runs table's columns, last_modified, series, first_step, last_step.
     fn run_facts(&self) -> Outcome<Table> {
-        self.with(&[Need::RunFacts], |r| r.run_facts().map(Table::one))
+        self.with(|r| r.run_facts().map(Table::one))
     }
 
     /// One row per run of `runs_table()`; per tag with scalars (sorted) and per (statistic,
     /// suffix) of `stats`, a column `<tag>:<suffix>`.
     fn summary_table(&self, py: Python<'_>, stats: Vec<(String, String)>) -> Outcome<Table> {
-        py.detach(|| {
-            self.with(&[Need::RunsTable, Need::ScalarStats], |r| {
-                r.summary_table(&stats).map(Table::one)
-            })
-        })
+        py.detach(|| self.with(|r| r.summary_table(&stats).map(Table::one)))
     }
 
     fn run_names(&self) -> Outcome<Vec<String>> {
-        self.with(&[Need::Names], |r| Ok(r.run_names()))
+        self.with(|r| r.run_names())
     }
 
     /// The health report: (run, file, severity, offset, length, reason) tuples.
     fn report(&self) -> Outcome<Vec<ReportTuple>> {
-        self.with(&[Need::Names], |r| {
-            Ok(r.report_entries()
+        self.with(|r| {
+            Ok(r.report()?
                 .iter()
                 .map(|e| {
                     (
@@ -265,23 +255,16 @@ impl NativeReader {
 
     /// The absolute path of a file named in `blob_file`/`file` columns.
     fn file_path(&self, rel: &str) -> Outcome<Option<PathBuf>> {
-        self.with(&[Need::State], |r| Ok(r.file_path(rel)))
+        self.with(|r| r.file_path(rel))
     }
 }
 
 impl NativeReader {
-    /// The one way into the reader for the quick methods above: locks it, prepares what they
-    /// need, runs `f`.
-    fn with<T>(
-        &self,
-        need: &[Need],
-        f: impl FnOnce(&mut Reader) -> tbscope_core::Result<T>,
-    ) -> Outcome<T> {
+    /// The one way into the reader for the quick methods above: locks it, runs `f` (a cached
+    /// reader decodes what `f` needs itself).
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> tbscope_core::Result<T>) -> Outcome<T> {
         guarded(|| {
             let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            for n in need {
-                r.prepare(*n)?;
-            }
             Ok(f(&mut r)?)
         })
     }
@@ -290,7 +273,7 @@ impl NativeReader {
     fn detached<T: Send + 'static>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut Reader, &std::sync::atomic::AtomicBool) -> tbscope_core::Result<T>
+        f: impl FnOnce(&mut Inner, &std::sync::atomic::AtomicBool) -> tbscope_core::Result<T>
             + Send
             + 'static,
     ) -> Outcome<T> {
@@ -301,8 +284,8 @@ impl NativeReader {
 /// `f` on `reader` in the interruptible runner.
 fn read_detached<T: Send + 'static>(
     py: Python<'_>,
-    reader: &Arc<Mutex<Reader>>,
-    f: impl FnOnce(&mut Reader, &std::sync::atomic::AtomicBool) -> tbscope_core::Result<T>
+    reader: &Arc<Mutex<Inner>>,
+    f: impl FnOnce(&mut Inner, &std::sync::atomic::AtomicBool) -> tbscope_core::Result<T>
         + Send
         + 'static,
 ) -> Outcome<T> {
@@ -313,7 +296,7 @@ fn read_detached<T: Send + 'static>(
     })
 }
 
-type Piece = Vec<(String, PathBuf, tbscope_core::event_file::Cursor)>;
+type Piece = tbscope_core::scan::Work;
 
 /// `NativeReader.report()`: (run, file, severity, offset, length, reason).
 type ReportTuple = (String, String, &'static str, u64, u64, String);
@@ -331,7 +314,7 @@ type CacheInfoTuple = (
 /// Pieces of a logdir read one at a time: each `next()` reads a group of files.
 #[pyclass(module = "tbscope._core", frozen)]
 struct Stream {
-    reader: Arc<Mutex<Reader>>,
+    reader: Arc<Mutex<Inner>>,
     pieces: Mutex<VecDeque<Piece>>,
     kind: Kind,
 }

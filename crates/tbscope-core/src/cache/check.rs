@@ -1,0 +1,456 @@
+//! What changed in the logdir since a generation was written: the warm open's check that
+//! proves "nothing changed" with one stat per directory and per event file, the discovery that
+//! lists only directories that changed, and which runs' cached rows cannot be continued
+//! (docs/cache.md, "When the logdir changes").
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::manifest::{time_of, FileIndex};
+use super::Cache;
+use crate::load::{stat_found, Found, Reader, RunState};
+use crate::logdir::{discover, walk, Discovered, Listing};
+
+/// What a directory held when it was last listed. A directory's mtime moves whenever an entry
+/// is added, removed or renamed in it, so while (device, inode, mtime) stay the same its listing
+/// does too and only a stat is needed; the event files themselves are still stat'ed every time
+/// (appending to a file does not touch its directory).
+#[derive(Debug, Clone)]
+pub(super) struct DirListing {
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) mtime: (i64, u64),
+    /// Listed within a few seconds of its last change (a change in the same clock tick would
+    /// not move the mtime), or holding symlinks (their targets change without the directory
+    /// knowing): list it again next time.
+    pub(super) unsure: bool,
+    /// It holds event files: the files of the run named after it, as the reader has them.
+    pub(super) has_files: bool,
+    pub(super) subdirs: Vec<std::ffi::OsString>,
+    /// Entries named like event files that are not regular files (reported, not read).
+    pub(super) odd: Vec<std::ffi::OsString>,
+}
+
+impl DirListing {
+    /// What the cache keeps of a listing: the files are the run's, as the reader has them.
+    fn of(l: Listing) -> DirListing {
+        DirListing {
+            dev: l.dev,
+            ino: l.ino,
+            mtime: l.mtime,
+            unsure: l.unsure,
+            has_files: l.has_files,
+            subdirs: l.subdirs,
+            odd: l.odd,
+        }
+    }
+}
+
+/// What [`discover_with`] finds: runs and their event files, problems, every directory's
+/// listing by its path below the root.
+pub(super) type Discovery = (
+    Discovered,
+    Vec<(PathBuf, std::io::Error)>,
+    HashMap<PathBuf, DirListing>,
+);
+
+/// TensorBoard's run discovery (`logdir::walk`, unfiltered), reusing the listings of
+/// directories that did not change since `prev` was taken: a directory's mtime moves whenever
+/// an entry is added, removed or renamed in it, so while (device, inode, mtime) stay the same
+/// and the listing was settled, its listing does too, and its files are the run's as the
+/// reader has them.
+pub(super) fn discover_with(
+    r: &Reader,
+    prev: &HashMap<PathBuf, DirListing>,
+    pool: Option<&rayon::ThreadPool>,
+) -> std::io::Result<Discovery> {
+    let root = &r.root;
+    if fs::metadata(root)?.is_file() {
+        let (found, errors) = discover(root, None)?;
+        return Ok((found, errors, HashMap::new()));
+    }
+    // Every known directory's stat up front, in parallel: most of them will only need that.
+    let known: Vec<&PathBuf> = prev.keys().collect();
+    let stat = |rel: &&PathBuf| ((*rel).clone(), fs::metadata(root.join(rel)));
+    let stats: HashMap<PathBuf, std::io::Result<fs::Metadata>> = match pool {
+        Some(p) => {
+            use rayon::prelude::*;
+            p.install(|| known.par_iter().with_min_len(256).map(stat).collect())
+        }
+        None => known.iter().map(stat).collect(),
+    };
+    let mut reuse = |rel: &Path, meta: &fs::Metadata, mtime: (i64, u64), run: &str| {
+        let l = prev.get(rel)?;
+        if l.unsure || (l.dev, l.ino, l.mtime) != (meta.dev(), meta.ino(), mtime) {
+            return None;
+        }
+        let files: Vec<PathBuf> = if l.has_files {
+            let state = r.runs.get(run).filter(|s| !s.files.is_empty())?;
+            state.files.keys().cloned().collect()
+        } else {
+            Vec::new()
+        };
+        Some(Listing {
+            dev: l.dev,
+            ino: l.ino,
+            mtime: l.mtime,
+            unsure: false,
+            has_files: l.has_files,
+            files,
+            subdirs: l.subdirs.clone(),
+            odd: l.odd.clone(),
+        })
+    };
+    let w = walk(root, None, stats, Some(&mut reuse));
+    let listings = w
+        .listings
+        .into_iter()
+        .map(|(rel, l)| (rel, DirListing::of(l)))
+        .collect();
+    Ok((w.found, w.errors, listings))
+}
+
+/// Two listings that say the same (the reader's state need not be written again for them).
+pub(super) fn same_listing(a: &DirListing, b: &DirListing) -> bool {
+    (a.dev, a.ino, a.mtime, a.unsure, a.has_files) == (b.dev, b.ino, b.mtime, b.unsure, b.has_files)
+        && a.subdirs == b.subdirs
+        && a.odd == b.odd
+}
+
+/// Runs whose cached rows cannot be continued: gone from the logdir, or with a file that was
+/// deleted, replaced (another inode), truncated, or that grew while a later file exists (its
+/// new rows would come after rows they precede); also runs with a new file sorting before one
+/// already read. Everything else is continued from the saved cursors, as a reload does.
+///
+/// Also says, per entry of `found`, whether the run is untouched (every file as it was): the
+/// plan can skip those, which is most of a warm open of a logdir of many runs.
+pub(super) fn stale_runs(r: &Reader, found: &Found) -> (Vec<String>, Vec<bool>) {
+    let mut stale = Vec::new();
+    let mut untouched = vec![false; found.len()];
+    // Both in run-name order.
+    let mut found_iter = found.iter().enumerate().peekable();
+    for (run, state) in &r.runs {
+        while found_iter.next_if(|(_, (f, _))| f < run).is_some() {}
+        let Some((i, (_, files))) = found_iter.next_if(|(_, (f, _))| f == run) else {
+            stale.push(run.clone());
+            continue;
+        };
+        match run_change(state, files) {
+            Change::None => untouched[i] = true,
+            Change::Appended => {}
+            Change::Stale => stale.push(run.clone()),
+        }
+    }
+    (stale, untouched)
+}
+
+enum Change {
+    None,
+    /// New bytes or new files that continue the run in order.
+    Appended,
+    Stale,
+}
+
+fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Change {
+    let last = state.files.keys().next_back();
+    // Both in path order: every cached file must still be there.
+    let mut found_paths = files.iter().map(|(p, _)| p).peekable();
+    for p in state.files.keys() {
+        while found_paths.next_if(|f| *f < p).is_some() {}
+        if found_paths.next_if(|f| *f == p).is_none() {
+            return Change::Stale;
+        }
+    }
+    let mut change = Change::None;
+    for (path, meta) in files {
+        match (state.files.get(path), meta) {
+            (None, _) => {
+                if last.is_some_and(|l| path < l) {
+                    return Change::Stale;
+                }
+                change = Change::Appended;
+            }
+            (Some(_), None) => return Change::Stale,
+            (Some(f), Some(m)) => {
+                let grew = m.len() != f.size;
+                if (m.dev(), m.ino()) != (f.dev, f.ino)
+                    || m.len() < f.size
+                    || (grew && Some(path) != last)
+                {
+                    return Change::Stale;
+                }
+                if grew || f.failed || f.pending || m.modified().ok() != f.mtime {
+                    change = Change::Appended;
+                }
+            }
+        }
+    }
+    change
+}
+
+impl Cache {
+    /// Whether nothing changed since the pending generation was written, decided with one
+    /// stat per directory and per event file and nothing else: every directory listing settled
+    /// and still current (same device, inode and mtime: no entry added, removed or renamed),
+    /// every event file where it was with the same identity, size and mtime. False when any of
+    /// that does not hold or cannot be told this way (a single-file logdir, symlinks, a file
+    /// that failed); the full discovery then decides what changed.
+    ///
+    /// Paths are stat'ed relative to their parent directory (one `open` per directory that has
+    /// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
+    /// down the full path is most of a stat.
+    pub(super) fn unchanged(&self, r: &Reader, threads: usize) -> bool {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let Some(p) = self.pending.as_deref() else {
+            return false;
+        };
+        // A single-file logdir, or a root that could not be listed: leave it to discovery.
+        if p.dirs.first().is_none_or(|d| d.parent != u32::MAX) {
+            return false;
+        }
+        let open_dir = |at: Option<i32>, path: &[u8]| -> Option<OwnedFd> {
+            let c = std::ffi::CString::new(path).ok()?;
+            let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+            // SAFETY: a valid NUL-terminated path and (for openat) a descriptor we hold open.
+            let fd = unsafe {
+                match at {
+                    None => libc::open(c.as_ptr(), flags),
+                    Some(dirfd) => libc::openat(dirfd, c.as_ptr(), flags),
+                }
+            };
+            // SAFETY: `fd` is a descriptor we just opened (checked non-negative).
+            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+        };
+        const NONE: i32 = -1;
+        let t0 = std::time::Instant::now();
+        let now = std::time::SystemTime::now();
+        // First pass: what the listings promise (settled, complete, every run in its
+        // directory).
+        let mut children: Vec<u32> = vec![0; p.dirs.len()];
+        let mut seen = vec![false; p.nruns];
+        for (i, d) in p.dirs.iter().enumerate() {
+            if d.unsure || d.odd.1 > 0 {
+                return false;
+            }
+            if i > 0 {
+                children[d.parent as usize] += 1;
+            }
+            if d.has_files {
+                // (Its files are looked at in the second pass.)
+                if d.run == u32::MAX || std::mem::replace(&mut seen[d.run as usize], true) {
+                    return false;
+                }
+            }
+        }
+        if p.dirs.iter().zip(&children).any(|(d, &n)| d.subdirs.1 != n) || seen.contains(&false) {
+            return false;
+        }
+        let Some(root_fd) = open_dir(None, r.root.as_os_str().as_bytes()) else {
+            return false;
+        };
+        let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
+        fd_of[0] = root_fd.as_raw_fd();
+        let mut opened_total = 1usize;
+        // Second pass, on `threads` threads over contiguous ranges of directories: one stat
+        // of each directory and of each of its event files, relative to the nearest descriptor.
+        let same = AtomicBool::new(true);
+        let stat_is =
+            |fd: i32, path: &[u8], dev: u64, ino: u64, mtime: (i64, u64), size: Option<u64>| {
+                // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: the descriptor is open for the whole check; `path` ends with a NUL.
+                let rc = unsafe { libc::fstatat(fd, path.as_ptr().cast(), &mut st, 0) };
+                rc == 0
+                    && st.st_dev as u64 == dev
+                    && st.st_ino as u64 == ino
+                    && (st.st_mtime as i64, st.st_mtime_nsec as u64) == mtime
+                    && size.is_none_or(|n| st.st_size as u64 == n)
+            };
+        let check = |range: std::ops::Range<usize>, fd_of: &[i32]| {
+            let mut buf: Vec<u8> = Vec::with_capacity(512);
+            for i in range {
+                if !same.load(Ordering::Relaxed) {
+                    return;
+                }
+                let d = &p.dirs[i];
+                let name = p.bytes(d.name);
+                let own = fd_of[i];
+                let parent = if i == 0 {
+                    NONE
+                } else {
+                    fd_of[d.parent as usize]
+                };
+                buf.clear();
+                let fd = if own != NONE {
+                    buf.push(b'.');
+                    own
+                } else {
+                    buf.extend_from_slice(name);
+                    parent
+                };
+                buf.push(0);
+                if !stat_is(fd, &buf, d.dev, d.ino, d.mtime, None) {
+                    same.store(false, Ordering::Relaxed);
+                    return;
+                }
+                if !d.has_files {
+                    continue;
+                }
+                let files = p.run_files(d.run as usize);
+                // Only a run's own files, each stat'ed last time (a file that failed, or one
+                // found elsewhere, is discovery's business).
+                // A pending tail stays pending while nothing changes, until its file's
+                // timeout passes (a newer file would have changed a listing).
+                let expired = |f: &FileIndex| {
+                    f.pending
+                        && f.mtime.is_none_or(|(s, n)| {
+                            now.duration_since(time_of(s, n))
+                                .is_ok_and(|age| age >= r.opts.tail_timeout)
+                        })
+                };
+                if files.is_empty()
+                    || files
+                        .iter()
+                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none() || expired(f))
+                {
+                    same.store(false, Ordering::Relaxed);
+                    return;
+                }
+                for f in files {
+                    buf.clear();
+                    if own == NONE {
+                        buf.extend_from_slice(name);
+                        buf.push(b'/');
+                    }
+                    buf.extend_from_slice(p.bytes(f.path));
+                    buf.push(0);
+                    let mtime = f.mtime.expect("checked above");
+                    if !stat_is(fd, &buf, f.dev, f.ino, mtime, Some(f.size)) {
+                        same.store(false, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            }
+        };
+        let total = p.dirs.len() + p.index.files.len();
+        let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
+        let t1 = std::time::Instant::now();
+        // Directories in windows of consecutive ones (the listings are depth first) that hold at
+        // most FD_BUDGET descriptors at a time: a logdir of thousands of sweep directories must
+        // not run into the process's limit on open files.
+        const FD_BUDGET: usize = 256;
+        let parent_of = |i: usize| p.dirs[i].parent as usize;
+        let mut a = 1usize.min(p.dirs.len());
+        // The root first, alone (its descriptor is open throughout).
+        check(0..a, &fd_of);
+        while a < p.dirs.len() && same.load(Ordering::Relaxed) {
+            let mut held: Vec<(usize, OwnedFd)> = Vec::new();
+            // The window's first directory's ancestors (below the root), from the top down: its
+            // directories' parents are among them or in the window.
+            let mut chain = Vec::new();
+            let mut x = parent_of(a);
+            while x != 0 {
+                chain.push(x);
+                x = parent_of(x);
+            }
+            let mut ok = true;
+            let open_at = |i: usize, fd_of: &[i32]| -> Option<OwnedFd> {
+                open_dir(Some(fd_of[parent_of(i)]), p.bytes(p.dirs[i].name))
+            };
+            for &anc in chain.iter().rev() {
+                match open_at(anc, &fd_of) {
+                    Some(fd) => {
+                        fd_of[anc] = fd.as_raw_fd();
+                        held.push((anc, fd));
+                    }
+                    None => ok = false,
+                }
+            }
+            let mut budget = FD_BUDGET.saturating_sub(chain.len()).max(1);
+            let mut b = a;
+            while ok && b < p.dirs.len() {
+                if p.dirs[b].subdirs.1 > 0 {
+                    if budget == 0 {
+                        break;
+                    }
+                    budget -= 1;
+                    match open_at(b, &fd_of) {
+                        Some(fd) => {
+                            fd_of[b] = fd.as_raw_fd();
+                            held.push((b, fd));
+                        }
+                        None => ok = false,
+                    }
+                }
+                b += 1;
+            }
+            if !ok {
+                return false;
+            }
+            opened_total += held.len();
+            if threads == 1 || b - a < 1024 {
+                check(a..b, &fd_of);
+            } else {
+                // Equal ranges of directories (run directories hold a file or a few each).
+                let per = (b - a).div_ceil(threads);
+                let (fds, check) = (&fd_of, &check);
+                std::thread::scope(|s| {
+                    for t in 0..threads {
+                        let range = (a + t * per).min(b)..(a + (t + 1) * per).min(b);
+                        s.spawn(move || check(range, fds));
+                    }
+                });
+            }
+            for (i, _) in &held {
+                fd_of[*i] = NONE;
+            }
+            drop(held);
+            a = b;
+        }
+        drop(root_fd);
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope cache check: {total} stats on {threads} threads, {} directories opened; \
+                 listings {:?}, stats {:?}",
+                opened_total,
+                t1 - t0,
+                t1.elapsed()
+            );
+        }
+        same.load(Ordering::Relaxed)
+    }
+}
+
+/// Stats the discovered event files, in parallel when a pool is given.
+pub(super) fn stat_found_with(
+    found: crate::logdir::Discovered,
+    pool: Option<&rayon::ThreadPool>,
+) -> Found {
+    let Some(p) = pool else {
+        return stat_found(found);
+    };
+    use rayon::prelude::*;
+    let flat: Vec<&PathBuf> = found.values().flatten().collect();
+    let mut metas = p
+        .install(|| {
+            flat.par_iter()
+                .with_min_len(256)
+                .map(|f| fs::metadata(f).ok())
+                .collect::<Vec<_>>()
+        })
+        .into_iter();
+    found
+        .into_iter()
+        .map(|(run, files)| {
+            let files = files
+                .into_iter()
+                .map(|f| (f, metas.next().flatten()))
+                .collect();
+            (run, files)
+        })
+        .collect()
+}

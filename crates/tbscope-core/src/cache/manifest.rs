@@ -1,0 +1,728 @@
+//! The manifest: a small binary encoding (varints, length-prefixed bytes) with a CRC-32C, read
+//! in one pass. Repeated strings (tag names, metadata, file versions) are stored once; file
+//! paths as names within their run's directory. A logdir of 100,000 small runs has a manifest
+//! of ~20 MB. In sections, so that a warm open decodes only what it needs: the change check's
+//! index (run names, file identities, directory listings) apart from the runs' state and the
+//! pieces, which `pending` decodes when they are first needed.
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::check::DirListing;
+use super::files::FileSum;
+use super::segments::{Piece, Segment};
+use crate::event_file::{SeriesMeta, Severity};
+use crate::load::{rel_name, Reader, ReportEntry};
+use crate::logdir::{run_name, time_parts};
+
+/// Bump when the manifest or segment layout changes: older caches are then read again.
+/// 2: the runs' state apart from the change-check index; facts and statistics tables.
+/// 3: every file's size and CRC-32C in the manifest.
+/// 4: the text table's `shape`; session logs and log messages (source, message, checkpoint
+/// path) in the runs' state. (Main's single-file cache also called its layout 3 for this; 4
+/// keeps the two apart.)
+const FORMAT_VERSION: u32 = 4;
+const MAGIC: &[u8; 8] = b"TBSCACHE";
+
+#[derive(Default)]
+pub(super) struct Enc(pub(super) Vec<u8>);
+
+impl Enc {
+    pub(super) fn u(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    pub(super) fn i(&mut self, v: i64) {
+        self.u(((v << 1) ^ (v >> 63)) as u64);
+    }
+    pub(super) fn f(&mut self, v: f64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn b(&mut self, v: &[u8]) {
+        self.u(v.len() as u64);
+        self.0.extend_from_slice(v);
+    }
+    pub(super) fn s(&mut self, v: &str) {
+        self.b(v.as_bytes());
+    }
+    pub(super) fn flag(&mut self, v: bool) {
+        self.u(v as u64);
+    }
+    pub(super) fn opt_f(&mut self, v: Option<f64>) {
+        self.flag(v.is_some());
+        if let Some(v) = v {
+            self.f(v);
+        }
+    }
+    /// A file of a generation: 0 for none, else 1 + rows, size, checksum.
+    pub(super) fn file_sum(&mut self, f: Option<FileSum>) {
+        match f {
+            None => self.u(0),
+            Some(f) => {
+                self.u(f.rows + 1);
+                self.u(f.bytes);
+                self.u(u64::from(f.crc));
+            }
+        }
+    }
+    /// `v` after the bytes it shares with `prev` (sorted names share long prefixes).
+    pub(super) fn prefixed(&mut self, prev: &[u8], v: &[u8]) {
+        let shared = prev.iter().zip(v).take_while(|(a, b)| a == b).count();
+        self.u(shared as u64);
+        self.b(&v[shared..]);
+    }
+}
+
+pub(super) struct Dec<'a> {
+    pub(super) buf: &'a [u8],
+    pub(super) pos: usize,
+}
+
+pub(super) type DResult<T> = std::result::Result<T, String>;
+
+impl<'a> Dec<'a> {
+    #[inline]
+    pub(super) fn u(&mut self) -> DResult<u64> {
+        // A manifest of many runs is millions of varints: with ten bytes left (a varint's
+        // most), one bounds check for the whole of it.
+        if let Some(w) = self.buf.get(self.pos..self.pos + 10) {
+            let mut v = 0u64;
+            for (i, &b) in w.iter().enumerate() {
+                v |= u64::from(b & 0x7f) << (7 * i);
+                if b < 0x80 {
+                    self.pos += i + 1;
+                    return Ok(v);
+                }
+            }
+            return Err("bad varint".into());
+        }
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.buf.get(self.pos).ok_or("ends early")?;
+            self.pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+        }
+        Err("bad varint".into())
+    }
+    /// A count or length: never more than the bytes left, so a damaged one cannot make us
+    /// allocate much.
+    pub(super) fn n(&mut self) -> DResult<usize> {
+        let v = self.u()?;
+        if v > (self.buf.len() - self.pos) as u64 {
+            return Err("count past the end".into());
+        }
+        Ok(v as usize)
+    }
+    pub(super) fn i(&mut self) -> DResult<i64> {
+        let v = self.u()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+    pub(super) fn f(&mut self) -> DResult<f64> {
+        let b = self.buf.get(self.pos..self.pos + 8).ok_or("ends early")?;
+        self.pos += 8;
+        Ok(f64::from_le_bytes(b.try_into().unwrap()))
+    }
+    pub(super) fn b(&mut self) -> DResult<&'a [u8]> {
+        let n = self.n()?;
+        let b = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(b)
+    }
+    /// Length-prefixed bytes as (start, length) in the buffer.
+    pub(super) fn range(&mut self) -> DResult<(u32, u32)> {
+        let n = self.n()?;
+        let at = self.pos;
+        self.pos += n;
+        Ok((at as u32, n as u32))
+    }
+    pub(super) fn s(&mut self) -> DResult<String> {
+        String::from_utf8(self.b()?.to_vec()).map_err(|_| "bad UTF-8".to_string())
+    }
+    pub(super) fn flag(&mut self) -> DResult<bool> {
+        Ok(self.u()? != 0)
+    }
+    pub(super) fn opt_f(&mut self) -> DResult<Option<f64>> {
+        Ok(if self.flag()? { Some(self.f()?) } else { None })
+    }
+    pub(super) fn file_sum(&mut self) -> DResult<Option<FileSum>> {
+        let rows = match self.u()? {
+            0 => return Ok(None),
+            n => n - 1,
+        };
+        let bytes = self.u()?;
+        let crc = u32::try_from(self.u()?).map_err(|_| "bad checksum".to_string())?;
+        Ok(Some(FileSum { rows, bytes, crc }))
+    }
+    /// Replaces `buf` (the previous value) by the next one, which shares a prefix with it.
+    pub(super) fn prefixed_into(&mut self, buf: &mut Vec<u8>) -> DResult<()> {
+        let shared = self.u()? as usize;
+        if shared > buf.len() {
+            return Err("bad shared prefix".into());
+        }
+        buf.truncate(shared);
+        buf.extend_from_slice(self.b()?);
+        Ok(())
+    }
+    /// An index into a table of `len` entries.
+    pub(super) fn index(&mut self, len: usize) -> DResult<usize> {
+        let i = self.u()? as usize;
+        if i >= len {
+            return Err("index out of range".into());
+        }
+        Ok(i)
+    }
+}
+
+pub(super) fn severity_code(s: Severity) -> u64 {
+    match s {
+        Severity::Corrupt => 0,
+        Severity::Warning => 1,
+        Severity::Truncated => 2,
+        Severity::Error => 3,
+        Severity::Info => 4,
+    }
+}
+
+pub(super) fn severity_of(c: u64) -> DResult<Severity> {
+    Ok(match c {
+        0 => Severity::Corrupt,
+        1 => Severity::Warning,
+        2 => Severity::Truncated,
+        3 => Severity::Error,
+        4 => Severity::Info,
+        _ => return Err("bad severity".into()),
+    })
+}
+
+pub(super) fn time_of(secs: i64, nanos: u64) -> SystemTime {
+    let base = if secs >= 0 {
+        UNIX_EPOCH + Duration::from_secs(secs as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+    };
+    base + Duration::from_nanos(nanos)
+}
+
+/// The directory of a run: the root for ".", else the run name below it.
+pub(super) fn run_dir(root: &Path, run: &str) -> PathBuf {
+    if run == "." {
+        root.to_path_buf()
+    } else {
+        root.join(run)
+    }
+}
+
+/// A string table: each distinct string once, referenced by index.
+#[derive(Default)]
+pub(super) struct Strings<'a> {
+    pub(super) index: HashMap<&'a str, u64>,
+    pub(super) list: Vec<&'a str>,
+}
+
+impl<'a> Strings<'a> {
+    pub(super) fn id(&mut self, s: &'a str) -> u64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u64;
+        self.index.insert(s, i);
+        self.list.push(s);
+        i
+    }
+}
+
+pub(super) type MetaKey<'a> = (&'a str, &'a [u8], &'a str, &'a str, i32);
+
+pub(super) fn encode_manifest(
+    r: &Reader,
+    segments: &[Segment],
+    files: &[[Option<FileSum>; 8]],
+    pieces: &[Vec<Piece>; 8],
+    dirs: &HashMap<PathBuf, DirListing>,
+    derived: [Option<FileSum>; 2],
+) -> std::result::Result<Vec<u8>, String> {
+    let mut e = Enc::default();
+    e.0.extend_from_slice(MAGIC);
+    e.0.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    e.s(env!("CARGO_PKG_VERSION"));
+    let root = fs::canonicalize(&r.root).map_err(|err| format!("{}: {err}", r.root.display()))?;
+    e.b(root.as_os_str().as_bytes());
+    e.flag(r.opts.file.verify);
+    e.u(r.opts.file.max_len);
+    e.flag(r.opts.file.provenance);
+    e.u(segments.len() as u64);
+    for (s, files) in segments.iter().zip(files) {
+        e.s(&s.name);
+        for f in files {
+            e.file_sum(*f);
+        }
+    }
+    // Tables of repeated strings and metadata, then runs referring to them.
+    let mut strings = Strings::default();
+    let mut metas: HashMap<MetaKey<'_>, u64> = HashMap::new();
+    let mut meta_list: Vec<&SeriesMeta> = Vec::new();
+    for st in r.runs.values() {
+        for (t, ts) in &st.tags {
+            strings.id(t);
+            if let Some(m) = &ts.meta {
+                let key = (
+                    m.plugin_name.as_str(),
+                    m.plugin_content.as_slice(),
+                    m.display_name.as_str(),
+                    m.description.as_str(),
+                    m.data_class,
+                );
+                if let std::collections::hash_map::Entry::Vacant(slot) = metas.entry(key) {
+                    slot.insert(meta_list.len() as u64);
+                    meta_list.push(m);
+                }
+            }
+        }
+        for f in st.files.values() {
+            for v in [&f.file_version, &f.writer].into_iter().flatten() {
+                strings.id(v);
+            }
+        }
+    }
+    e.u(strings.list.len() as u64);
+    for s in &strings.list {
+        e.s(s);
+    }
+    e.u(meta_list.len() as u64);
+    for m in &meta_list {
+        e.s(&m.plugin_name);
+        e.b(&m.plugin_content);
+        e.s(&m.display_name);
+        e.s(&m.description);
+        e.i(i64::from(m.data_class));
+    }
+    let root_is_file = r.root.is_file();
+    let mut run_index: HashMap<&str, u64> = HashMap::with_capacity(r.runs.len());
+    // The runs' names, one length-prefixed section (a warm open that finds nothing changed
+    // needs none of them); then the change-check index: per run its files' identities. The
+    // state follows as one more section, so that a warm open can leave it undecoded.
+    e.u(r.runs.len() as u64);
+    let mut names = Enc::default();
+    let mut prev: &[u8] = b"";
+    for name in r.runs.keys() {
+        run_index.insert(name.as_str(), run_index.len() as u64);
+        names.prefixed(prev, name.as_bytes());
+        prev = name.as_bytes();
+    }
+    e.b(&names.0);
+    for (name, st) in &r.runs {
+        let dir = run_dir(&r.root, name);
+        e.u(st.files.len() as u64);
+        for f in st.files.values() {
+            let path = &f.path;
+            if root_is_file {
+                e.u(2);
+            } else if path.parent() == Some(dir.as_path()) {
+                e.u(1);
+                e.b(path.file_name().unwrap_or_default().as_bytes());
+            } else {
+                e.u(0);
+                e.b(path
+                    .strip_prefix(&r.root)
+                    .map_err(|_| format!("{} is outside the logdir", path.display()))?
+                    .as_os_str()
+                    .as_bytes());
+            }
+            let display = &r.file_names[f.id as usize];
+            let usual = *display == rel_name(&r.root, root_is_file, path);
+            e.flag(!usual);
+            if !usual {
+                e.s(display);
+            }
+            e.u(f.dev);
+            e.u(f.ino);
+            e.u(f.size);
+            e.flag(f.mtime.is_some());
+            let (secs, nanos) = f.mtime.map_or((0, 0), time_parts);
+            e.i(secs);
+            e.u(nanos);
+            // Bit 0: the read failed; bit 1: the file was left with a pending tail.
+            e.u(u64::from(f.failed) | (u64::from(f.pending) << 1));
+        }
+    }
+    let mut st_enc = Enc::default();
+    for st in r.runs.values() {
+        let e = &mut st_enc;
+        e.opt_f(st.first_wall);
+        e.opt_f(st.last_wall);
+        e.flag(st.max_step.is_some());
+        e.i(st.max_step.unwrap_or(0));
+        e.u(st.corrupt);
+        e.u(st.sessions.len() as u64);
+        for s in &st.sessions {
+            e.i(s.step);
+            e.f(s.wall);
+            e.i(i64::from(s.status));
+            e.u(s.offset);
+            e.u(u64::from(s.source));
+            e.s(&s.message);
+            e.s(&s.checkpoint_path);
+        }
+        for f in st.files.values() {
+            e.u(f.cursor.offset);
+            e.u(f.records);
+            e.u(f.tail);
+            for v in [&f.file_version, &f.writer] {
+                e.u(v.as_deref().map_or(0, |s| strings.id(s) + 1));
+            }
+        }
+        e.u(st.tag_order.len() as u64);
+        for t in &st.tag_order {
+            let ts = &st.tags[t];
+            e.u(strings.id(t));
+            e.u(ts.kind.map_or(0, |k| k as u64 + 1));
+            let meta = ts.meta.as_ref().map_or(0, |m| {
+                let key = (
+                    m.plugin_name.as_str(),
+                    m.plugin_content.as_slice(),
+                    m.display_name.as_str(),
+                    m.description.as_str(),
+                    m.data_class,
+                );
+                metas[&key] + 1
+            });
+            e.u(meta);
+            e.u(ts.points);
+            e.i(ts.first_step);
+            e.i(ts.last_step);
+        }
+    }
+    e.b(&st_enc.0);
+    // Each kind's pieces length-prefixed: decoded when a table of that kind is asked for.
+    for kind in pieces {
+        let mut k = Enc::default();
+        k.u(kind.len() as u64);
+        for p in kind {
+            k.u(p.seg as u64);
+            k.u(p.start as u64);
+            k.u(p.len as u64);
+            let run = run_index
+                .get(&*p.run)
+                .ok_or_else(|| format!("rows of run {} without its state", p.run))?;
+            k.u(*run);
+        }
+        e.b(&k.0);
+    }
+    e.u(r.report.len() as u64);
+    for x in &r.report {
+        e.s(&x.run);
+        e.s(&x.file);
+        e.u(severity_code(x.severity));
+        e.u(x.offset);
+        e.u(x.length);
+        e.s(&x.reason);
+    }
+    // Directories in path order, which is a depth-first walk (a parent, then its subtrees in
+    // name order), each with its parent's index and its run's: the change check of a warm
+    // open walks them without building a path or looking anything up.
+    let mut dir_list: Vec<(&PathBuf, &DirListing)> = dirs.iter().collect();
+    dir_list.sort_by(|a, b| a.0.cmp(b.0));
+    let dir_index: HashMap<&Path, u64> = dir_list
+        .iter()
+        .enumerate()
+        .map(|(i, (rel, _))| (rel.as_path(), i as u64))
+        .collect();
+    e.u(dir_list.len() as u64);
+    for (rel, d) in dir_list {
+        let parent = match rel.parent() {
+            None => 0,
+            Some(p) => dir_index
+                .get(p)
+                .map(|i| i + 1)
+                .ok_or_else(|| format!("directory {} listed without its parent", rel.display()))?,
+        };
+        e.u(parent);
+        e.b(rel.file_name().map_or(&[][..], |n| n.as_bytes()));
+        let run = d.has_files.then(|| run_index.get(run_name(rel).as_str()));
+        e.u(run.flatten().map_or(0, |i| i + 1));
+        e.u(d.dev);
+        e.u(d.ino);
+        e.i(d.mtime.0);
+        e.u(d.mtime.1);
+        e.flag(d.unsure);
+        e.flag(d.has_files);
+        for names in [&d.subdirs, &d.odd] {
+            e.u(names.len() as u64);
+            for n in names {
+                e.b(n.as_bytes());
+            }
+        }
+    }
+    // The stored facts and statistics tables.
+    for f in derived {
+        e.file_sum(f);
+    }
+    let crc = crc32c::crc32c(&e.0);
+    e.0.extend_from_slice(&crc.to_le_bytes());
+    Ok(e.0)
+}
+
+/// The options a cache was written with.
+pub(super) struct Header {
+    pub(super) tbscope: String,
+    pub(super) root: Vec<u8>,
+    pub(super) verify: bool,
+    pub(super) max_len: u64,
+    pub(super) provenance: bool,
+}
+
+/// A decoded manifest, with file paths rebuilt below the reader's root.
+pub(super) struct Manifest {
+    /// Per segment: its name and (rows, bytes) of its file of each kind.
+    pub(super) segments: Vec<(String, [Option<FileSum>; 8])>,
+    pub(super) nruns: usize,
+    /// Where the runs' names lie (decoded by `Pending::names`).
+    pub(super) names: (u32, u32),
+    pub(super) index: RunIndex,
+    pub(super) strings: Vec<Arc<str>>,
+    pub(super) metas: Vec<Arc<SeriesMeta>>,
+    /// Where the runs' state section lies in the manifest.
+    pub(super) state: (usize, usize),
+    /// Where each kind's pieces lie (decoded by `Pending::pieces`).
+    pub(super) pieces: [(u32, u32); 8],
+    pub(super) report: Vec<ReportEntry>,
+    pub(super) dirs: Vec<DirIndex>,
+    /// Rows of the stored facts and statistics tables, when the generation has them.
+    pub(super) derived: [Option<FileSum>; 2],
+}
+
+/// The runs' files as the change check needs them: run `i` has `files[start[i]..start[i + 1]]`.
+pub(super) struct RunIndex {
+    pub(super) start: Vec<u32>,
+    pub(super) files: Vec<FileIndex>,
+}
+
+/// One event file of a restored run. Names are ranges of the manifest: a warm open of many
+/// runs allocates nothing per file.
+pub(super) struct FileIndex {
+    /// 2: the logdir is this file; 1: `path` is a name in the run's directory; 0: `path` is
+    /// below the root.
+    pub(super) code: u8,
+    pub(super) path: (u32, u32),
+    /// Its name in `file` columns when that is not the usual one (`rel_name`).
+    pub(super) display: Option<String>,
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) size: u64,
+    pub(super) mtime: Option<(i64, u64)>,
+    pub(super) failed: bool,
+    /// Left with a pending tail: nothing changed still means nothing to read only while the
+    /// file may still be written.
+    pub(super) pending: bool,
+}
+
+/// One directory of a restored generation's listings: a tree in depth-first order.
+pub(super) struct DirIndex {
+    /// Index of the parent directory (`u32::MAX` for the root).
+    pub(super) parent: u32,
+    pub(super) name: (u32, u32),
+    /// The run whose files it holds (`u32::MAX`: none).
+    pub(super) run: u32,
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) mtime: (i64, u64),
+    pub(super) unsure: bool,
+    pub(super) has_files: bool,
+    /// (offset, count) of its subdirectory and odd-entry names, length-prefixed in the manifest.
+    pub(super) subdirs: (u32, u32),
+    pub(super) odd: (u32, u32),
+}
+
+/// Checks magic, checksum and format version; returns the header and where the body starts.
+pub(super) fn decode_header(buf: &[u8]) -> DResult<(Header, Dec<'_>)> {
+    if buf.len() < MAGIC.len() + 8 || &buf[..MAGIC.len()] != MAGIC {
+        return Err("not a tbscope cache manifest".into());
+    }
+    let (body, crc) = buf.split_at(buf.len() - 4);
+    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
+        return Err("checksum mismatch (damaged)".into());
+    }
+    let version = u32::from_le_bytes(body[8..12].try_into().unwrap());
+    if version != FORMAT_VERSION {
+        return Err(format!(
+            "cache format {version}, this tbscope reads format {FORMAT_VERSION}"
+        ));
+    }
+    let mut d = Dec { buf: body, pos: 12 };
+    let h = Header {
+        tbscope: d.s()?,
+        root: d.b()?.to_vec(),
+        verify: d.flag()?,
+        max_len: d.u()?,
+        provenance: d.flag()?,
+    };
+    Ok((h, d))
+}
+
+pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
+    if d.buf.len() > u32::MAX as usize {
+        return Err("manifest too large".into());
+    }
+    let nseg = d.n()?;
+    let mut segments = Vec::with_capacity(nseg);
+    for _ in 0..nseg {
+        let name = d.s()?;
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err("bad segment name".into());
+        }
+        let mut files = [None; 8];
+        for f in files.iter_mut() {
+            *f = d.file_sum()?;
+        }
+        segments.push((name, files));
+    }
+    let nstr = d.n()?;
+    let mut strings: Vec<Arc<str>> = Vec::with_capacity(nstr);
+    for _ in 0..nstr {
+        strings.push(Arc::from(d.s()?.as_str()));
+    }
+    let nmeta = d.n()?;
+    let mut metas: Vec<Arc<SeriesMeta>> = Vec::with_capacity(nmeta);
+    for _ in 0..nmeta {
+        metas.push(Arc::new(SeriesMeta {
+            plugin_name: d.s()?,
+            plugin_content: d.b()?.to_vec(),
+            display_name: d.s()?,
+            description: d.s()?,
+            data_class: d.i()? as i32,
+        }));
+    }
+    let nruns = d.n()?;
+    let names = d.range()?;
+    let mut index = RunIndex {
+        start: Vec::with_capacity(nruns + 1),
+        files: Vec::with_capacity(nruns),
+    };
+    for _ in 0..nruns {
+        index.start.push(index.files.len() as u32);
+        let nf = d.n()?;
+        for _ in 0..nf {
+            let code = d.u()?;
+            let path = match code {
+                2 => (0, 0),
+                0 | 1 => d.range()?,
+                _ => return Err("bad file path".into()),
+            };
+            let display = if d.flag()? { Some(d.s()?) } else { None };
+            let dev = d.u()?;
+            let ino = d.u()?;
+            let size = d.u()?;
+            let has_mtime = d.flag()?;
+            let secs = d.i()?;
+            let nanos = d.u()?;
+            if nanos >= 1_000_000_000 {
+                return Err("bad mtime".into());
+            }
+            let bits = d.u()?;
+            if bits > 3 {
+                return Err("bad file flags".into());
+            }
+            index.files.push(FileIndex {
+                code: code as u8,
+                path,
+                display,
+                dev,
+                ino,
+                size,
+                mtime: has_mtime.then_some((secs, nanos)),
+                failed: bits & 1 != 0,
+                pending: bits & 2 != 0,
+            });
+        }
+    }
+    index.start.push(index.files.len() as u32);
+    let state_len = d.n()?;
+    let state = (d.pos, d.pos + state_len);
+    d.pos += state_len;
+    let mut pieces = [(0u32, 0u32); 8];
+    for kind in pieces.iter_mut() {
+        *kind = d.range()?;
+    }
+    let nrep = d.n()?;
+    let mut report = Vec::with_capacity(nrep);
+    for _ in 0..nrep {
+        report.push(ReportEntry {
+            run: d.s()?,
+            file: d.s()?,
+            severity: severity_of(d.u()?)?,
+            offset: d.u()?,
+            length: d.u()?,
+            reason: d.s()?,
+        });
+    }
+    let ndirs = d.n()?;
+    let mut dirs = Vec::with_capacity(ndirs);
+    for i in 0..ndirs {
+        let parent = match d.u()? {
+            0 if i == 0 => u32::MAX,
+            p if p > 0 && (p as usize) <= i => p as u32 - 1,
+            _ => return Err("bad directory parent".into()),
+        };
+        let name = d.range()?;
+        let run = match d.u()? {
+            0 => u32::MAX,
+            r if (r as usize) <= nruns => r as u32 - 1,
+            _ => return Err("bad directory run".into()),
+        };
+        let dev = d.u()?;
+        let ino = d.u()?;
+        let mtime = (d.i()?, d.u()?);
+        let unsure = d.flag()?;
+        let has_files = d.flag()?;
+        let mut lists = [(0u32, 0u32); 2];
+        for list in lists.iter_mut() {
+            let n = d.n()?;
+            *list = (d.pos as u32, n as u32);
+            for _ in 0..n {
+                d.b()?;
+            }
+        }
+        dirs.push(DirIndex {
+            parent,
+            name,
+            run,
+            dev,
+            ino,
+            mtime,
+            unsure,
+            has_files,
+            subdirs: lists[0],
+            odd: lists[1],
+        });
+    }
+    let mut derived = [None; 2];
+    for f in derived.iter_mut() {
+        *f = d.file_sum()?;
+    }
+    if d.pos != d.buf.len() {
+        return Err("trailing bytes".into());
+    }
+    Ok(Manifest {
+        segments,
+        nruns,
+        names,
+        index,
+        strings,
+        metas,
+        state,
+        pieces,
+        report,
+        dirs,
+        derived,
+    })
+}
