@@ -18,6 +18,7 @@ import pytest
 import tbscope
 import tbscope.torch
 from tbscope.torch import Handle, watch
+from watch_util import RecordingWriter
 
 RNG = np.random.default_rng(7)
 _ids = itertools.count()
@@ -148,24 +149,6 @@ class Split(Module):
 
     def forward(self, x):
         return (Tensor(x.data * 2), {"half": Tensor(x.data / 2), "none": None})
-
-
-class RecordingWriter:
-    """The writer methods watch() calls, recording (step, value) per tag."""
-
-    def __init__(self) -> None:
-        self.histograms: dict[str, list] = {}
-        self.scalars: dict[str, list] = {}
-        self.tensors: dict[str, list] = {}
-
-    def add_histogram(self, tag, values, global_step=None):
-        self.histograms.setdefault(tag, []).append((global_step, np.array(values)))
-
-    def add_scalar(self, tag, scalar_value, global_step=None):
-        self.scalars.setdefault(tag, []).append((global_step, scalar_value))
-
-    def add_tensor(self, tag, tensor, global_step=None):
-        self.tensors.setdefault(tag, []).append((global_step, np.array(tensor)))
 
 
 class HistogramOnlyWriter:

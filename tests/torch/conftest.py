@@ -14,8 +14,10 @@ import pytest
 import torch  # noqa: F401 - must import; see the module docstring
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # `import tensorboard_view` under any --import-mode
-    sys.path.insert(0, str(HERE))
+# `import tensorboard_view` under any --import-mode, and helpers shared with tests/python.
+for folder in (HERE, HERE.parent / "python"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 @pytest.hookimpl(hookwrapper=True)

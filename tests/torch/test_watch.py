@@ -19,24 +19,7 @@ from tbscope import SummaryWriter
 from tbscope.torch import watch
 from tensorboard_view import Unreadable, view
 from torch.utils.tensorboard import SummaryWriter as TorchWriter
-
-
-class RecordingWriter:
-    """The writer methods watch() calls, recording (step, value) per tag."""
-
-    def __init__(self) -> None:
-        self.histograms: dict[str, list] = {}
-        self.scalars: dict[str, list] = {}
-        self.tensors: dict[str, list] = {}
-
-    def add_histogram(self, tag, values, global_step=None):
-        self.histograms.setdefault(tag, []).append((global_step, np.array(values)))
-
-    def add_scalar(self, tag, scalar_value, global_step=None):
-        self.scalars.setdefault(tag, []).append((global_step, scalar_value))
-
-    def add_tensor(self, tag, tensor, global_step=None):
-        self.tensors.setdefault(tag, []).append((global_step, np.array(tensor)))
+from watch_util import RecordingWriter
 
 
 def mlp() -> torch.nn.Sequential:
