@@ -346,6 +346,18 @@ def test_no_path_outside_the_logdir(server, path):
     assert b"root:" not in r.body and b"def create_app" not in r.body
 
 
+def test_status_totals_are_the_event_files_read(logdir):
+    # Once loaded, the totals are the event files' own bytes, not what the process happened to read
+    # meanwhile (imports, the cache): a small logdir reported megabytes before.
+    with tbscope.serve(logdir, port=0, cache=False, reload_interval=0) as s:
+        s.wait_loaded(60)
+        loading = get_json(s.url, "api/v1/status")["loading"]
+    files = [p for p in Path(logdir).rglob("*") if "tfevents" in p.name]
+    assert loading["done"] is True
+    assert loading["files_total"] == loading["files_done"] == len(files)
+    assert loading["bytes_total"] == loading["bytes_done"] == sum(p.stat().st_size for p in files)
+
+
 def test_big_bodies_refused(server):
     r = request(
         server.url,

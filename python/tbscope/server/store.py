@@ -101,24 +101,34 @@ def _proc_read_bytes() -> int | None:
 
 @dataclass
 class Progress:
-    """How far the first load is: totals from a listing of event files, ``bytes_done`` from
-    the process's read counter while loading (exact once done)."""
+    """How far the first load is: totals from a listing of event files and ``bytes_done`` from
+    the process's read counter while loading (an estimate: the process reads other files too);
+    once done, the files and bytes of the runs the load read."""
 
     done: bool = False
     files_total: int = 0
     bytes_total: int = 0
     _start_read: int | None = None
-    _final_bytes: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def listed(self, files: int, size: int) -> None:
+        """The listing's totals, unless the load has already finished (its figures are exact)."""
+        with self._lock:
+            if not self.done:
+                self.files_total, self.bytes_total = files, size
+
+    def finish(self, files: int, size: int) -> None:
+        with self._lock:
+            self.files_total, self.bytes_total, self.done = files, size, True
 
     def as_dict(self) -> dict[str, Any]:
         if self.done:
-            b = max(self._final_bytes, self.bytes_total)
             return {
                 "done": True,
                 "files_done": self.files_total,
                 "files_total": self.files_total,
-                "bytes_done": b,
-                "bytes_total": b,
+                "bytes_done": self.bytes_total,
+                "bytes_total": self.bytes_total,
             }
         now = _proc_read_bytes()
         done_bytes = 0 if now is None or self._start_read is None else max(0, now - self._start_read)
@@ -247,7 +257,10 @@ class Store:
         except Exception:  # noqa: BLE001 - a reader failure must not kill the server thread
             log.exception("reading the logdirs failed")
         self.load_seconds = time.monotonic() - t0
-        self.progress.done = True
+        runs = self.snapshot.runs
+        self.progress.finish(
+            sum(n or 0 for n in runs.column("files").to_pylist()), sum(n or 0 for n in runs.column("bytes").to_pylist())
+        )
         self._loaded.set()
         interval = self.config.reload_interval
         while interval > 0 and not self._stop.wait(interval):
@@ -261,10 +274,6 @@ class Store:
         totals.start()
         self.progress._start_read = _proc_read_bytes()
         self.reload()
-        before = self.progress._start_read
-        after = _proc_read_bytes()
-        if before is not None and after is not None:
-            self.progress._final_bytes = after - before
 
     def _count_files(self) -> None:
         files = size = 0
@@ -272,7 +281,7 @@ class Store:
             f, b = _list_event_files(st.source.path) if os.path.exists(st.source.path) else (0, 0)
             files += f
             size += b
-        self.progress.files_total, self.progress.bytes_total = files, size
+        self.progress.listed(files, size)
 
     # ---------------------------------------------------------------------------- reading
 
