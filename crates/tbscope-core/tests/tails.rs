@@ -30,7 +30,7 @@ const NEWER: &str = "events.out.tfevents.4000000000.host.2.0.v2";
 // Helpers take either reader: the cached stories run through `CachedReader`, the others
 // through `Reader`.
 fn scalars(r: &mut dyn Scan) -> Vec<(String, i64, f64)> {
-    scalar_rows(&mut r.table(Kind::Scalars).unwrap())
+    scalar_rows(&r.table(Kind::Scalars).unwrap())
         .into_iter()
         .map(|x| (x.tag, x.step, x.value))
         .collect()

@@ -254,7 +254,6 @@ impl Cache {
     }
 
     /// Calls `f` with what decides the view's series rows (see `Reader::series_with`).
-
     fn with_series_pick<T>(&self, f: impl FnOnce(SeriesPick<'_>) -> T) -> Result<T> {
         if self.pending.is_some() {
             return Err(not_ready("the runs' state"));
