@@ -19,6 +19,7 @@ use super::Cache;
 use crate::data_compat::Kind;
 use crate::load::{thread_count, Reader};
 use crate::runstats::{scalar_stats_of, stats_schema};
+use crate::sys::sync_dir;
 
 /// Temporary directories of a process on another host (whose liveness cannot be checked) are
 /// removed once they are this old.
@@ -30,17 +31,11 @@ pub(super) enum Restore {
     Missing,
 }
 
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
-    // truncates, and we stop at the first NUL either way.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "host".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    // Only characters that are safe in a file name and cannot be confused with the separator.
-    String::from_utf8_lossy(&buf[..end])
+/// This host's name as part of a temporary directory's name (`sys::hostname`, the one every
+/// part of tbscope uses), with every character but ASCII letters and digits made `_`: the name
+/// is split at dashes again by `clean_tmp`.
+fn host_part() -> String {
+    crate::sys::hostname()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
@@ -74,7 +69,7 @@ pub(super) fn clean_tmp(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
-    let host = hostname();
+    let host = host_part();
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
@@ -134,10 +129,6 @@ impl Drop for Lock {
     }
 }
 
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 pub(super) fn segment_file(seg: &str, kind: Kind) -> String {
     format!("{seg}.{}.arrow", kind.name())
 }
@@ -157,7 +148,7 @@ impl Cache {
         // run whether the writer is dead (see clean_tmp).
         let tmp = self.dir.join(format!(
             "tmp-{}-{}-{}",
-            hostname(),
+            host_part(),
             std::process::id(),
             unique_name("").replace('-', "")
         ));
