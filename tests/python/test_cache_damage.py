@@ -67,6 +67,10 @@ def generation_files(cache: Path) -> dict[str, Path]:
     out: dict[str, Path] = {"CURRENT": cache / "CURRENT"}
     for p in gen.iterdir():
         parts = p.name.split(".")
+        if p.name == "verified":
+            # What opens checked already (test_a_verified_file_is_trusted_until_it_changes);
+            # not read from a fresh copy of a cache (other inodes).
+            continue
         if p.name == "manifest":
             out["manifest"] = p
         elif p.name in ("facts.arrow", "stats.arrow"):
@@ -135,6 +139,72 @@ def test_a_flipped_bit_anywhere_is_found(
         again = tbscope.scan(every_kind, cache=cache)
         assert_same(truth, snapshot(again))
         assert again.cache_info is not None and not again.cache_info.warnings, where
+
+
+def held_files(err: str) -> dict[str, str]:
+    """From `TBSCOPE_TRACE=1` output: per cache file name, whether its open `checked` its
+    checksum or `trusted` its generation's stamp."""
+    out: dict[str, str] = {}
+    for line in err.splitlines():
+        if line.startswith("tbscope cache file "):
+            path, _, rest = line[len("tbscope cache file ") :].partition(": ")
+            out[Path(path).name] = "trusted" if " trusted " in rest else "checked"
+    return out
+
+
+def test_a_verified_file_is_trusted_until_it_changes(
+    every_kind: Path,
+    truth: dict[str, Any],
+    pristine: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The first open of a generation checks every file it uses and records that in the
+    generation's stamp; later opens take those files unchecked while each is the same file,
+    unwritten (its ctime unchanged). A byte changed in place, with its mtime put back as it was,
+    is checked again and found: a warning and the logdir's values, never the damaged ones."""
+    cache = tmp_path / "cache"
+    shutil.copytree(pristine, cache)
+    # Files settle (may be stamped) 0.1 s after their last change here rather than 2 s.
+    monkeypatch.setenv("TBSCOPE_CACHE_TEST_SETTLE", "0.1")
+    monkeypatch.setenv("TBSCOPE_TRACE", "1")
+    time.sleep(0.3)
+
+    def open_all() -> tuple[tbscope.Logdir, dict[str, Any], dict[str, str]]:
+        capfd.readouterr()
+        lg = tbscope.scan(every_kind, cache=cache)
+        snap = snapshot(lg)
+        return lg, snap, held_files(capfd.readouterr().err)
+
+    lg, snap, held = open_all()
+    assert_same(truth, snap)
+    assert lg.cache_info is not None and lg.cache_info.status == "hit" and not lg.cache_info.warnings
+    files = generation_files(cache)
+    segments = {p.name for k, p in files.items() if k in KINDS}
+    assert segments <= set(held) and set(held.values()) == {"checked"}, held
+    assert (files["manifest"].parent / "verified").is_file()
+
+    lg, snap, held = open_all()
+    assert_same(truth, snap)
+    assert lg.cache_info is not None and lg.cache_info.status == "hit" and not lg.cache_info.warnings
+    assert segments <= set(held) and set(held.values()) == {"trusted"}, held
+
+    # One bit of the scalars segment flipped in place, its mtime restored.
+    seg = files["scalars"]
+    st = seg.stat()
+    with open(seg, "r+b") as fh:
+        fh.seek(st.st_size // 2)
+        b = fh.read(1)
+        fh.seek(-1, os.SEEK_CUR)
+        fh.write(bytes([b[0] ^ 0x08]))
+    os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert seg.stat().st_mtime_ns == st.st_mtime_ns and seg.stat().st_size == st.st_size
+    lg, snap, held = open_all()
+    assert_same(truth, snap)
+    info = lg.cache_info
+    assert info is not None and info.status == "miss" and info.written, info
+    assert any("not used" in w and seg.name in w and "checksum" in w for w in info.warnings), info.warnings
 
 
 # --------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::Schema;
 
 use super::lease;
+use super::stamp::{Identity, Stamps};
 
 /// What the manifest says about one file of a generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,27 +171,49 @@ fn crc32c_of(bytes: &[u8], threads: usize) -> u32 {
 }
 
 /// `f` held ([`hold`]) and checked against what the manifest says: its size, then its
-/// CRC-32C.
+/// CRC-32C, unless `stamps` vouch that this very file was checked before and has not been
+/// written since (see `stamp`). Says how it was held and whether it was checked or trusted.
 fn read_checked(
     f: File,
     path: &Path,
     sum: FileSum,
     threads: usize,
     map_at: u64,
-) -> std::result::Result<(Buffer, &'static str), RestoreError> {
+    stamps: Option<&Stamps>,
+) -> std::result::Result<(Buffer, &'static str, bool), RestoreError> {
     let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
-    let on_disk = f.metadata().map_err(RestoreError::io)?.len();
+    let meta = f.metadata().map_err(RestoreError::io)?;
+    let on_disk = meta.len();
     if on_disk != sum.bytes {
         return Err(bad(format!(
             "{on_disk} bytes, the manifest says {} (damaged)",
             sum.bytes
         )));
     }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let before = Identity::of(&meta);
+    let vouched = stamps.is_some_and(|s| s.vouches(name, &before, &sum));
+    // The same open file, asked again once its bytes are held: a write meanwhile (before a
+    // lease was granted, or to a file read rather than mapped) moves its ctime.
+    let again = stamps.and_then(|_| f.try_clone().ok());
     let (buf, how) = hold(f, path, map_at)?;
-    if buf.len() as u64 != sum.bytes || crc32c_of(&buf, threads) != sum.crc {
+    if buf.len() as u64 != sum.bytes {
         return Err(bad("checksum mismatch (damaged)".into()));
     }
-    Ok((buf, how))
+    let after = again
+        .and_then(|g| g.metadata().ok())
+        .map(|m| Identity::of(&m));
+    let unchanged = after == Some(before);
+    if vouched && unchanged {
+        return Ok((buf, how, false));
+    }
+    if crc32c_of(&buf, threads) != sum.crc {
+        return Err(bad("checksum mismatch (damaged)".into()));
+    }
+    if let (Some(s), true) = (stamps, unchanged) {
+        s.record(name, &before, &sum);
+    }
+    Ok((buf, how, true))
 }
 
 /// The one record batch of the IPC file `f` (`path` names it in errors), read and checked
@@ -202,9 +225,15 @@ pub(super) fn read_ipc_file(
     sum: FileSum,
     schema: &Schema,
     threads: usize,
+    stamps: Option<&Stamps>,
 ) -> std::result::Result<RecordBatch, RestoreError> {
     let t0 = std::time::Instant::now();
-    let (buf, how) = read_checked(f, path, sum, threads, map_bytes())?;
+    let (buf, how, checked) = read_checked(f, path, sum, threads, map_bytes(), stamps)?;
+    let checked = if checked {
+        "checked"
+    } else {
+        "trusted (verified before)"
+    };
     let t_read = t0.elapsed();
     let bad = |e: String| RestoreError::Bad(format!("{}: {e}", path.display()));
     let len = buf.len();
@@ -257,7 +286,7 @@ pub(super) fn read_ipc_file(
         .ok_or_else(|| bad("empty record batch message".into()))?;
     if std::env::var_os("TBSCOPE_TRACE").is_some() {
         eprintln!(
-            "tbscope cache file {}: {len} bytes {how} and checked in {t_read:?}, decoded in {:?}",
+            "tbscope cache file {}: {len} bytes {how} and {checked} in {t_read:?}, decoded in {:?}",
             path.display(),
             t0.elapsed() - t_read
         );
@@ -337,7 +366,9 @@ mod tests {
                 eprintln!("no leases on {}: skipped", path.display());
                 return;
             }
-            let Ok((buf, how)) = read_checked(File::open(&path).unwrap(), &path, sum, 2, 0) else {
+            let Ok((buf, how, _)) =
+                read_checked(File::open(&path).unwrap(), &path, sum, 2, 0, None)
+            else {
                 panic!("{change}: not taken");
             };
             assert_eq!(how, "mapped");
@@ -392,6 +423,66 @@ mod tests {
         }
     }
 
+    /// A file its generation's stamps vouch for is taken without its checksum pass, and only
+    /// while it is unchanged: one byte changed in place, even with the mtime put back, is
+    /// checked and found, and the stamp vouches for nothing again.
+    #[test]
+    fn a_stamped_file_is_trusted_until_it_is_written() {
+        use super::super::stamp::{Identity, Stamps};
+        use std::os::unix::fs::FileExt;
+        let (file, _, sum) = pattern_file("stamped", 2 << 20);
+        // A directory of its own: the stamps of a generation live beside its files.
+        let dir = &file.with_extension("gen");
+        fs::create_dir_all(dir).unwrap();
+        let path = dir.join("s1.scalars.arrow");
+        fs::rename(&file, &path).unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        for map_at in [0, u64::MAX] {
+            let stamps = Stamps::load(dir);
+            let open = || File::open(&path).unwrap();
+            let Ok((_, _, checked)) = read_checked(open(), &path, sum, 2, map_at, Some(&stamps))
+            else {
+                panic!("a good file was not taken");
+            };
+            assert!(checked, "nothing vouched for it yet");
+            // (read_checked records only settled files; this one was just written.)
+            let id = Identity::of(&fs::metadata(&path).unwrap());
+            stamps.record_with(name, &id, &sum, std::time::Duration::ZERO);
+            let Ok((_, _, checked)) = read_checked(open(), &path, sum, 2, map_at, Some(&stamps))
+            else {
+                panic!("a good file was not taken");
+            };
+            assert!(!checked, "the stamp was not used");
+            // Another manifest checksum for the same file: checked (and found wrong).
+            let other = FileSum {
+                crc: sum.crc ^ 1,
+                ..sum
+            };
+            assert!(read_checked(open(), &path, other, 2, map_at, Some(&stamps)).is_err());
+            // Damaged in place, its mtime restored: the ctime moved, so it is checked.
+            let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let f = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap();
+            let mut b = [0u8; 1];
+            f.read_at(&mut b, 12345).unwrap();
+            f.write_all_at(&[b[0] ^ 0x20], 12345).unwrap();
+            f.set_modified(mtime).unwrap();
+            drop(f);
+            match read_checked(open(), &path, sum, 2, map_at, Some(&stamps)) {
+                Err(RestoreError::Bad(why)) => assert!(why.contains("damaged"), "{why}"),
+                _ => panic!("a damaged file was taken on the word of its stamp"),
+            }
+            // Put right again for the next round (the bytes, not the stamp).
+            let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_all_at(&b, 12345).unwrap();
+        }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
     /// A file truncated before it is held is damaged, not a crash; one whose bytes differ from
     /// the manifest's checksum too.
     #[test]
@@ -407,12 +498,12 @@ mod tests {
                 ..sum
             };
             for s in [short, other] {
-                match read_checked(File::open(&path).unwrap(), &path, s, 2, map_at) {
+                match read_checked(File::open(&path).unwrap(), &path, s, 2, map_at, None) {
                     Err(RestoreError::Bad(why)) => assert!(why.contains("damaged"), "{why}"),
                     _ => panic!("a damaged file was taken"),
                 }
             }
-            assert!(read_checked(File::open(&path).unwrap(), &path, sum, 2, map_at).is_ok());
+            assert!(read_checked(File::open(&path).unwrap(), &path, sum, 2, map_at, None).is_ok());
         }
         fs::remove_file(&path).unwrap();
     }

@@ -7,6 +7,7 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
@@ -15,6 +16,7 @@ use super::files::{hold, map_bytes, read_ipc_file, unique_name, write_ipc, FileS
 use super::manifest::{decode_body, decode_header, encode_manifest};
 use super::pending::Pending;
 use super::segments::Segment;
+use super::stamp::Stamps;
 use super::Cache;
 use crate::data_compat::Kind;
 use crate::load::{thread_count, Reader};
@@ -379,6 +381,7 @@ impl Cache {
             .facts_from(r.runs_table_with(&|_, _| None), &|_, _, _, _| None)
             .schema();
         let threads = thread_count(r.opts.threads);
+        let stamps = Arc::new(Stamps::load(gdir));
         let mut derived: [Option<RecordBatch>; 2] = [None, None];
         for ((slot, sum), (name, schema)) in derived
             .iter_mut()
@@ -388,8 +391,16 @@ impl Cache {
             let Some(sum) = sum else { continue };
             let path = gdir.join(name);
             let f = File::open(&path).map_err(RestoreError::io)?;
-            *slot = Some(read_ipc_file(f, &path, sum, &schema, threads)?);
+            *slot = Some(read_ipc_file(
+                f,
+                &path,
+                sum,
+                &schema,
+                threads,
+                Some(&stamps),
+            )?);
         }
+        stamps.flush();
         if let Some(f) = &derived[0] {
             if f.num_rows() != m.nruns {
                 return Err(RestoreError::Bad("facts of other runs".into()));
@@ -405,6 +416,7 @@ impl Cache {
         r.file_names.clear();
         r.report = m.report;
         self.segments = segments;
+        self.stamps = Some(stamps);
         self.pieces = Default::default();
         // Kept as the pending index until discovery needs them as a map.
         self.dirs.clear();

@@ -51,6 +51,7 @@ mod lease;
 mod manifest;
 mod pending;
 mod segments;
+mod stamp;
 mod view;
 
 use std::collections::HashMap;
@@ -238,6 +239,8 @@ struct Cache {
     /// The restored generation's runs' state, not decoded yet; `Reader::runs` is empty (and
     /// `Reader::run_names` complete once decoded) while it is here.
     pending: Option<Box<Pending>>,
+    /// What the restored generation's stamp file says was verified already (see `stamp`).
+    stamps: Option<Arc<stamp::Stamps>>,
     /// The next load reads everything and reports a miss (the cache was found unusable).
     force_miss: bool,
     opened: bool,
@@ -270,6 +273,7 @@ impl Cache {
             pieces: Default::default(),
             dirs: HashMap::new(),
             pending: None,
+            stamps: None,
             force_miss: false,
             opened: false,
             info: CacheInfo {
@@ -430,6 +434,7 @@ impl Cache {
     /// reads the logdir whole.
     fn reset(&mut self, r: &mut Reader) {
         self.pending = None;
+        self.stamps = None;
         self.segments.clear();
         self.pieces = Default::default();
         self.dirs.clear();
@@ -525,6 +530,7 @@ impl Cache {
         // The cache's own columns (a restore set the reader's provenance to the cache's).
         let schema = empty_schema(kind, r.opts.file.provenance);
         let threads = thread_count(r.opts.threads);
+        let stamps = self.stamps.clone();
         for s in &mut self.segments {
             let k = kind as usize;
             let Some(f) = s.unread[k].take() else {
@@ -540,11 +546,18 @@ impl Cache {
                     path.display()
                 )));
             };
-            let b = read_ipc_file(f, &path, sum, &schema, threads).map_err(|e| match e {
+            // Stamps speak for the files of their own generation only.
+            let st = stamps
+                .as_deref()
+                .filter(|st| s.home.as_deref() == Some(st.dir()));
+            let b = read_ipc_file(f, &path, sum, &schema, threads, st).map_err(|e| match e {
                 RestoreError::Gone => Error::Other(format!("{} vanished", path.display())),
                 RestoreError::Bad(why) => Error::Other(why),
             })?;
             s.batches[k] = Some(b);
+        }
+        if let Some(st) = &stamps {
+            st.flush();
         }
         Ok(())
     }
