@@ -13,6 +13,8 @@ of --repeat is reported), with a warm page cache:
    ``--cache-dir``; warm output must equal cold output byte for byte. The read alone
    (``scan(...).reload()`` + ``run_info()`` + ``series()``) is timed too, to show how much of a
    command is reading and how much is the command's own work (building and printing 100,000 rows).
+   Then one run is appended to and ``summary`` run again through the cache, on a hard-linked copy
+   of the logdir (``--cache-root`` holds it; the corpus itself is never written).
 
     .venv/bin/python bench/cachebench.py                     # both scenarios, printed as markdown
     .venv/bin/python bench/run.py --only cache               # the same inside the main report
@@ -46,6 +48,7 @@ from benchutil import warm_page_cache  # noqa: E402
 HERE = Path(__file__).resolve()
 TARGET_OPEN = 5.0  # warm open of the main corpus at least this many times faster than a cold read
 TARGET_CLI = 10.0  # warm ls/summary on 100,000 runs at least this many times faster than cold
+TARGET_APPEND = 1.0  # seconds: one run of 100,000 appended to, then `tbscope summary` again
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,7 +245,48 @@ def bench_cli(logdir: Path, cache_root: Path, repeat: int, log: Callable[[str], 
         out[cmd] = {"cold": cold, "warm": warm, "check": check}
     out["cache_bytes"] = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
     shutil.rmtree(cache, ignore_errors=True)
+    out["append"] = bench_append(logdir, cache_root, prep["runs"], repeat, log)
     return out
+
+
+def bench_append(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """Scenario 2b: one run of the cached many-runs logdir appended to (25 steps x 4 tags, as
+    its writer would), then `tbscope summary LOGDIR --cache-dir` again; each repeat appends
+    again. On a copy of the logdir hard-linked to the corpus (`cp -al`, under the cache root)
+    whose appended run has a file of its own: the shared corpus is never written. The last
+    output must equal a cold `summary` of the copy."""
+    import manyruns
+
+    work = cache_root / ".cache-append-manyruns"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    copy = work / "logdir"
+    log("  linking a copy of the logdir (untimed)")
+    subprocess.run(["cp", "-al", str(logdir), str(copy)], check=True)
+    try:
+        run = runs // 2
+        manyruns.own_file(copy, run)
+        cache = work / "cache"
+        prep = run_task({"task": "read", "logdir": str(copy), "cache": str(cache)})
+        if "error" in prep:
+            raise RuntimeError(prep["error"])
+        results = []
+        for i in range(repeat):
+            manyruns.append_to_run(copy, run, first_step=10_000 + 100 * i)
+            r = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(cache)})
+            if "error" in r:
+                raise RuntimeError(f"summary after an append: {r['error']}")
+            results.append(r)
+            log(
+                f"  summary after appending to one run: run {i + 1}/{repeat}: {r['seconds']:.3f}s, {r['cpu_seconds']:.3f}s CPU"
+            )
+        cold = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy)})
+        if "error" in cold:
+            raise RuntimeError(cold["error"])
+        same = cold["output_sha256"] == results[-1]["output_sha256"]
+        return {"runs": results, "check": "PASS" if same else "FAIL (output differs from a cold summary)"}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def bench_ab(
@@ -409,6 +453,17 @@ def render(
             r = c[cmd]
             cold, warm = _median(r["cold"]), _median(r["warm"])
             lines.append(f"| {names[cmd]} | {_fmt(cold)} | {_fmt(warm)} | {cold / warm:.1f}× | {r['check']} |")
+        if "append" in c:
+            a = c["append"]
+            lines.append(
+                f"| one run appended to, then `tbscope summary LOGDIR --format csv` (each repeat appends again; "
+                f"{_fmt(_median(a['runs'], 'cpu_seconds'))} s CPU) | | {_fmt(_median(a['runs']))} | | {a['check']} |"
+            )
+            phases = [r.get("phases", {}) for r in a["runs"]]
+            names = sorted({k for p in phases for k in p if isinstance(p[k], float)})
+            if names:
+                med = ", ".join(f"{k} {statistics.median(p.get(k, 0.0) for p in phases) * 1000:.0f} ms" for k in names)
+                lines += ["", f"Where the summary after an append spends its load (`TBSCOPE_TRACE=1`, median): {med}."]
         lines += ["", f"Cache size: {mib(c['cache_bytes'])}."]
         phases = [r.get("phases", {}) for cmd in ("ls", "summary") for r in c[cmd]["warm"]]
         if phases and all("check" in p and "restore" in p for p in phases):
@@ -446,6 +501,15 @@ def targets(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | Non
                     "met" if ratio >= TARGET_CLI else "missed",
                 )
             )
+        if "append" in cli_result:
+            t = _median(cli_result["append"]["runs"])
+            rows.append(
+                (
+                    f"one run of {cli_result['runs']:,} appended to, then `tbscope summary` < {TARGET_APPEND:.0f} s",
+                    f"{t:.2f} s",
+                    "met" if t < TARGET_APPEND and cli_result["append"]["check"] == "PASS" else "missed",
+                )
+            )
     return rows
 
 
@@ -465,6 +529,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
+        "--cache-root",
+        type=Path,
+        help="where the benchmark's caches are written (default: the corpus root); one of your own keeps two benchmarks on a shared corpus apart",
+    )
+    parser.add_argument(
         "--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)"
     )
     parser.add_argument(
@@ -475,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     spec, _ = corpus.specs_from_args(args)
+    cache_root = args.cache_root or args.corpus_root
+    cache_root.mkdir(parents=True, exist_ok=True)
     main_corpus = corpus.ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs)
     if args.vs:
         many = (
@@ -486,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
             main_corpus.logdir,
             many,
             [*args.vs, sys.executable],
-            args.corpus_root,
+            cache_root,
             args.threads,
             args.repeat,
             lambda line: print(line, flush=True),
@@ -497,11 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     expected = canonical_digest(
         table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"], table["steps"], table["values"]
     ).to_json()
-    open_result = bench_open(main_corpus.logdir, args.corpus_root, args.threads, args.repeat, expected, print)
+    open_result = bench_open(main_corpus.logdir, cache_root, args.threads, args.repeat, expected, print)
     cli_result = None
     if args.many_runs:
         logdir = manyruns.ensure(manyruns.ManyRunsSpec(runs=args.many_runs), args.corpus_root, args.jobs)
-        cli_result = bench_cli(logdir, args.corpus_root, args.repeat, print)
+        cli_result = bench_cli(logdir, cache_root, args.repeat, print)
     print("\n".join(render(open_result, cli_result, human_bytes)))
     for a, b, c in targets(open_result, cli_result):
         print(f"| {a} | {b} | {c} |")

@@ -89,6 +89,44 @@ def _write_runs(job: tuple[ManyRunsSpec, str, int, int]) -> int:
     return written
 
 
+def append_to_run(logdir: Path, run: int, first_step: int = 10_000, steps: int = 25, tags: int = 4) -> Path:
+    """Appends `steps` more steps (from `first_step`) of `tags` scalar tags to run number `run`'s
+    event file, as its writer would (TFRecord framing by tensorboardX's own `masked_crc32c`); returns the file.
+
+    The file must be this logdir's own: a logdir hard-linked to the shared corpus (`cp -al`)
+    has its run's file copied first (`own_file`), so that the corpus is never written."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+    from tensorboardX.record_writer import masked_crc32c
+
+    (path,) = sorted((Path(logdir) / run_name(run)).glob("events.out.tfevents.*"))
+    records = []
+    for i in range(steps):
+        for t in range(tags):
+            ev = event_pb2.Event(step=first_step + i, wall_time=2e9 + first_step + i + t * 1e-4)
+            ev.summary.value.add(tag=TAGS[t % len(TAGS)], simple_value=float(i * tags + t))
+            data = ev.SerializeToString()
+            head = struct.pack("<Q", len(data))
+            records.append(
+                head + struct.pack("<I", masked_crc32c(head)) + data + struct.pack("<I", masked_crc32c(data))
+            )
+    with open(path, "ab") as f:
+        f.write(b"".join(records))
+    return path
+
+
+def own_file(logdir: Path, run: int) -> Path:
+    """Gives run number `run` of a hard-linked copy of a logdir an event file of its own (a
+    copy renamed over the link, so the original keeps its bytes); returns it."""
+    (path,) = sorted((Path(logdir) / run_name(run)).glob("events.out.tfevents.*"))
+    if path.stat().st_nlink > 1:
+        tmp = path.with_name(path.name + ".copy")
+        shutil.copy2(path, tmp)
+        tmp.replace(path)
+    return path
+
+
 def ensure(spec: ManyRunsSpec, root: Path, jobs: int = 2, log=print) -> Path:  # type: ignore[no-untyped-def]
     """The cached logdir for `spec`, generated when missing."""
     dest = root / spec.name
