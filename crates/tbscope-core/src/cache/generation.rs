@@ -219,6 +219,8 @@ impl Cache {
         r: &Reader,
         tmp: &Path,
     ) -> std::result::Result<Vec<[Option<FileSum>; 8]>, String> {
+        let t0 = std::time::Instant::now();
+        let mut marks: Vec<(&str, std::time::Duration)> = Vec::new();
         let mut sums: Vec<[Option<FileSum>; 8]> = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
             let mut files: [Option<FileSum>; 8] = Default::default();
@@ -249,6 +251,7 @@ impl Cache {
         }
         // The stored tables answer a warm open that finds nothing changed (see the module
         // docs): computed by the reader, which holds the unfiltered load.
+        marks.push(("segments", t0.elapsed()));
         let facts = r
             .run_facts()
             .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
@@ -256,6 +259,7 @@ impl Cache {
             .served(Kind::Scalars)
             .and_then(|rows| scalar_stats_of(&rows))
             .map_err(|e| format!("cannot compute scalar statistics: {e}"))?;
+        marks.push(("facts and statistics", t0.elapsed()));
         let mut derived = [None; 2];
         for (slot, (name, b)) in derived.iter_mut().zip([(FACTS, &facts), (STATS, &stats)]) {
             let dest = tmp.join(name);
@@ -263,8 +267,10 @@ impl Cache {
                 write_ipc(&dest, b).map_err(|e| format!("cannot write {}: {e}", dest.display()))?,
             );
         }
+        marks.push(("stored tables written", t0.elapsed()));
         let manifest =
             encode_manifest(r, &self.segments, &sums, &self.pieces, &self.dirs, derived)?;
+        marks.push(("manifest encoded", t0.elapsed()));
         let path = tmp.join("manifest");
         (|| {
             let mut f = File::create_new(&path)?;
@@ -273,6 +279,20 @@ impl Cache {
             sync_dir(tmp)
         })()
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        marks.push(("manifest written", t0.elapsed()));
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            // Where a publish spends its time: on a logdir of many runs, most of a small change.
+            let mut last = std::time::Duration::ZERO;
+            let parts: Vec<String> = marks
+                .iter()
+                .map(|(what, at)| {
+                    let d = *at - last;
+                    last = *at;
+                    format!("{what} {d:?}")
+                })
+                .collect();
+            eprintln!("tbscope cache publish: {}", parts.join(", "));
+        }
         Ok(sums)
     }
 
