@@ -77,6 +77,7 @@ def test_status(server):
     assert s["loading"]["done"] and s["generation"] >= 1
     assert s["kinds"]["scalars"] >= 1 and s["kinds"]["images"] == 1 and s["kinds"]["pr_curves"] == 1
     assert s["kinds"]["hparams"] is True and s["kinds"]["custom_scalars"] is True
+    assert s["kinds"]["embeddings"] == 0
     assert s["token_required"] is False
 
 

@@ -75,7 +75,9 @@ class Front:
             from tbscope.server import encode
             from tbscope.server.store import status_body
 
-            await encode.json_response(status_body(self.store))(scope, receive, send)
+            # Off the event loop: its first call on a snapshot lists the projector configs.
+            body = await asyncio.get_running_loop().run_in_executor(None, status_body, self.store)
+            await encode.json_response(body)(scope, receive, send)
             return True
         if path != "/api/v1/scalars":
             return False

@@ -26,6 +26,7 @@ from tbscope.server.config import Config, Source
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from tbscope import _projector
     from tbscope.reader import Logdir
 
 log = logging.getLogger("tbscope.server")
@@ -57,30 +58,96 @@ def status_body(store: Store) -> dict[str, Any]:
     """The ``status`` answer: version, generation, load progress, logdirs, kinds present."""
     from tbscope import __version__
 
-    series = store.snapshot.series
-    counts: dict[str, set[str]] = {}
-    for tag, kind, plugin in zip(
-        series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()
-    ):
-        counts.setdefault(series_kind(kind, plugin), set()).add(tag)
+    snap = store.snapshot
     return {
         "version": __version__,
-        "generation": store.generation,
+        "generation": snap.generation,
         "loading": store.progress.as_dict(),
         "logdirs": [
             {"name": st.source.name, "path": st.source.path, "exists": st.logdir is not None} for st in store.sources
         ],
         "token_required": store.config.token is not None,
         "reload_interval": store.config.reload_interval,
-        "kinds": {
-            **{
-                k: len(counts.get(k, ()))
-                for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")
-            },
-            "hparams": bool(counts.get("hparams")),
-            "custom_scalars": bool(counts.get("custom_scalars")),
-        },
+        # Once per snapshot: a dashboard asks for the status after every change notice, and
+        # with many runs the series table and the projector configs are long to go through.
+        "kinds": store.cached(("status-kinds",), lambda: _kind_counts(store, snap), snap),
     }
+
+
+def _kind_counts(store: Store, snap: Snapshot) -> dict[str, int | bool]:
+    """Tags per kind, whether there are hparams and custom-scalar layouts, and the projector's
+    embeddings (as listed by ``api/v1/embeddings`` when the snapshot was first asked about)."""
+    series = snap.series
+    counts: dict[str, set[str]] = {}
+    for tag, kind, plugin in zip(
+        series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()
+    ):
+        counts.setdefault(series_kind(kind, plugin), set()).add(tag)
+    out: dict[str, int | bool] = {
+        k: len(counts.get(k, ())) for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")
+    }
+    out["hparams"] = bool(counts.get("hparams"))
+    out["custom_scalars"] = bool(counts.get("custom_scalars"))
+    out["embeddings"] = len(all_embeddings(store, snap)[1])
+    return out
+
+
+def stat_key(path: str) -> tuple[int, int] | None:
+    """(modification time, size) of a file, None when missing: what a fingerprint compares."""
+    try:
+        s = os.stat(path)
+    except OSError:
+        return None
+    return s.st_mtime_ns, s.st_size
+
+
+def source_embeddings(
+    store: Store, st: SourceState, snap: Snapshot | None = None
+) -> tuple[str, list[_projector.EmbeddingInfo]]:
+    """(fingerprint, embeddings) of one logdir's runs in the snapshot. Projector configs are
+    files beside the events, not events: the fingerprint is their paths, sizes and
+    modification times, and the listing is made again only when it changes. Takes no reader's
+    lock (a reload may be running), so the status never waits for one."""
+    import hashlib
+
+    from tbscope import _projector
+
+    snap = snap or store.snapshot
+    root = None if st.logdir is None else st.logdir._local_root()
+    if root is None:
+        return "", []
+    runs = _local_runs(snap, st)
+    configs = _projector.config_paths(root, runs)
+    fp = hashlib.blake2b(
+        repr(sorted((r, p, stat_key(p)) for r, p in configs.items())).encode("utf-8", "surrogatepass"), digest_size=12
+    ).hexdigest()
+    infos: list[_projector.EmbeddingInfo] = store.cached(
+        ("embeddings", st.index, fp), lambda: _projector.embedding_infos(root, runs), snap
+    )
+    return fp, infos
+
+
+def _local_runs(snap: Snapshot, st: SourceState) -> list[str]:
+    """The runs of one logdir in the snapshot, by their names inside it."""
+    names = [str(r) for r in snap.runs.column("run").to_pylist()]
+    prefix = st.source.name
+    if prefix is None:
+        return names
+    return ["." if r == prefix else r[len(prefix) + 1 :] for r in names if r == prefix or r.startswith(prefix + "/")]
+
+
+def all_embeddings(
+    store: Store, snap: Snapshot | None = None
+) -> tuple[str, list[tuple[str, _projector.EmbeddingInfo]]]:
+    """(fingerprint, [(API run name, info)]) over every logdir that has been read."""
+    fps, out = [], []
+    for st in store.sources:
+        if st.logdir is None or not st.ready:
+            continue
+        fp, infos = source_embeddings(store, st, snap)
+        fps.append(fp)
+        out += [(st.full_name(i.run), i) for i in infos]
+    return "-".join(fps), out
 
 
 def color(run: str) -> str:
