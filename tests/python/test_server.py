@@ -649,19 +649,35 @@ def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path, monkeyp
         w.close()
 
 
-def test_sql_runs_in_tbscopes_own_locked_database(server, monkeypatch):
-    """One locked DuckDB setup for the library and the server: the server's queries take
-    their connection from tbscope.query, locked down (no external access)."""
+def test_sql_database_is_bounded_and_locked(server):
+    """Server SQL runs with a memory limit and a few threads, in a database locked as the
+    library's (no external access, settings locked), so no query can lift the bounds."""
+    from urllib.parse import quote
+
+    import duckdb
+    from tbscope.server import config, sql
+
+    q = (
+        "SELECT current_setting('memory_limit') AS m, current_setting('threads') AS t,"
+        " current_setting('enable_external_access') AS x, current_setting('lock_configuration') AS l"
+    )
+    got = get_json(server.url, "api/v1/sql?q=" + quote(q))["columns"]
+    with duckdb.connect(config={"memory_limit": config.SQL_MEMORY_LIMIT}) as plain:
+        want = plain.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    assert got == {"m": [want], "t": [config.SQL_THREADS], "x": [False], "l": [True]}
+    con = sql._cursor()
+    try:
+        for setting in ("SET memory_limit = '100GB'", "SET threads = 64", "SET enable_external_access = true"):
+            with pytest.raises(duckdb.Error, match="locked"):
+                con.execute(setting)
+    finally:
+        con.close()
+    # The library's own database is untouched: still locked, without the server's bounds.
     import tbscope.query as query
 
-    asked: list[bool] = []
-    real = query._cursor
-
-    def counting(external_access: bool = False) -> object:
-        asked.append(external_access)
-        return real(external_access)
-
-    monkeypatch.setattr(query, "_cursor", counting)
-    r = get_json(server.url, "api/v1/sql?q=SELECT%20count(*)%20AS%20n%20FROM%20runs")
-    assert r["columns"]["n"] == [server.store.snapshot.runs.num_rows]
-    assert asked and not any(asked)
+    lib = query._cursor(external_access=False)
+    try:
+        assert lib.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0] is True
+        assert lib.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] != want
+    finally:
+        lib.close()
