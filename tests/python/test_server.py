@@ -426,11 +426,12 @@ def test_path_prefix(logdir):
 def test_two_logdirs(logdir, tmp_path):
     with tbscope.SummaryWriter(tmp_path / "b" / "other") as w:
         w.add_scalar("loss", 1.0, 0)
-    spec = f"a:{logdir},b:{tmp_path / 'b'}"
+    # Given out of order: the runs are listed sorted all the same.
+    spec = f"b:{tmp_path / 'b'},a:{logdir}"
     with tbscope.serve(spec, port=0, cache=False, reload_interval=0) as s:
         s.wait_loaded(60)
         runs = get_json(s.url, "api/v1/runs")["columns"]["run"]
-        assert "a/exp/seed0" in runs and "b/other" in runs
+        assert "a/exp/seed0" in runs and "b/other" in runs and runs == sorted(runs)
         sc = get_json(s.url, "api/v1/scalars?tag=loss&points=0")
         assert [x["run"] for x in sc["series"]] == ["a/exp/seed0", "a/exp/seed1", "b/other"]
         assert get_json(s.url, "api/v1/images?tag=pic&run=a/exp/seed0")["columns"]["width"] == [8]

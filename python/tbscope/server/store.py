@@ -427,7 +427,7 @@ class Store:
             return None
         self._facts = facts
         self.generation += 1
-        self.snapshot = Snapshot(self.generation, runs.sort_by("run"), series, report)
+        self.snapshot = Snapshot(self.generation, _by_run(runs), series, report)
         change = Change(self.generation, tuple(changed), tuple(kinds))
         self.changes.append(change)
         for fn in list(self._listeners):
@@ -550,6 +550,21 @@ def _prefixed(table: pa.Table, st: SourceState) -> pa.Table:
 
     names = strings([st.full_name(str(r)) for r in table.column("run").to_pylist()])
     return table.set_column(table.schema.get_field_index("run"), "run", names)
+
+
+def _by_run(runs: pa.Table) -> pa.Table:
+    """The runs table sorted by name. A logdir's runs come sorted (only several logdirs mix
+    them), so this is usually a check: Table.sort_by would import pyarrow.compute on the
+    start-up path for nothing."""
+    names = [str(r) for r in runs.column("run").to_pylist()]
+    if all(a <= b for a, b in zip(names, names[1:])):
+        return runs
+    import numpy as np
+
+    from tbscope.server.tables import numeric
+
+    order = sorted(range(len(names)), key=names.__getitem__)
+    return runs.take(numeric(np.array(order, dtype=np.int64)))
 
 
 def _run_facts(runs: pa.Table) -> dict[str, tuple[Any, ...]]:
