@@ -359,6 +359,28 @@ def test_status_totals_are_the_event_files_read(logdir):
     assert loading["bytes_total"] == loading["bytes_done"] == sum(p.stat().st_size for p in files)
 
 
+def test_load_totals_are_the_readers_discovery(tmp_path):
+    """While loading, the totals come from the reader's own discovery: the same event files
+    as the load (runs through symlinks too, as TensorBoard finds them; no other files)."""
+    from tbscope.server import make_config
+    from tbscope.server.store import Store
+
+    outside = tmp_path / "outside"
+    for run, steps in (("root/a", 3), ("root/b/c", 5), ("outside/linked", 7)):
+        with tbscope.SummaryWriter(tmp_path / run) as w:
+            for step in range(steps):
+                w.add_scalar("loss", float(step), step)
+    (tmp_path / "root" / "a" / "notes.txt").write_text("not an event file")
+    (tmp_path / "root" / "link").symlink_to(outside, target_is_directory=True)
+    store = Store(make_config(tmp_path / "root", cache=False, reload_interval=0))
+    store._count_files()
+    listed = store.progress.as_dict()
+    runs = tbscope.scan(tmp_path / "root").run_info().to_arrow()
+    assert "link/linked" in runs.column("run").to_pylist()
+    assert listed["files_total"] == sum(runs.column("files").to_pylist()) == 3
+    assert listed["bytes_total"] == sum(runs.column("bytes").to_pylist())
+
+
 def test_big_bodies_refused(server):
     r = request(
         server.url,

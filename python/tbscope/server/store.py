@@ -210,22 +210,6 @@ class Progress:
         }
 
 
-def _list_event_files(path: str) -> tuple[int, int]:
-    """(files, bytes) of the event files under ``path``."""
-    files = size = 0
-    if os.path.isfile(path):
-        return 1, os.path.getsize(path)
-    for root, _dirs, names in os.walk(path):
-        for n in names:
-            if "tfevents" in n:
-                try:
-                    size += os.stat(os.path.join(root, n)).st_size
-                    files += 1
-                except OSError:
-                    pass
-    return files, size
-
-
 @dataclass
 class SourceState:
     """One logdir and its reader."""
@@ -343,11 +327,20 @@ class Store:
         self.reload()
 
     def _count_files(self) -> None:
+        """The load's totals for its progress: the event files the reader will find (its own
+        discovery, natively, while the reader reads)."""
+        from tbscope import _core
+
         files = size = 0
         for st in self.sources:
-            f, b = _list_event_files(st.source.path) if os.path.exists(st.source.path) else (0, 0)
-            files += f
-            size += b
+            if not os.path.exists(st.source.path):
+                continue  # not there yet, or a URL (its listing is the reader's to make)
+            try:
+                found = _core.event_files(st.source.path)
+            except OSError:
+                continue
+            files += len(found)
+            size += sum(b for _run, _file, b in found)
         self.progress.listed(files, size)
 
     # ---------------------------------------------------------------------------- reading
