@@ -16,6 +16,7 @@ __all__ = [
     "commit_rewrite",
     "downsample",
     "ema",
+    "event_files",
     "group_rows",
     "read_records",
     "read_trace",
@@ -282,6 +283,10 @@ def read_trace(path: str | PathLike[str]) -> Table:
     """A Chrome trace file (gzip-compressed or not) as a table of events: name, category,
     phase, start, duration, self_duration, process, thread, pid, tid, args. ValueError when the
     file is not a Chrome trace."""
+
+def event_files(path: str | PathLike[str]) -> list[tuple[str, str, int]]:
+    """The event files below ``path`` as the reader finds them (its run discovery): (run,
+    file, bytes) for each, runs and files by name. OSError when ``path`` does not exist."""
 
 def group_rows(
     runs: list[Buffer],

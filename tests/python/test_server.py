@@ -77,6 +77,7 @@ def test_status(server):
     assert s["loading"]["done"] and s["generation"] >= 1
     assert s["kinds"]["scalars"] >= 1 and s["kinds"]["images"] == 1 and s["kinds"]["pr_curves"] == 1
     assert s["kinds"]["hparams"] is True and s["kinds"]["custom_scalars"] is True
+    assert s["kinds"]["embeddings"] == 0
     assert s["token_required"] is False
 
 
@@ -358,6 +359,28 @@ def test_status_totals_are_the_event_files_read(logdir):
     assert loading["bytes_total"] == loading["bytes_done"] == sum(p.stat().st_size for p in files)
 
 
+def test_load_totals_are_the_readers_discovery(tmp_path):
+    """While loading, the totals come from the reader's own discovery: the same event files
+    as the load (runs through symlinks too, as TensorBoard finds them; no other files)."""
+    from tbscope.server import make_config
+    from tbscope.server.store import Store
+
+    outside = tmp_path / "outside"
+    for run, steps in (("root/a", 3), ("root/b/c", 5), ("outside/linked", 7)):
+        with tbscope.SummaryWriter(tmp_path / run) as w:
+            for step in range(steps):
+                w.add_scalar("loss", float(step), step)
+    (tmp_path / "root" / "a" / "notes.txt").write_text("not an event file")
+    (tmp_path / "root" / "link").symlink_to(outside, target_is_directory=True)
+    store = Store(make_config(tmp_path / "root", cache=False, reload_interval=0))
+    store._count_files()
+    listed = store.progress.as_dict()
+    runs = tbscope.scan(tmp_path / "root").run_info().to_arrow()
+    assert "link/linked" in runs.column("run").to_pylist()
+    assert listed["files_total"] == sum(runs.column("files").to_pylist()) == 3
+    assert listed["bytes_total"] == sum(runs.column("bytes").to_pylist())
+
+
 def test_big_bodies_refused(server):
     r = request(
         server.url,
@@ -425,11 +448,12 @@ def test_path_prefix(logdir):
 def test_two_logdirs(logdir, tmp_path):
     with tbscope.SummaryWriter(tmp_path / "b" / "other") as w:
         w.add_scalar("loss", 1.0, 0)
-    spec = f"a:{logdir},b:{tmp_path / 'b'}"
+    # Given out of order: the runs are listed sorted all the same.
+    spec = f"b:{tmp_path / 'b'},a:{logdir}"
     with tbscope.serve(spec, port=0, cache=False, reload_interval=0) as s:
         s.wait_loaded(60)
         runs = get_json(s.url, "api/v1/runs")["columns"]["run"]
-        assert "a/exp/seed0" in runs and "b/other" in runs
+        assert "a/exp/seed0" in runs and "b/other" in runs and runs == sorted(runs)
         sc = get_json(s.url, "api/v1/scalars?tag=loss&points=0")
         assert [x["run"] for x in sc["series"]] == ["a/exp/seed0", "a/exp/seed1", "b/other"]
         assert get_json(s.url, "api/v1/images?tag=pic&run=a/exp/seed0")["columns"]["width"] == [8]
@@ -648,19 +672,35 @@ def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path, monkeyp
         w.close()
 
 
-def test_sql_runs_in_tbscopes_own_locked_database(server, monkeypatch):
-    """One locked DuckDB setup for the library and the server: the server's queries take
-    their connection from tbscope.query, locked down (no external access)."""
+def test_sql_database_is_bounded_and_locked(server):
+    """Server SQL runs with a memory limit and a few threads, in a database locked as the
+    library's (no external access, settings locked), so no query can lift the bounds."""
+    from urllib.parse import quote
+
+    import duckdb
+    from tbscope.server import config, sql
+
+    q = (
+        "SELECT current_setting('memory_limit') AS m, current_setting('threads') AS t,"
+        " current_setting('enable_external_access') AS x, current_setting('lock_configuration') AS l"
+    )
+    got = get_json(server.url, "api/v1/sql?q=" + quote(q))["columns"]
+    with duckdb.connect(config={"memory_limit": config.SQL_MEMORY_LIMIT}) as plain:
+        want = plain.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    assert got == {"m": [want], "t": [config.SQL_THREADS], "x": [False], "l": [True]}
+    con = sql._cursor()
+    try:
+        for setting in ("SET memory_limit = '100GB'", "SET threads = 64", "SET enable_external_access = true"):
+            with pytest.raises(duckdb.Error, match="locked"):
+                con.execute(setting)
+    finally:
+        con.close()
+    # The library's own database is untouched: still locked, without the server's bounds.
     import tbscope.query as query
 
-    asked: list[bool] = []
-    real = query._cursor
-
-    def counting(external_access: bool = False) -> object:
-        asked.append(external_access)
-        return real(external_access)
-
-    monkeypatch.setattr(query, "_cursor", counting)
-    r = get_json(server.url, "api/v1/sql?q=SELECT%20count(*)%20AS%20n%20FROM%20runs")
-    assert r["columns"]["n"] == [server.store.snapshot.runs.num_rows]
-    assert asked and not any(asked)
+    lib = query._cursor(external_access=False)
+    try:
+        assert lib.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0] is True
+        assert lib.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] != want
+    finally:
+        lib.close()

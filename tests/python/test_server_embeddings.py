@@ -4,6 +4,7 @@ in test_embeddings.py), sampling, errors, entity tags, the token, nothing outsid
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -177,6 +178,31 @@ def test_token_and_prefixed_runs(logdir, tmp_path):
         assert ("b", "default:00000") in set(zip(cols["run"], cols["tag"]))
         got = get_json(s.url, "api/v1/embeddings/projection?run=b&tag=default:00000&dims=3", headers=auth)
         assert got["run"] == "b" and len(got["columns"]["z"]) == 6
+        # The status counts the rows of the listing, over both logdirs.
+        kinds = get_json(s.url, "api/v1/status", headers=auth)["kinds"]
+        assert kinds["embeddings"] == len(cols["run"]) >= 4
+
+
+def test_status_counts_embeddings(tmp_path):
+    rng = np.random.default_rng(1)
+    with tbscope.SummaryWriter(tmp_path / "plain") as w:
+        w.add_scalar("loss", 1.0, 0)
+    with tbscope.serve(tmp_path, port=0, cache=False, reload_interval=0.2) as s:
+        assert s.wait_loaded(60)
+        before = get_json(s.url, "api/v1/status")
+        assert before["kinds"]["embeddings"] == 0 and before["kinds"]["scalars"] == 1
+        # A run with events and two embeddings: counted once its events make a new generation.
+        with tbscope.SummaryWriter(tmp_path / "emb") as w:
+            w.add_scalar("loss", 1.0, 0)
+            w.add_embedding(rng.normal(size=(5, 3)), global_step=0, tag="a")
+            w.add_embedding(rng.normal(size=(4, 2)), global_step=0, tag="b")
+        deadline = time.monotonic() + 30
+        while get_json(s.url, "api/v1/status")["generation"] == before["generation"]:
+            assert time.monotonic() < deadline, "the new run was not seen"
+            time.sleep(0.1)
+        after = get_json(s.url, "api/v1/status")["kinds"]
+        listing = get_json(s.url, "api/v1/embeddings")["columns"]
+        assert after["embeddings"] == len(listing["run"]) == 2 and set(listing["run"]) == {"emb"}
 
 
 def test_embeddings_table_in_sql(server):

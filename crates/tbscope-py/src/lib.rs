@@ -699,6 +699,29 @@ fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
     })
 }
 
+/// The event files below `path` as the reader finds them (TensorBoard's run discovery, the
+/// one `tbscope_core::logdir::discover`): (run, file, bytes) for each, runs and files by name.
+/// A file that cannot be stat'ed counts 0 bytes; a directory that cannot be listed is
+/// skipped, as the reader skips it.
+#[pyfunction]
+fn event_files(py: Python<'_>, path: PathBuf) -> Outcome<Vec<(String, std::ffi::OsString, u64)>> {
+    py.detach(|| {
+        guarded(|| {
+            let (found, _skipped) = tbscope_core::logdir::discover(&path, None)
+                .map_err(|e| tbscope_core::Error::io(e, &path))?;
+            let mut out = Vec::new();
+            for (run, files) in found {
+                for file in files {
+                    let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+                    // As str (os.fsdecode's), not pathlib objects: cheaper by far for many runs.
+                    out.push((run.clone(), file.into_os_string(), bytes));
+                }
+            }
+            Ok(out)
+        })
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -712,6 +735,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_records, m)?)?;
     m.add_function(wrap_pyfunction!(record_heads, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(event_files, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     m.add_function(wrap_pyfunction!(series::group_rows, m)?)?;

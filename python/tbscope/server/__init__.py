@@ -158,9 +158,9 @@ def start(
     from tbscope.server.front import Front
     from tbscope.server.security import Guard
 
-    # Serving starts while the API is still being built (see tbscope.server.front).
+    # Serving starts before the API is built (see tbscope.server.front).
     front = Front(running)
-    front.start_building()
+    front.build_when_idle()
     app = Guard(front, config)
 
     class _Uvicorn(uvicorn.Server):

@@ -19,6 +19,10 @@ MAX_RUNS_PAGE = 100_000
 MAX_BODY_BYTES = 1 << 20
 MAX_SQL_ROWS = 100_000
 SQL_SECONDS = 10.0
+#: DuckDB's memory limit and threads for the server's SQL: a query shares the machine with
+#: the server's own work (and other users' queries), so it gets a bounded part of it.
+SQL_MEMORY_LIMIT = "2GB"
+SQL_THREADS = 2
 MAX_TENSOR_VALUES = 10_000
 MAX_FULL_TENSOR_VALUES = 10_000_000
 

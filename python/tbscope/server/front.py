@@ -1,11 +1,13 @@
 """The application uvicorn serves from its first moment.
 
-Building the API (importing FastAPI and pydantic, declaring the endpoints) takes longer than
-opening a cached logdir. So the server starts listening with this front: the API is built in
-a background thread while the logdirs load, and until it is there the front answers the
-requests a dashboard's first paint makes, ``status`` and whole-series ``scalars``, through the
-same functions as the API's endpoints. Any other request (or one with parameters the front
-does not take) waits for the API and goes to it; once it is built, everything does.
+Building the API (importing FastAPI and pydantic, declaring the endpoints) costs more CPU than
+opening a cached logdir, and on a cold start it would take CPU from the first load. So the
+server starts listening with this front, which answers the requests a dashboard's first paint
+makes, ``status`` and whole-series ``scalars``, through the same functions as the API's
+endpoints, and builds the API in a thread of its own only when it is needed: for the first
+request the front does not take (which waits for it), or once the first load is done and no
+request has come for a moment (the answers that waited for the load go out first). Once it is
+built, everything goes to it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -25,6 +28,8 @@ log = logging.getLogger("tbscope.server")
 
 #: The query parameters of ``GET scalars`` that the front takes (the rest go to the API).
 _SCALARS_PARAMS = frozenset({"tag", "run", "points", "x"})
+#: Seconds without a request, after the first load, before the API is built unasked.
+BUILD_WHEN_IDLE = 0.5
 
 
 class Front:
@@ -34,7 +39,12 @@ class Front:
         self.store = store
         self.api: Any = None
         self._built = threading.Event()
+        self._building = False
+        self._building_lock = threading.Lock()
         self._failure: BaseException | None = None
+        # Requests the front is answering, and when the last one came (for building when idle).
+        self._busy = 0
+        self._last_request = time.monotonic()
 
     def build(self) -> None:
         """Build the API (in a thread of its own)."""
@@ -49,7 +59,27 @@ class Front:
             self._built.set()
 
     def start_building(self) -> None:
+        """Build the API now, in a thread (once; later calls do nothing)."""
+        with self._building_lock:
+            if self._building:
+                return
+            self._building = True
         threading.Thread(target=self.build, name="tbscope-api", daemon=True).start()
+
+    def build_when_idle(self, idle: float = BUILD_WHEN_IDLE) -> None:
+        """Build the API once the first load is done and no request has come for ``idle``
+        seconds (or sooner, when a request needs it)."""
+
+        def later() -> None:
+            self.store.wait_loaded()
+            while not self._built.is_set() and not self.store.stopping:
+                quiet = time.monotonic() - self._last_request
+                if quiet >= idle and not self._busy:
+                    self.start_building()
+                    return
+                self._built.wait(max(idle - quiet, 0.01))
+
+        threading.Thread(target=later, name="tbscope-api-later", daemon=True).start()
 
     def wait_built(self, timeout: float | None = None) -> bool:
         return self._built.wait(timeout)
@@ -57,9 +87,16 @@ class Front:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         api = self.api
         if api is None:
-            if scope["type"] == "http" and await self._early(scope, receive, send):
-                return
+            self._busy += 1
+            self._last_request = time.monotonic()
+            try:
+                if scope["type"] == "http" and await self._early(scope, receive, send):
+                    return
+            finally:
+                self._busy -= 1
+                self._last_request = time.monotonic()
             if not self._built.is_set():
+                self.start_building()
                 await asyncio.get_running_loop().run_in_executor(None, self._built.wait)
             if self.api is None:
                 raise RuntimeError("the API could not be built; see the server log") from self._failure
@@ -75,7 +112,9 @@ class Front:
             from tbscope.server import encode
             from tbscope.server.store import status_body
 
-            await encode.json_response(status_body(self.store))(scope, receive, send)
+            # Off the event loop: its first call on a snapshot lists the projector configs.
+            body = await asyncio.get_running_loop().run_in_executor(None, status_body, self.store)
+            await encode.json_response(body)(scope, receive, send)
             return True
         if path != "/api/v1/scalars":
             return False

@@ -60,6 +60,7 @@ class KindCounts(BaseModel):
     pr_curves: int
     hparams: bool
     custom_scalars: bool
+    embeddings: int = Field(description="the projector's embeddings (rows of api/v1/embeddings)")
 
 
 class Status(BaseModel):

@@ -1,6 +1,8 @@
 """SQL for the server, locked down: one SELECT statement, over the logdirs' tables as loaded,
-with a row limit and a time limit, in tbscope's own locked DuckDB database (the one
-``tbscope.sql`` uses without ``external_access``: no files, network, extensions or settings).
+with a row limit, a time limit, a memory limit and a few threads, in a DuckDB database of the
+server's own that has the lock of ``tbscope.sql`` without ``external_access`` (no files,
+network, extensions or settings): the library's own database has no memory or thread bounds,
+and once locked no connection to it can add them.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from tbscope.server.config import SQL_SECONDS
+from tbscope.server.config import SQL_MEMORY_LIMIT, SQL_SECONDS, SQL_THREADS
 from tbscope.server.errors import ApiError
 
 if TYPE_CHECKING:
@@ -33,6 +35,24 @@ TABLES = (
     "summary",
     "embeddings",
 )
+
+
+_DB: Any = None
+_DB_LOCK = threading.Lock()
+
+
+def _cursor() -> Any:
+    """A connection to the server's database (opened once; a cursor costs microseconds and
+    keeps its registered tables to itself)."""
+    global _DB
+    from tbscope.query import _LOCKED, _duckdb
+
+    with _DB_LOCK:
+        if _DB is None:
+            # The bounds first: the library's settings end by locking the configuration.
+            config = {"memory_limit": SQL_MEMORY_LIMIT, "threads": SQL_THREADS, **_LOCKED}
+            _DB = _duckdb().connect(":memory:", config=config)
+        return _DB.cursor()
 
 
 def check_select(con: Any, query: str) -> None:
@@ -104,9 +124,9 @@ def run(store: Store, query: str, limit: int) -> tuple[pa.Table, bool]:
     """The rows of a locked-down SELECT (at most ``limit``), and whether there were more."""
     import duckdb
 
-    from tbscope.query import _cursor, pushdown
+    from tbscope.query import pushdown
 
-    con = _cursor(external_access=False)
+    con = _cursor()
     timer = threading.Timer(SQL_SECONDS, con.interrupt)
     try:
         check_select(con, query)

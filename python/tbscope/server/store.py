@@ -26,6 +26,7 @@ from tbscope.server.config import Config, Source
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from tbscope import _projector
     from tbscope.reader import Logdir
 
 log = logging.getLogger("tbscope.server")
@@ -57,30 +58,96 @@ def status_body(store: Store) -> dict[str, Any]:
     """The ``status`` answer: version, generation, load progress, logdirs, kinds present."""
     from tbscope import __version__
 
-    series = store.snapshot.series
-    counts: dict[str, set[str]] = {}
-    for tag, kind, plugin in zip(
-        series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()
-    ):
-        counts.setdefault(series_kind(kind, plugin), set()).add(tag)
+    snap = store.snapshot
     return {
         "version": __version__,
-        "generation": store.generation,
+        "generation": snap.generation,
         "loading": store.progress.as_dict(),
         "logdirs": [
             {"name": st.source.name, "path": st.source.path, "exists": st.logdir is not None} for st in store.sources
         ],
         "token_required": store.config.token is not None,
         "reload_interval": store.config.reload_interval,
-        "kinds": {
-            **{
-                k: len(counts.get(k, ()))
-                for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")
-            },
-            "hparams": bool(counts.get("hparams")),
-            "custom_scalars": bool(counts.get("custom_scalars")),
-        },
+        # Once per snapshot: a dashboard asks for the status after every change notice, and
+        # with many runs the series table and the projector configs are long to go through.
+        "kinds": store.cached(("status-kinds",), lambda: _kind_counts(store, snap), snap),
     }
+
+
+def _kind_counts(store: Store, snap: Snapshot) -> dict[str, int | bool]:
+    """Tags per kind, whether there are hparams and custom-scalar layouts, and the projector's
+    embeddings (as listed by ``api/v1/embeddings`` when the snapshot was first asked about)."""
+    series = snap.series
+    counts: dict[str, set[str]] = {}
+    for tag, kind, plugin in zip(
+        series.column("tag").to_pylist(), series.column("kind").to_pylist(), series.column("plugin").to_pylist()
+    ):
+        counts.setdefault(series_kind(kind, plugin), set()).add(tag)
+    out: dict[str, int | bool] = {
+        k: len(counts.get(k, ())) for k in ("scalars", "histograms", "images", "audio", "text", "tensors", "pr_curves")
+    }
+    out["hparams"] = bool(counts.get("hparams"))
+    out["custom_scalars"] = bool(counts.get("custom_scalars"))
+    out["embeddings"] = len(all_embeddings(store, snap)[1])
+    return out
+
+
+def stat_key(path: str) -> tuple[int, int] | None:
+    """(modification time, size) of a file, None when missing: what a fingerprint compares."""
+    try:
+        s = os.stat(path)
+    except OSError:
+        return None
+    return s.st_mtime_ns, s.st_size
+
+
+def source_embeddings(
+    store: Store, st: SourceState, snap: Snapshot | None = None
+) -> tuple[str, list[_projector.EmbeddingInfo]]:
+    """(fingerprint, embeddings) of one logdir's runs in the snapshot. Projector configs are
+    files beside the events, not events: the fingerprint is their paths, sizes and
+    modification times, and the listing is made again only when it changes. Takes no reader's
+    lock (a reload may be running), so the status never waits for one."""
+    import hashlib
+
+    from tbscope import _projector
+
+    snap = snap or store.snapshot
+    root = None if st.logdir is None else st.logdir._local_root()
+    if root is None:
+        return "", []
+    runs = _local_runs(snap, st)
+    configs = _projector.config_paths(root, runs)
+    fp = hashlib.blake2b(
+        repr(sorted((r, p, stat_key(p)) for r, p in configs.items())).encode("utf-8", "surrogatepass"), digest_size=12
+    ).hexdigest()
+    infos: list[_projector.EmbeddingInfo] = store.cached(
+        ("embeddings", st.index, fp), lambda: _projector.embedding_infos(root, runs), snap
+    )
+    return fp, infos
+
+
+def _local_runs(snap: Snapshot, st: SourceState) -> list[str]:
+    """The runs of one logdir in the snapshot, by their names inside it."""
+    names = [str(r) for r in snap.runs.column("run").to_pylist()]
+    prefix = st.source.name
+    if prefix is None:
+        return names
+    return ["." if r == prefix else r[len(prefix) + 1 :] for r in names if r == prefix or r.startswith(prefix + "/")]
+
+
+def all_embeddings(
+    store: Store, snap: Snapshot | None = None
+) -> tuple[str, list[tuple[str, _projector.EmbeddingInfo]]]:
+    """(fingerprint, [(API run name, info)]) over every logdir that has been read."""
+    fps, out = [], []
+    for st in store.sources:
+        if st.logdir is None or not st.ready:
+            continue
+        fp, infos = source_embeddings(store, st, snap)
+        fps.append(fp)
+        out += [(st.full_name(i.run), i) for i in infos]
+    return "-".join(fps), out
 
 
 def color(run: str) -> str:
@@ -141,22 +208,6 @@ class Progress:
             "bytes_done": done_bytes,
             "bytes_total": self.bytes_total,
         }
-
-
-def _list_event_files(path: str) -> tuple[int, int]:
-    """(files, bytes) of the event files under ``path``."""
-    files = size = 0
-    if os.path.isfile(path):
-        return 1, os.path.getsize(path)
-    for root, _dirs, names in os.walk(path):
-        for n in names:
-            if "tfevents" in n:
-                try:
-                    size += os.stat(os.path.join(root, n)).st_size
-                    files += 1
-                except OSError:
-                    pass
-    return files, size
 
 
 @dataclass
@@ -276,11 +327,20 @@ class Store:
         self.reload()
 
     def _count_files(self) -> None:
+        """The load's totals for its progress: the event files the reader will find (its own
+        discovery, natively, while the reader reads)."""
+        from tbscope import _core
+
         files = size = 0
         for st in self.sources:
-            f, b = _list_event_files(st.source.path) if os.path.exists(st.source.path) else (0, 0)
-            files += f
-            size += b
+            if not os.path.exists(st.source.path):
+                continue  # not there yet, or a URL (its listing is the reader's to make)
+            try:
+                found = _core.event_files(st.source.path)
+            except OSError:
+                continue
+            files += len(found)
+            size += sum(b for _run, _file, b in found)
         self.progress.listed(files, size)
 
     # ---------------------------------------------------------------------------- reading
@@ -360,7 +420,7 @@ class Store:
             return None
         self._facts = facts
         self.generation += 1
-        self.snapshot = Snapshot(self.generation, runs.sort_by("run"), series, report)
+        self.snapshot = Snapshot(self.generation, _by_run(runs), series, report)
         change = Change(self.generation, tuple(changed), tuple(kinds))
         self.changes.append(change)
         for fn in list(self._listeners):
@@ -483,6 +543,21 @@ def _prefixed(table: pa.Table, st: SourceState) -> pa.Table:
 
     names = strings([st.full_name(str(r)) for r in table.column("run").to_pylist()])
     return table.set_column(table.schema.get_field_index("run"), "run", names)
+
+
+def _by_run(runs: pa.Table) -> pa.Table:
+    """The runs table sorted by name. A logdir's runs come sorted (only several logdirs mix
+    them), so this is usually a check: Table.sort_by would import pyarrow.compute on the
+    start-up path for nothing."""
+    names = [str(r) for r in runs.column("run").to_pylist()]
+    if all(a <= b for a, b in zip(names, names[1:])):
+        return runs
+    import numpy as np
+
+    from tbscope.server.tables import numeric
+
+    order = sorted(range(len(names)), key=names.__getitem__)
+    return runs.take(numeric(np.array(order, dtype=np.int64)))
 
 
 def _run_facts(runs: pa.Table) -> dict[str, tuple[Any, ...]]:

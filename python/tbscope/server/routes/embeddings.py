@@ -22,7 +22,7 @@ from tbscope.server import encode
 from tbscope.server.config import MAX_POINTS
 from tbscope.server.errors import ApiError
 from tbscope.server.routes import ERRORS, name_filter, source_run, store_of
-from tbscope.server.store import SourceState, Store
+from tbscope.server.store import Store, all_embeddings, source_embeddings, stat_key
 
 router = APIRouter(responses=ERRORS)
 StoreDep = Annotated[Store, Depends(store_of)]
@@ -77,47 +77,6 @@ class Projection(BaseModel):
     columns: dict[str, list[Any]]
 
 
-# ------------------------------------------------------------------------------------------------
-# Where the embeddings are
-
-
-def _stat(path: str) -> tuple[int, int] | None:
-    try:
-        s = os.stat(path)
-    except OSError:
-        return None
-    return s.st_mtime_ns, s.st_size
-
-
-def _source_infos(store: Store, st: SourceState) -> tuple[str, list[_projector.EmbeddingInfo]]:
-    """(fingerprint, embeddings) of one logdir, listed again only when a config changed."""
-    with store.with_logdir(st) as lg:
-        runs = lg.runs
-        root = lg._local_root()
-    if root is None:
-        return "", []
-    configs = _projector.config_paths(root, runs)
-    fp = hashlib.blake2b(
-        repr(sorted((r, p, _stat(p)) for r, p in configs.items())).encode("utf-8", "surrogatepass"), digest_size=12
-    ).hexdigest()
-    infos: list[_projector.EmbeddingInfo] = store.cached(
-        ("embeddings", st.index, fp), lambda: _projector.embedding_infos(root, runs)
-    )
-    return fp, infos
-
-
-def _all_infos(store: Store) -> tuple[str, list[tuple[str, _projector.EmbeddingInfo]]]:
-    """(fingerprint, [(API run name, info)]) over every logdir that has been read."""
-    fps, out = [], []
-    for st in store.sources:
-        if st.logdir is None or not st.ready:
-            continue
-        fp, infos = _source_infos(store, st)
-        fps.append(fp)
-        out += [(st.full_name(i.run), i) for i in infos]
-    return "-".join(fps), out
-
-
 def _etag(request: Request, store: Store, fingerprint: str) -> str:
     base = encode.etag(request, store.snapshot.generation)
     return '"' + hashlib.blake2b(f"{base}\0{fingerprint}".encode(), digest_size=12).hexdigest() + '"'
@@ -125,7 +84,7 @@ def _etag(request: Request, store: Store, fingerprint: str) -> str:
 
 def _find(store: Store, run: str, tag: str) -> tuple[_projector.EmbeddingInfo, str]:
     st, local = source_run(store, run)
-    fp, infos = _source_infos(store, st)
+    fp, infos = source_embeddings(store, st)
     for info in infos:
         if info.run == local and info.tag and info.tag in (tag, tag[:-2] if tag.endswith(":0") else tag):
             if info.tensor_path is None or info.points is None:
@@ -156,7 +115,7 @@ def embeddings(
     run: Annotated[list[str] | None, Query(description="only these runs (repeatable)")] = None,
     filter: Annotated[str | None, Query(description="runs matching a glob or /regex/")] = None,
 ) -> Response:
-    fp, infos = _all_infos(store)
+    fp, infos = all_embeddings(store)
     etag = _etag(request, store, fp)
     if (hit := encode.not_modified(request, etag)) is not None:
         return hit
@@ -212,7 +171,7 @@ def projection(
     import numpy as np
 
     info, fp = _find(store, run, tag)
-    tensor_stat = _stat(info.tensor_path or "")
+    tensor_stat = stat_key(info.tensor_path or "")
     etag = _etag(request, store, f"{fp}\0{tensor_stat}")
     if (hit := encode.not_modified(request, etag)) is not None:
         return hit
@@ -284,7 +243,7 @@ def sprite(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     info, fp = _find(store, run, tag)
     if info.sprite_path is None:
         raise ApiError(404, f"embedding {tag!r} of run {run!r} has no sprite image")
-    etag = _etag(request, store, f"{fp}\0{_stat(info.sprite_path)}")
+    etag = _etag(request, store, f"{fp}\0{stat_key(info.sprite_path)}")
     if (hit := encode.not_modified(request, etag)) is not None:
         return hit
     try:
