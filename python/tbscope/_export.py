@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tbscope.reader import Logdir, Problem, Report
+    from tbscope._reader import Logdir, Problem, Report
 
 __all__ = ["ExportStats", "FORMATS", "export"]
 
@@ -52,7 +52,7 @@ class ExportStats:
 
 
 def _empty_report() -> Report:
-    from tbscope.reader import Report
+    from tbscope._reader import Report
 
     return Report(())
 
@@ -372,7 +372,7 @@ def export(
     >>> tbscope.export("runs/", "scalars.parquet", tags="loss*")  # doctest: +SKIP
     """
     from tbscope._filters import kinds_list
-    from tbscope.reader import Logdir, scan
+    from tbscope._reader import Logdir, scan
 
     started = time.perf_counter()
     kl = kinds_list(kinds) or []
@@ -438,7 +438,7 @@ def export(
             stats.files = [str(out_path / os.path.relpath(f, staging)) for f in stats.files]
     finally:
         done()
-    from tbscope.reader import Report
+    from tbscope._reader import Report
 
     stats.report = Report(tuple(problems))
     stats.seconds = time.perf_counter() - started

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
-    from tbscope.reader import LoadStats, Logdir, Report
+    from tbscope._reader import LoadStats, Logdir, Report
 
 __all__ = ["QueryError", "QueryTimeoutError", "QueryTooLargeError", "Result", "TABLES", "pushdown", "sql"]
 
@@ -575,7 +575,7 @@ class Result:
         pushed: dict[str, Pushdown] | None = None,
         report: Report | None = None,
     ) -> None:
-        from tbscope.reader import Report
+        from tbscope._reader import Report
 
         self._table = table
         self.stats: dict[str, LoadStats] = stats or {}
@@ -626,7 +626,7 @@ class Result:
 
 
 def _base(source: str | os.PathLike[str] | Logdir, scan_kwargs: dict[str, Any]) -> Logdir:
-    from tbscope.reader import Logdir, scan
+    from tbscope._reader import Logdir, scan
 
     if isinstance(source, Logdir):
         if scan_kwargs:
@@ -764,7 +764,7 @@ def _run(
     params: Sequence[Any] | Mapping[str, Any] | None,
     limits: _Limits = _Limits(),
 ) -> Result:
-    from tbscope.reader import Logdir, Report
+    from tbscope._reader import Logdir, Report
 
     pushed, select = _pushdown(con, query, params)
     if not select:

@@ -10,19 +10,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tbscope import _core, _mirror
 from tbscope._filters import Filter, compile_filter, kinds_list, parse_steps
+from tbscope._frames import BlobFrame, Frame, MeshFrame, TensorFrame
 from tbscope.errors import CorruptRecordError
-from tbscope.frames import BlobFrame, Frame, MeshFrame, TensorFrame
 
 if TYPE_CHECKING:
-    from tbscope.cache import Cache, CacheInfo
+    from tbscope._cache import Cache, CacheInfo
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from tbscope._profiles import Profile
     from tbscope._projector import Embedding
-    from tbscope.profiles import Profile
-    from tbscope.query import Result
+    from tbscope._query import Result
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 Restarts = Literal["all", "preempt"]
@@ -139,7 +139,7 @@ class Logdir:
         info = self._native.cache_info()
         if info is None:
             return
-        from tbscope.cache import log as cache_log
+        from tbscope._cache import log as cache_log
 
         warnings = info[5]
         for w in warnings[self._seen_cache_warnings :]:
@@ -170,7 +170,7 @@ class Logdir:
         info = self._native.cache_info()
         if info is None:
             return None
-        from tbscope.cache import CacheInfo
+        from tbscope._cache import CacheInfo
 
         d, status, generation, written, dropped, warnings = info
         return CacheInfo(d, status, generation, written, dropped, tuple(warnings))
@@ -274,8 +274,8 @@ class Logdir:
     def pr_curves(self) -> Frame:
         """PR curves (``add_pr_curve``) decoded: run, tag, step, wall_time, and per row the lists
         ``thresholds``, ``tp``, ``fp``, ``tn``, ``fn``, ``precision``, ``recall``, with the raw
-        tensor (``dtype``, ``shape``, ``content``). See :mod:`tbscope.plugins`."""
-        from tbscope.plugins import pr_curves
+        tensor (``dtype``, ``shape``, ``content``). See :mod:`tbscope._plugins`."""
+        from tbscope._plugins import pr_curves
 
         return Frame(pr_curves(self.tensors().to_arrow()), "pr_curves")
 
@@ -284,14 +284,14 @@ class Logdir:
         sample (``index``) with ``vertices``, ``faces`` and ``colors``; ``to_pandas()`` gives
         them as numpy arrays of shape ``(n, 3)`` (float32, int32, uint8; None when absent) and
         ``config`` is the writer's three.js JSON. See :func:`tbscope.plugins.meshes`."""
-        from tbscope.plugins import meshes
+        from tbscope._plugins import meshes
 
         return MeshFrame(meshes(self.tensors().to_arrow(), self.series().to_arrow()), "meshes")
 
     def custom_scalars(self) -> dict[str, dict[str, Any]]:
         """Each run's custom-scalar layout (``add_custom_scalars``) as a dict shaped like the
         ``Layout`` proto; ``tbscope.plugins.merge_layouts`` merges them as TensorBoard does."""
-        from tbscope.plugins import custom_scalar_layouts
+        from tbscope._plugins import custom_scalar_layouts
 
         return custom_scalar_layouts(self.tensors().to_arrow())
 
@@ -346,7 +346,7 @@ class Logdir:
 
         An experiment is a run, except for torch's and tensorboardX's ``add_hparams``, which
         write the hparams into a child run ``<run>/<timestamp>``: that row is named after the
-        parent run holding the curves (see :mod:`tbscope.experiments` for the exact rule).
+        parent run holding the curves (see :mod:`tbscope._experiments` for the exact rule).
         """
         import pyarrow as pa
 
@@ -373,7 +373,7 @@ class Logdir:
         The child run ``<run>/<timestamp>`` that torch's and tensorboardX's ``add_hparams`` write
         is joined to its parent: one row named ``<run>`` with the child's hparams, the parent's
         curves and the child's metrics (for tags the parent does not log itself). The rule is
-        in :mod:`tbscope.experiments`; with ``hparams=False`` every run is a row.
+        in :mod:`tbscope._experiments`; with ``hparams=False`` every run is a row.
         """
         import pandas as pd
 
@@ -387,7 +387,7 @@ class Logdir:
         import pandas as pd
         import pyarrow as pa
 
-        from tbscope.query import SUMMARY_STATS, check_stats, summary_column
+        from tbscope._query import SUMMARY_STATS, check_stats, summary_column
 
         chosen = check_stats(stats, SUMMARY_STATS, "summary")
         self._ensure()
@@ -464,10 +464,10 @@ class Logdir:
         return out
 
     def _hparams_children(self, hparams_runs: list[str]) -> dict[str, str]:
-        """``{child: parent}``: the hparams child runs of this logdir (:mod:`tbscope.experiments`),
+        """``{child: parent}``: the hparams child runs of this logdir (:mod:`tbscope._experiments`),
         decided on the whole logdir whatever this scan's filters. ``hparams_runs``: the runs with
         hparams records."""
-        from tbscope.experiments import hparams_children
+        from tbscope._experiments import hparams_children
 
         with_hp = set(hparams_runs)
         candidates = sorted(r for r in with_hp if "/" in r and r.rsplit("/", 1)[0] not in with_hp)
@@ -614,7 +614,7 @@ class Logdir:
         import numpy as np
         import pandas as pd
 
-        from tbscope.query import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
+        from tbscope._query import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
 
         chosen = check_stats(stats, AGGREGATE_STATS, "aggregate")
         self._ensure()
@@ -675,23 +675,23 @@ class Logdir:
         external_access: bool = False,
     ) -> Result:
         """Run a SQL query over this scan's tables: see :func:`tbscope.sql`. Returns a
-        :class:`tbscope.query.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
-        from tbscope.query import sql
+        :class:`tbscope.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
+        from tbscope._query import sql
 
         return sql(self, query, params=params, max_rows=max_rows, timeout=timeout, external_access=external_access)
 
     def profiles(self) -> Frame:
         """Profile files under the logdir, one row each: run, session, host, time (UTC),
         size (bytes), format (``chrome_trace``, ``xplane``, ...), source (``torch`` or
-        ``profile_plugin``) and path (relative to the logdir). See :mod:`tbscope.profiles`."""
-        from tbscope.profiles import profiles_table
+        ``profile_plugin``) and path (relative to the logdir). See :mod:`tbscope._profiles`."""
+        from tbscope._profiles import profiles_table
 
         return Frame(profiles_table(self.path), "profiles")
 
     def profile(self, which: str | int) -> Profile:
         """Opens one Chrome trace of :meth:`profiles` (its ``path``, or its row number): the
-        events as a frame and :meth:`~tbscope.profiles.Profile.top_operations`."""
-        from tbscope.profiles import open_profile
+        events as a frame and :meth:`~tbscope._profiles.Profile.top_operations`."""
+        from tbscope._profiles import open_profile
 
         return open_profile(self.path, which)
 
@@ -835,7 +835,7 @@ def scan(
             path = url
     elif storage_options:
         raise ValueError(f"storage_options= is for URLs (s3://..., gs://...); {os.fspath(path)!r} is a local path")
-    from tbscope.cache import resolve
+    from tbscope._cache import resolve
 
     cache_dir = resolve(path, cache)
     native_args: dict[str, Any] = dict(

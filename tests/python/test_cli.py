@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope.cli import EXIT_CODES, main
+from tbscope._cli import EXIT_CODES, main
 from tfrecord_util import frame
 
 crc32c = pytest.importorskip("crc32c")
@@ -932,7 +932,7 @@ def test_clean_refuses_a_single_file(corrupt):
 
 
 def test_parse_age_and_date():
-    from tbscope.clean import parse_age, parse_date
+    from tbscope._clean import parse_age, parse_date
 
     assert parse_age("30d") == 30 * 86400
     assert parse_age("12h") == 12 * 3600

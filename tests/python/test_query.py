@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import tbscope
-from tbscope.query import TABLES, QueryError, Result, pushdown, sql
+from tbscope._query import TABLES, QueryError, Result, pushdown, sql
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -169,7 +169,7 @@ def _pandas_summary(path) -> pd.DataFrame:
 @pytest.mark.parametrize("block,dense", [(None, True), (13, True), (61, False)])
 def test_summary_vectorised_equals_pandas(any_logdir, monkeypatch, block, dense):
     """Block boundaries and the sparse-key path give what a per-series pandas loop gives."""
-    import tbscope.query as q
+    import tbscope._query as q
 
     if block is not None:
         monkeypatch.setattr(q, "_BLOCK", block)
@@ -629,7 +629,7 @@ def test_external_access_is_an_opt_in(sweep_dir, secret, tmp_path):
 
 
 def test_max_rows(sweep_dir):
-    from tbscope.query import QueryTooLargeError
+    from tbscope._query import QueryTooLargeError
 
     n = len(tbscope.read_scalars(sweep_dir))
     assert sql(sweep_dir, "SELECT * FROM scalars", max_rows=n).num_rows == n
@@ -648,7 +648,7 @@ def test_max_rows(sweep_dir):
 def test_timeout_interrupts_a_long_query(sweep_dir):
     import time
 
-    from tbscope.query import QueryTimeoutError
+    from tbscope._query import QueryTimeoutError
 
     lg = tbscope.scan(sweep_dir)
     lg.reload()

@@ -514,7 +514,7 @@ def test_cache_is_used_by_default(logdir, tmp_path, monkeypatch):
 
 def test_cli_serve_help_and_refusal(logdir):
     from click.testing import CliRunner
-    from tbscope.cli import main
+    from tbscope._cli import main
 
     r = CliRunner().invoke(main, ["serve", "--help"])
     assert r.exit_code == 0 and "--reload_interval" in r.output and "--path_prefix" in r.output
@@ -650,8 +650,8 @@ def test_scalars_of_any_run_subset_are_the_tag_overview_sliced(tmp_path, monkeyp
 
 def test_sql_runs_in_tbscopes_own_locked_database(server, monkeypatch):
     """One locked DuckDB setup for the library and the server: the server's queries take
-    their connection from tbscope.query, locked down (no external access)."""
-    import tbscope.query as query
+    their connection from tbscope._query, locked down (no external access)."""
+    import tbscope._query as query
 
     asked: list[bool] = []
     real = query._cursor

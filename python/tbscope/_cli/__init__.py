@@ -3,7 +3,7 @@
 Every reading command takes the same filters (``--runs``, ``--tags``, ``--kinds``, ``--steps``,
 mapped to :func:`tbscope.scan`) and the same ``--format table|csv|json``. Errors print as one
 line with a hint; ``--debug`` shows tracebacks. ``docs/cli.md`` is generated from this module by
-``python -m tbscope._clidoc``, so help texts here are the reference.
+``python -m tbscope._cli.doc``, so help texts here are the reference.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tbscope import __version__
-from tbscope._clioptions import storage_option
-from tbscope.reader import KINDS
+from tbscope._cli.options import storage_option
+from tbscope._reader import KINDS
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from tbscope.reader import Logdir, Report
+    from tbscope._reader import Logdir, Report
 
 log = logging.getLogger("tbscope")
 
@@ -120,7 +120,7 @@ def _drop_stdout() -> None:
 
 
 def _sql_tables() -> list[str]:
-    from tbscope.query import TABLES
+    from tbscope._query import TABLES
 
     return list(TABLES)
 
@@ -314,7 +314,7 @@ def _cache_options(f: F) -> F:
 
 def _cache_arg(cache: bool | None, cache_dir: str | None) -> dict[str, Any]:
     """The --cache options as :func:`tbscope.scan`'s ``cache=`` (left out when off)."""
-    from tbscope.cache import CLI_ENV
+    from tbscope._cache import CLI_ENV
 
     if cache_dir is not None:
         if cache is False:
@@ -683,7 +683,7 @@ def ls_command(
     import pandas as pd
     import pyarrow as pa
 
-    from tbscope.reader import scan
+    from tbscope._reader import scan
 
     lg = scan(logdir, **_scan_args(runs, tags, kinds, steps), **_cache_arg(cache, cache_dir))
     _read(lg)
@@ -762,7 +762,7 @@ def tags_command(
       tbscope tags runs/
       tbscope tags runs/ --kinds scalars --tags 'train/*' --format csv
     """
-    from tbscope.reader import scan
+    from tbscope._reader import scan
 
     lg = scan(logdir, **_scan_args(runs, tags, kinds, steps), **_cache_arg(cache, cache_dir))
     _read(lg)
@@ -825,7 +825,7 @@ def check(
     """
     import pandas as pd
 
-    from tbscope.reader import scan
+    from tbscope._reader import scan
 
     lg = scan(logdir, verify=verify, tail_timeout=0.0 if final else tail_timeout, **_scan_args(runs))
     _read(lg)
@@ -909,7 +909,7 @@ def summary(
     """
     import pandas as pd
 
-    from tbscope.reader import scan
+    from tbscope._reader import scan
 
     stat_list = _split_list(stats)
     lg = scan(
@@ -1022,7 +1022,7 @@ def sql_command(
       tbscope sql runs/ "SELECT run, max(value) AS best FROM scalars WHERE tag = 'eval/accuracy' GROUP BY run ORDER BY best DESC"
       tbscope sql runs/ "SELECT tag, count(*) AS points FROM scalars GROUP BY tag ORDER BY tag" --format json
     """
-    run_sql = _api("sql", "tbscope.query")
+    run_sql = _api("sql", "tbscope._query")
     if query == "-":
         query = sys.stdin.read()
     t0 = time.perf_counter()
@@ -1146,14 +1146,14 @@ def export_command(
 
         _emit(pd.DataFrame([{k: _flat(v) if fmt != "json" else v for k, v in written.items()}]), fmt)
         return
-    export = _api("export", "tbscope.export", "tbscope.query")
+    export = _api("export", "tbscope._export", "tbscope._query")
     # Checked here so the message names this command's options, not the API's keywords.
     if partition_by and file_format not in (None, "parquet"):
         raise click.UsageError(
             f"--partition-by writes a Parquet dataset; --to {file_format} cannot be partitioned "
             "(drop --to, or use --to parquet)"
         )
-    from tbscope.export import FORMATS
+    from tbscope._export import FORMATS
 
     known = {suffix for suffixes in FORMATS.values() for suffix in suffixes}
     if not partition_by and file_format is None and os.path.splitext(out)[1].lower() not in known:
@@ -1281,8 +1281,8 @@ def clean_command(
     """
     import pandas as pd
 
-    from tbscope import clean as retention
-    from tbscope.reader import scan
+    from tbscope import _clean as retention
+    from tbscope._reader import scan
 
     if dry_run and apply:
         raise click.UsageError("--dry-run and --yes contradict each other; give one")
@@ -1441,7 +1441,7 @@ def rewrite_command(
     """
     import pandas as pd
 
-    from tbscope.rewrite import RewriteError, rewrite
+    from tbscope._rewrite import RewriteError, rewrite
 
     if drop_steps == (None, None):
         raise click.BadParameter(

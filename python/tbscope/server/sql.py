@@ -37,7 +37,7 @@ TABLES = (
 
 def check_select(con: Any, query: str) -> None:
     """Refuses anything but exactly one SELECT statement."""
-    from tbscope.query import _parse
+    from tbscope._query import _parse
 
     tree = _parse(con, query)
     if tree.get("error"):
@@ -104,7 +104,7 @@ def run(store: Store, query: str, limit: int) -> tuple[pa.Table, bool]:
     """The rows of a locked-down SELECT (at most ``limit``), and whether there were more."""
     import duckdb
 
-    from tbscope.query import _cursor, pushdown
+    from tbscope._query import _cursor, pushdown
 
     con = _cursor(external_access=False)
     timer = threading.Timer(SQL_SECONDS, con.interrupt)
