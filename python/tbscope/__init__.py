@@ -14,10 +14,7 @@ from tbscope._core import __version__
 from tbscope._export import ExportStats, export
 from tbscope._frames import BlobFrame, Frame, TensorFrame
 from tbscope._reader import (
-    LoadStats,
     Logdir,
-    Problem,
-    Report,
     read_audio,
     read_histograms,
     read_images,
@@ -27,6 +24,7 @@ from tbscope._reader import (
     read_text,
     scan,
 )
+from tbscope._report import LoadStats, Problem, Report
 from tbscope._rewrite import RewriteStats
 from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
 
@@ -40,7 +38,8 @@ if TYPE_CHECKING:
     from tbscope._cache import CacheInfo
     from tbscope._curves import downsample, ema
     from tbscope._projector import Embedding
-    from tbscope._query import Result, sql
+    from tbscope._query import Result
+    from tbscope._sql import sql
     from tbscope._writer.api import SummaryWriter
     from tbscope.server import Server, serve
 
@@ -52,7 +51,7 @@ _LAZY = {
     "downsample": "tbscope._curves",
     "ema": "tbscope._curves",
     "Result": "tbscope._query",
-    "sql": "tbscope._query",
+    "sql": "tbscope._sql",
     "Server": "tbscope.server",
     "serve": "tbscope.server",
     "SummaryWriter": "tbscope._writer.api",

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tbscope._reader import Logdir, Problem, Report
+    from tbscope._reader import Logdir
+    from tbscope._report import Problem, Report
 
 __all__ = ["ExportStats", "FORMATS", "export"]
 
@@ -52,7 +53,7 @@ class ExportStats:
 
 
 def _empty_report() -> Report:
-    from tbscope._reader import Report
+    from tbscope._report import Report
 
     return Report(())
 
@@ -438,7 +439,7 @@ def export(
             stats.files = [str(out_path / os.path.relpath(f, staging)) for f in stats.files]
     finally:
         done()
-    from tbscope._reader import Report
+    from tbscope._report import Report
 
     stats.report = Report(tuple(problems))
     stats.seconds = time.perf_counter() - started

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
-from tbscope._filters import _escape, compile_filter
+from tbscope._filters import ScanArgs, _escape, compile_filter
+from tbscope._report import LoadStats, Report
 from tbscope.errors import QueryError, QueryTimeoutError, QueryTooLargeError
 
 if TYPE_CHECKING:
@@ -31,9 +31,38 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
-    from tbscope._reader import LoadStats, Logdir, Report
+__all__ = [
+    "QueryError",
+    "QueryTimeoutError",
+    "QueryTooLargeError",
+    "Result",
+    "Source",
+    "TABLES",
+    "execute",
+    "limits",
+    "pushdown",
+]
 
-__all__ = ["QueryError", "QueryTimeoutError", "QueryTooLargeError", "Result", "TABLES", "pushdown", "sql"]
+
+class Source(Protocol):
+    """What SQL needs of a scan (a :class:`tbscope.Logdir`), declared here so that the engine
+    does not import the reader that calls it (``tbscope.sql(path)`` is :mod:`tbscope._sql`)."""
+
+    _loaded: bool
+    _args: ScanArgs
+
+    @property
+    def report(self) -> Report: ...
+
+    def reload(self) -> LoadStats: ...
+
+    def _with_args(self, args: ScanArgs) -> Source:
+        """The same logdir, unread, scanned with ``args``."""
+        ...
+
+    def _sql_table(self, name: str) -> pa.Table:
+        """Table ``name`` of :data:`TABLES`, read."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -575,8 +604,6 @@ class Result:
         pushed: dict[str, Pushdown] | None = None,
         report: Report | None = None,
     ) -> None:
-        from tbscope._reader import Report
-
         self._table = table
         self.stats: dict[str, LoadStats] = stats or {}
         self.pushed: dict[str, Pushdown] = pushed or {}
@@ -625,104 +652,37 @@ class Result:
 # sql()
 
 
-def _base(source: str | os.PathLike[str] | Logdir, scan_kwargs: dict[str, Any]) -> Logdir:
-    from tbscope._reader import Logdir, scan
-
-    if isinstance(source, Logdir):
-        if scan_kwargs:
-            raise TypeError(
-                f"sql() takes scan filters ({', '.join(scan_kwargs)}) only with a path; pass them to tbscope.scan() instead"
-            )
-        return source
-    if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"sql() takes a logdir path or a tbscope.Logdir; got {type(source).__name__}")
-    return scan(source, **scan_kwargs)
-
-
-def _table_args(base: dict[str, Any], name: str, p: Pushdown) -> dict[str, Any]:
+def _table_args(base: ScanArgs, name: str, p: Pushdown) -> ScanArgs:
     """Native reader arguments for one table: the scan's own filters narrowed by the pushdown.
 
     Where the scan already filters runs or tags, its filter is kept (two regexes cannot be
     intersected into one); DuckDB applies the query's predicate on top.
     """
     spec = TABLES[name]
-    args = dict(base)
-    if args["runs"] is None and p.runs is not None:
-        args["runs"] = p.runs
+    runs = p.runs if base.runs is None else base.runs
+    tags, step_lo, step_hi = base.tags, base.step_lo, base.step_hi
     if name == "hparams":
         # hparams records are run-level facts that tag and step filters must not hide.
-        args["tags"], args["step_lo"], args["step_hi"] = None, None, None
-    elif args["tags"] is None and p.tags is not None:
-        args["tags"] = p.tags
+        tags, step_lo, step_hi = None, None, None
+    elif tags is None:
+        tags = p.tags
     lo, hi = p.steps
-    args["step_lo"] = _max_opt(args["step_lo"], lo)
-    args["step_hi"] = _min_opt(args["step_hi"], hi)
-    kinds = base["kinds"]
+    kinds = base.kinds
     if spec.kinds is not None:
-        want = [k for k in spec.kinds if kinds is None or k in kinds]
+        want = tuple(k for k in spec.kinds if base.kinds is None or k in base.kinds)
         # A kind the scan leaves out stays out (an empty table), as with Logdir.<kind>().
-        args["kinds"] = want or list(kinds or [])
-    return args
+        kinds = want or tuple(base.kinds or ())
+    return replace(
+        base, runs=runs, tags=tags, step_lo=_max_opt(step_lo, lo), step_hi=_min_opt(step_hi, hi), kinds=kinds
+    )
 
 
-def _materialise(lg: Logdir, name: str) -> pa.Table:
-    import pyarrow as pa
-
-    if name == "runs":
-        return lg.run_info().to_arrow()
-    if name == "series":
-        return lg.series().to_arrow()
-    if name == "hparams":
-        return lg.hparams().to_arrow()
-    if name == "summary":
-        return pa.Table.from_pandas(lg.summary(), preserve_index=False)
-    if name == "meshes":
-        return lg.meshes().to_arrow()
-    if name == "logs":
-        return lg.logs().to_arrow()
-    if name == "profiles":
-        return lg.profiles().to_arrow()
-    if name == "embeddings":
-        return lg.embeddings().to_arrow()
-    return lg._frame(name).to_arrow()
-
-
-def sql(
-    source: str | os.PathLike[str] | Logdir,
-    query: str,
-    *,
-    params: Sequence[Any] | Mapping[str, Any] | None = None,
-    max_rows: int | None = None,
-    timeout: float | None = None,
-    external_access: bool = False,
-    **scan_kwargs: Any,
-) -> Result:
-    """Run a DuckDB SQL query over a logdir's tables.
-
-    Tables: ``scalars``, ``tensors``, ``histograms``, ``text``, ``images``, ``audio`` (one row
-    per point), ``series`` (per run and tag), ``runs`` (per run), ``hparams`` (per run with
-    hparams) and ``summary`` (:meth:`Logdir.summary`). Only the tables the query names are read,
-    and ``run``/``tag``/``step`` predicates of its WHERE clauses are pushed into the scan.
-
-    ``source`` is a logdir or event file path (with ``scan()`` filters as keyword arguments) or a
-    :class:`tbscope.Logdir`; a Logdir that has already been read is queried from memory.
-    ``params`` fills ``?``/``$1`` (a sequence) or ``$name`` (a mapping) placeholders.
-
-    The query sees tbscope's tables and nothing else: it cannot read or write files, attach
-    databases, install or load extensions, or change DuckDB's settings (:class:`QueryError`
-    says so). ``external_access=True`` lifts that, for your own queries on your own machine
-    (never for queries that come from someone else).
-
-    ``max_rows`` raises :class:`QueryTooLargeError` when the result has more rows;
-    ``timeout`` (seconds, counted from the call) stops the query and raises
-    :class:`QueryTimeoutError` when it runs longer. Reading the logdir is not interrupted, but
-    its time counts: the query gets what is left.
-
-    >>> import tbscope
-    >>> tbscope.sql("runs/", "SELECT run, max(value) FROM scalars WHERE tag = 'acc' GROUP BY run")  # doctest: +SKIP
-    """
-    started = time.monotonic()
-    duckdb = _duckdb()
+def limits(
+    query: object, max_rows: int | None, timeout: float | None, external_access: bool, started: float
+) -> _Limits:
+    """The checked arguments of a query, before anything is read (``started``: time.monotonic()
+    when the call began, from which ``timeout`` counts)."""
+    _duckdb()  # not installed: say so before reading anything
     if not isinstance(query, str):
         raise TypeError(f"query must be a SQL string; got {type(query).__name__}")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0):
@@ -734,16 +694,19 @@ def sql(
         or not math.isfinite(timeout)
     ):
         raise ValueError(f"timeout= takes a positive number of seconds (or None for no limit); got {timeout!r}")
-    limits = _Limits(
+    return _Limits(
         max_rows,
         None if timeout is None else float(timeout),
         None if timeout is None else started + timeout,
         bool(external_access),
     )
-    lg = _base(source, scan_kwargs)
+
+
+def execute(source: Source, query: str, params: Sequence[Any] | Mapping[str, Any] | None, limits: _Limits) -> Result:
+    """Run ``query`` over ``source``'s tables within ``limits`` (see :func:`tbscope.sql`)."""
     con = _cursor(limits.external_access)
     try:
-        return _run(con, duckdb, lg, query, params, limits)
+        return _run(con, _duckdb(), source, query, params, limits)
     finally:
         con.close()
 
@@ -759,13 +722,11 @@ class _Limits:
 def _run(
     con: Any,
     duckdb: Any,
-    lg: Logdir,
+    lg: Source,
     query: str,
     params: Sequence[Any] | Mapping[str, Any] | None,
     limits: _Limits = _Limits(),
 ) -> Result:
-    from tbscope._reader import Logdir, Report
-
     pushed, select = _pushdown(con, query, params)
     if not select:
         # Statements other than one SELECT may create tables: give them a database of their
@@ -778,30 +739,31 @@ def _run(
     if lg._loaded:
         # Already in memory: reading again with filters would cost more than it saves.
         for name in pushed:
-            tables[name] = _materialise(lg, name)
+            tables[name] = lg._sql_table(name)
         problems.update(dict.fromkeys(lg.report.problems))
     else:
-        groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]]] = {}
+        groups: dict[ScanArgs, tuple[ScanArgs, list[str]]] = {}
         for name, p in pushed.items():
-            args = _table_args(lg._native_args, name, p)
-            key = tuple(sorted((k, v if k != "kinds" else None) for k, v in args.items() if k != "kinds"))
+            args = _table_args(lg._args, name, p)
+            key = replace(args, kinds=None)
             if key in groups:
                 have, names = groups[key]
                 # One scan serves every table with the same filters; None (all kinds) absorbs.
-                have["kinds"] = (
+                kinds = (
                     None
-                    if have["kinds"] is None or args["kinds"] is None
-                    else sorted(set(have["kinds"]) | set(args["kinds"]))
+                    if have.kinds is None or args.kinds is None
+                    else tuple(sorted(set(have.kinds) | set(args.kinds)))
                 )
+                groups[key] = (replace(have, kinds=kinds), names)
                 names.append(name)
             else:
                 groups[key] = (args, [name])
         for args, names in groups.values():
-            reader = Logdir(lg.path, args, lg._strict)
+            reader = lg._with_args(args)
             st = reader.reload()
             for name in names:
                 stats[name] = st
-                tables[name] = _materialise(reader, name)
+                tables[name] = reader._sql_table(name)
             problems.update(dict.fromkeys(reader.report.problems))
     timer = None
     try:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tbscope import _core, _mirror
 from tbscope._filters import Filter, compile_filter, parse_steps
-from tbscope._reader import KINDS, Problem, Report, scan
+from tbscope._reader import KINDS, scan
+from tbscope._report import Problem, Report
 from tbscope.errors import RewriteError
 
 if TYPE_CHECKING:

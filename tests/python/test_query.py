@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import tbscope
-from tbscope._query import TABLES, QueryError, Result, pushdown, sql
+from tbscope._query import TABLES, QueryError, Result, pushdown
+from tbscope._sql import sql
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -629,7 +630,7 @@ def test_external_access_is_an_opt_in(sweep_dir, secret, tmp_path):
 
 
 def test_max_rows(sweep_dir):
-    from tbscope._query import QueryTooLargeError
+    from tbscope.query import QueryTooLargeError
 
     n = len(tbscope.read_scalars(sweep_dir))
     assert sql(sweep_dir, "SELECT * FROM scalars", max_rows=n).num_rows == n
@@ -648,7 +649,7 @@ def test_max_rows(sweep_dir):
 def test_timeout_interrupts_a_long_query(sweep_dir):
     import time
 
-    from tbscope._query import QueryTimeoutError
+    from tbscope.query import QueryTimeoutError
 
     lg = tbscope.scan(sweep_dir)
     lg.reload()

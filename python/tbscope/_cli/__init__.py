@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from tbscope._reader import Logdir, Report
+    from tbscope._reader import Logdir
+    from tbscope._report import Report
 
 log = logging.getLogger("tbscope")
 
@@ -1022,7 +1023,8 @@ def sql_command(
       tbscope sql runs/ "SELECT run, max(value) AS best FROM scalars WHERE tag = 'eval/accuracy' GROUP BY run ORDER BY best DESC"
       tbscope sql runs/ "SELECT tag, count(*) AS points FROM scalars GROUP BY tag ORDER BY tag" --format json
     """
-    run_sql = _api("sql", "tbscope._query")
+    from tbscope._sql import sql as run_sql
+
     if query == "-":
         query = sys.stdin.read()
     t0 = time.perf_counter()
@@ -1044,23 +1046,6 @@ def sql_command(
     report = getattr(result, "report", None)
     if report is not None:
         _fail_if_unread(report)
-
-
-def _api(name: str, *modules: str) -> Callable[..., Any]:
-    """``name`` from the first of ``modules`` that has it (sql and export live in modules that
-    arrived with issue #4; a build without them gets a clear error, not a traceback)."""
-    import importlib
-
-    for module in modules:
-        try:
-            fn = getattr(importlib.import_module(module), name, None)
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
-            continue
-        if callable(fn):
-            return fn  # type: ignore[no-any-return]
-    raise click.ClickException(f"this tbscope has no {name}(); upgrade tbscope for the {name} command")
 
 
 @main.command("export")
@@ -1146,7 +1131,8 @@ def export_command(
 
         _emit(pd.DataFrame([{k: _flat(v) if fmt != "json" else v for k, v in written.items()}]), fmt)
         return
-    export = _api("export", "tbscope._export", "tbscope._query")
+    from tbscope._export import export
+
     # Checked here so the message names this command's options, not the API's keywords.
     if partition_by and file_format not in (None, "parquet"):
         raise click.UsageError(

@@ -5,7 +5,8 @@ A package rather than a ``query.py`` beside ``_query.py``: the implementation's 
 stays a rename for git, and edits made to the old file on other branches follow it.
 """
 
-from tbscope._query import Pushdown, Result, pushdown, sql
+from tbscope._query import Pushdown, Result, pushdown
+from tbscope._sql import sql
 from tbscope.errors import QueryError, QueryTimeoutError, QueryTooLargeError
 
 __all__ = ["Pushdown", "QueryError", "QueryTimeoutError", "QueryTooLargeError", "Result", "pushdown", "sql"]
