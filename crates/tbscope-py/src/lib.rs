@@ -616,7 +616,7 @@ fn read_records<'py>(
 ) -> Outcome<Vec<(u64, Bound<'py, PyBytes>)>> {
     let found = py.detach(|| {
         guarded(|| {
-            tbscope_core::event_file::raw_records(
+            tbscope_core::event_file::records::raw_records(
                 &path,
                 offsets.as_deref(),
                 containing.as_deref(),
@@ -634,7 +634,7 @@ fn read_records<'py>(
 /// The head of every whole record of one event file, in file order: (offset, step, wall_time,
 /// what, status, file_version, writer) columns as little-endian u64/i64/f64/u8/i32 buffers
 /// plus (offset, string) lists for the file versions and source writers. See
-/// `event_file::record_heads`.
+/// `event_file::records::record_heads`.
 #[pyfunction]
 #[pyo3(signature = (path, *, max_record_bytes=256 << 20))]
 #[allow(clippy::type_complexity)] // one plain tuple of columns, unpacked by its one caller
@@ -653,14 +653,14 @@ fn record_heads<'py>(
 )> {
     let heads = py.detach(|| {
         guarded(|| {
-            tbscope_core::event_file::record_heads(&path, max_record_bytes)
+            tbscope_core::event_file::records::record_heads(&path, max_record_bytes)
                 .map_err(|e| tbscope_core::Error::io(e, &path).into())
         })
     })?;
     fn column<'py, T: Copy, const N: usize>(
         py: Python<'py>,
-        heads: &[tbscope_core::event_file::RecordHead],
-        f: impl Fn(&tbscope_core::event_file::RecordHead) -> T,
+        heads: &[tbscope_core::event_file::records::RecordHead],
+        f: impl Fn(&tbscope_core::event_file::records::RecordHead) -> T,
         le: impl Fn(T) -> [u8; N],
     ) -> Bound<'py, PyBytes> {
         let mut out = Vec::with_capacity(heads.len() * N);
