@@ -56,7 +56,7 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
     import pandas  # noqa: F401 - every tool's imports come before the clock starts
     import pyarrow  # noqa: F401
     import tbscope
-    from tbscope._cli import main as cli_main
+    from tbscope._cli.main import main as cli_main
 
     kind = task["task"]
     cache = task.get("cache")

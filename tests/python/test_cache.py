@@ -620,7 +620,7 @@ def test_bad_cache_argument() -> None:
 
 def test_cli_cache_options(logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
-    from tbscope._cli import main
+    from tbscope._cli.main import main
 
     root = tmp_path / "root"
     monkeypatch.setenv("TBSCOPE_CACHE_DIR", str(root))

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope._cli import main
+from tbscope._cli.main import main
 from test_cache import FILTERS, _mutations, assert_same, cold, event_files, frame_records, scalar_events, snapshot
 
 

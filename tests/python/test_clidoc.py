@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope._cli import main
 from tbscope._cli.doc import REGENERATE, command_examples, render
+from tbscope._cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "cli.md"

@@ -209,7 +209,7 @@ def test_cli_csv_through_a_real_file(tmp_path, tbx_logdir) -> None:
     import sys
 
     from click.testing import CliRunner
-    from tbscope._cli import main
+    from tbscope._cli.main import main
 
     for cmd in ("ls", "summary"):
         want = CliRunner().invoke(main, [cmd, str(tbx_logdir), "--format", "csv"]).output

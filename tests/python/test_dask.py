@@ -10,7 +10,7 @@ import tbscope
 import tbscope.dask as tdask
 from click.testing import CliRunner
 from s3_util import AWS_ENV, environ, s3_server
-from tbscope._cli import main
+from tbscope._cli.main import main
 from tbscope._reader import KINDS
 
 distributed = pytest.importorskip("distributed")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import tbscope
-from tbscope._cli import main as cli_main
+from tbscope._cli.main import main as cli_main
 from tbscope._reader import KINDS
 
 REPO = Path(__file__).resolve().parents[2]

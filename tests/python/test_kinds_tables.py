@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope._cli import main
+from tbscope._cli.main import main
 
 pytest.importorskip("tensorboard")
 pytest.importorskip("tensorboardX")

@@ -31,7 +31,7 @@ from click.testing import CliRunner
 tbscope = pytest.importorskip("tbscope")
 
 import oracle  # noqa: E402
-from tbscope._cli import main  # noqa: E402
+from tbscope._cli.main import main  # noqa: E402
 from tbscope._reader import KINDS  # noqa: E402
 
 # Where a row's bytes sit in its file: different after a rewrite by design.

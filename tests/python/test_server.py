@@ -514,7 +514,7 @@ def test_cache_is_used_by_default(logdir, tmp_path, monkeypatch):
 
 def test_cli_serve_help_and_refusal(logdir):
     from click.testing import CliRunner
-    from tbscope._cli import main
+    from tbscope._cli.main import main
 
     r = CliRunner().invoke(main, ["serve", "--help"])
     assert r.exit_code == 0 and "--reload_interval" in r.output and "--path_prefix" in r.output

@@ -15,13 +15,7 @@ if TYPE_CHECKING:
 
 
 from tbscope._cli.app import log
-from tbscope._cli.options import (
-    _cache_arg,
-    _cache_options,
-    _filters,
-    _format,
-    _scan_args,
-)
+from tbscope._cli.options import LogdirArgs, format_option, logdir_options
 from tbscope._cli.output import (
     _activity,
     _emit,
@@ -36,20 +30,9 @@ from tbscope._reader import KINDS
 
 
 @click.command("ls")
-@click.argument("logdir", type=click.Path())
-@_filters()
-@_format
-@_cache_options
-def ls_command(
-    logdir: str,
-    runs: tuple[str, ...],
-    tags: tuple[str, ...],
-    kinds: tuple[str, ...],
-    steps: tuple[int | None, int | None] | None,
-    fmt: str,
-    cache: bool | None,
-    cache_dir: str | None,
-) -> None:
+@logdir_options()
+@format_option
+def ls_command(logdir: LogdirArgs, fmt: str) -> None:
     """List runs: kinds present, number of tags and points, step range, last write, size.
 
     Columns: run, kinds (those with points), tags, points, first_step, last_step,
@@ -66,9 +49,7 @@ def ls_command(
     import pandas as pd
     import pyarrow as pa
 
-    from tbscope._reader import scan
-
-    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps), **_cache_arg(cache, cache_dir))
+    lg = logdir.scan()
     _read(lg)
     # Per run, natively: the runs table, its series' count and step range, its newest file
     # mtime (as stat'ed by the read: no second stat per file). A warm cache that found nothing
@@ -116,25 +97,14 @@ def ls_command(
     if fmt == "table":
         df = df.assign(bytes=df["bytes"].map(_human_bytes)).rename(columns={"bytes": "size"})
         df["last_write"] = df["last_write"].dt.strftime("%Y-%m-%d %H:%M")
-    _emit(df, fmt, title=f"{len(df)} runs in {logdir}")
+    _emit(df, fmt, title=f"{len(df)} runs in {logdir.path}")
     _fail_if_unread(lg.report)
 
 
 @click.command("tags")
-@click.argument("logdir", type=click.Path())
-@_filters()
-@_format
-@_cache_options
-def tags_command(
-    logdir: str,
-    runs: tuple[str, ...],
-    tags: tuple[str, ...],
-    kinds: tuple[str, ...],
-    steps: tuple[int | None, int | None] | None,
-    fmt: str,
-    cache: bool | None,
-    cache_dir: str | None,
-) -> None:
+@logdir_options()
+@format_option
+def tags_command(logdir: LogdirArgs, fmt: str) -> None:
     """List series: one row per run and tag with its kind, points, step range and plugin.
 
     Columns: run, tag, kind, points, first_step, last_step, plugin. A tag's kind is decided
@@ -145,13 +115,12 @@ def tags_command(
       tbscope tags runs/
       tbscope tags runs/ --kinds scalars --tags 'train/*' --format csv
     """
-    from tbscope._reader import scan
 
-    lg = scan(logdir, **_scan_args(runs, tags, kinds, steps), **_cache_arg(cache, cache_dir))
+    lg = logdir.scan()
     _read(lg)
     ser = lg.series().to_pandas()
     df = ser[["run", "tag", "kind", "points", "first_step", "last_step", "plugin"]]
-    _emit(df, fmt, title=f"{len(df)} series in {logdir}")
+    _emit(df, fmt, title=f"{len(df)} series in {logdir.path}")
     _fail_if_unread(lg.report)
 
 
@@ -161,8 +130,7 @@ def tags_command(
 
 
 @click.command()
-@click.argument("logdir", type=click.Path())
-@_filters(tags=False, kinds=False, steps=False)
+@logdir_options(tags=False, kinds=False, steps=False, cache=False)
 @click.option(
     "--strict-crc/--no-verify",
     "verify",
@@ -187,10 +155,8 @@ def tags_command(
     metavar="SECONDS",
     help="How long after its last change the newest file of a run may still be written.",
 )
-@_format
-def check(
-    logdir: str, runs: tuple[str, ...], verify: bool, final: bool, strict: bool, tail_timeout: float, fmt: str
-) -> None:
+@format_option
+def check(logdir: LogdirArgs, verify: bool, final: bool, strict: bool, tail_timeout: float, fmt: str) -> None:
     """Report corrupt records, unusable values and truncated files under LOGDIR.
 
     Exits with 1 when data was lost: a corrupt record (a torn record followed by whole records
@@ -208,9 +174,7 @@ def check(
     """
     import pandas as pd
 
-    from tbscope._reader import scan
-
-    lg = scan(logdir, verify=verify, tail_timeout=0.0 if final else tail_timeout, **_scan_args(runs))
+    lg = logdir.scan(verify=verify, tail_timeout=0.0 if final else tail_timeout)
     _read(lg)
     info = lg.run_info().to_pandas()
     report = lg.report
@@ -248,8 +212,7 @@ def _split_list(value: str | None) -> tuple[str, ...] | None:
 
 
 @click.command()
-@click.argument("logdir", type=click.Path())
-@_filters(kinds=False)
+@logdir_options(kinds=False)
 @click.option(
     "--stats",
     metavar="STAT[,STAT]",
@@ -264,19 +227,13 @@ def _split_list(value: str | None) -> tuple[str, ...] | None:
 @click.option(
     "--hparams/--no-hparams", default=True, help="Join each run's hyperparameters (default) or leave them out."
 )
-@_format
-@_cache_options
+@format_option
 def summary(
-    logdir: str,
-    runs: tuple[str, ...],
-    tags: tuple[str, ...],
-    steps: tuple[int | None, int | None] | None,
+    logdir: LogdirArgs,
     stats: str | None,
     group_by: str | None,
     hparams: bool,
     fmt: str,
-    cache: bool | None,
-    cache_dir: str | None,
 ) -> None:
     """One row per run: last/min/max (and argmin/argmax steps) of each scalar tag, with hparams.
 
@@ -292,20 +249,13 @@ def summary(
     """
     import pandas as pd
 
-    from tbscope._reader import scan
-
     stat_list = _split_list(stats)
-    lg = scan(
-        logdir, kinds=["scalars", "hparams"], **_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir)
-    )
+    lg = logdir.scan(kinds=["scalars", "hparams"])
     if group_by is not None:
-        aggregate = getattr(lg, "aggregate", None)
-        if aggregate is None:
-            raise click.ClickException("this tbscope has no Logdir.aggregate(); --group-by needs a newer tbscope")
         _read(lg)
         agg_kwargs: dict[str, Any] = {} if stat_list is None else {"stats": stat_list}
-        df = aggregate(group_by, **agg_kwargs)
-        _emit(df, fmt, title=f"runs of {logdir} grouped by {group_by}")
+        df = lg.aggregate(group_by, **agg_kwargs)
+        _emit(df, fmt, title=f"runs of {logdir.path} grouped by {group_by}")
         _fail_if_unread(lg.report)
         return
     kwargs: dict[str, Any] = {}
@@ -331,7 +281,7 @@ def summary(
         df = df.assign(
             last_wall_time=pd.to_datetime(df["last_wall_time"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M")
         )
-    _emit(df, fmt, title=f"runs in {logdir}")
+    _emit(df, fmt, title=f"runs in {logdir.path}")
     _fail_if_unread(lg.report)
 
 
@@ -364,7 +314,7 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, Any] | list[Any] | None:
 
 
 @click.command("sql")
-@click.argument("logdir", type=click.Path())
+@logdir_options(kinds=False)
 @click.argument("query")
 @click.option(
     "--param",
@@ -373,25 +323,18 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, Any] | list[Any] | None:
     metavar="NAME=VALUE",
     help="A query parameter: NAME=VALUE for $NAME, or VALUE for each ? in order. Numbers are numbers; anything else is a string.",
 )
-@_filters(kinds=False)
 @click.option(
     "--external-access",
     is_flag=True,
     help="Let the query read and write files (read_csv, COPY ... TO, ATTACH), install or load DuckDB extensions and change settings. Off by default: a query sees tbscope's tables only. Only for your own queries.",
 )
-@_format
-@_cache_options
+@format_option
 def sql_command(
-    logdir: str,
+    logdir: LogdirArgs,
     query: str,
     params: tuple[str, ...],
-    runs: tuple[str, ...],
-    tags: tuple[str, ...],
-    steps: tuple[int | None, int | None] | None,
     external_access: bool,
     fmt: str,
-    cache: bool | None,
-    cache_dir: str | None,
 ) -> None:
     """Run an SQL query (DuckDB) over the logdir's tables; QUERY '-' reads it from stdin.
 
@@ -410,28 +353,25 @@ def sql_command(
     if query == "-":
         query = sys.stdin.read()
     t0 = time.perf_counter()
-    with _activity(f"querying {logdir}"):
+    with _activity(f"querying {logdir.path}"):
         extra = {"external_access": True} if external_access else {}
         result = run_sql(
-            logdir,
+            logdir.path,
             query,
             params=_parse_params(params),
             **extra,
-            **_scan_args(runs, tags, steps=steps),
-            **_cache_arg(cache, cache_dir),
+            **logdir.scan_kwargs(),
         )
     log.info("query ran in %.3f s", time.perf_counter() - t0)
     if fmt == "table":
         _emit(result.to_pandas(), fmt)
     else:
         _emit_chunks((b.to_pandas() for b in result.iter_batches()), fmt)
-    report = getattr(result, "report", None)
-    if report is not None:
-        _fail_if_unread(report)
+    _fail_if_unread(result.report)
 
 
 @click.command("export")
-@click.argument("logdir", type=click.Path())
+@logdir_options()
 @click.option(
     "-o",
     "--output",
@@ -462,23 +402,15 @@ def sql_command(
     metavar="SCHEDULER_ADDRESS",
     help="Read on this Dask cluster (tcp://host:8786) and write a Parquet dataset into the --output directory, one file per event file (needs tbscope[dask]).",
 )
-@_filters()
-@_format
-@_cache_options
+@format_option
 def export_command(
-    logdir: str,
+    logdir: LogdirArgs,
     out: str,
     file_format: str | None,
     partition_by: str | None,
     force: bool,
     dask_address: str | None,
-    runs: tuple[str, ...],
-    tags: tuple[str, ...],
-    kinds: tuple[str, ...],
-    steps: tuple[int | None, int | None] | None,
     fmt: str,
-    cache: bool | None,
-    cache_dir: str | None,
 ) -> None:
     """Write tables to CSV, Parquet or JSON lines, streamed batch by batch (bounded memory).
 
@@ -503,11 +435,11 @@ def export_command(
         from tbscope.dask import to_parquet
 
         written = to_parquet(
-            logdir,
+            logdir.path,
             out,
-            kinds=tuple(kinds) or ("scalars",),
+            kinds=logdir.kinds or ("scalars",),
             scheduler=dask_address,
-            **_scan_args(runs, tags, steps=steps),
+            **logdir.filters(kinds=False),
         )
         import pandas as pd
 
@@ -530,15 +462,15 @@ def export_command(
             "or pass --to csv|parquet|jsonl"
         )
     progress = _stderr_is_tty()
-    kwargs = {**_scan_args(runs, tags, steps=steps), **_cache_arg(cache, cache_dir)}
+    kwargs = logdir.scan_kwargs(kinds=False)
     t0 = time.perf_counter()
     if force:
         kwargs["force"] = True
     stats = export(
-        logdir,
+        logdir.path,
         out,
         format=file_format,
-        kinds=tuple(kinds) or ("scalars",),
+        kinds=logdir.kinds or ("scalars",),
         partition_by=partition_by,
         progress=progress,
         **kwargs,
@@ -546,27 +478,12 @@ def export_command(
     log.info("export took %.3f s", time.perf_counter() - t0)
     import pandas as pd
 
-    if dataclasses.is_dataclass(stats) and not isinstance(stats, type):
-        row = dataclasses.asdict(stats)
-    elif isinstance(stats, dict):
-        row = dict(stats)
-    else:
-        row = {k: v for k, v in vars(stats).items() if not k.startswith("_")}
-    row = {
-        "output": out,
-        **{
-            k: (str(v) if isinstance(v, os.PathLike) else v)
-            for k, v in row.items()
-            if k not in ("output", "out", "path", "report")
-        },
-    }
+    row = {"output": out, **{k: v for k, v in dataclasses.asdict(stats).items() if k != "report"}}
     if fmt != "json":
         # One flat row for a table or csv; json keeps lists and objects as they are.
         row = {k: _flat(v) for k, v in row.items()}
     _emit(pd.DataFrame([row]), fmt)
-    report = getattr(stats, "report", None)
-    if report is not None:
-        _fail_if_unread(report)
+    _fail_if_unread(stats.report)
 
 
 def _flat(v: Any) -> Any:

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from tbscope._cli import EXIT_CODES, _iter_commands, main
+from tbscope._cli.main import EXIT_CODES, _iter_commands, main
 
 REGENERATE = "python -m tbscope._cli.doc > docs/cli.md"
 

@@ -13,12 +13,7 @@ if TYPE_CHECKING:
     pass
 
 from tbscope._cli.app import EXIT_CODES, _OneLineUsageError, log, main
-from tbscope._cli.options import (
-    _filters,
-    _format,
-    _parse_steps,
-    _scan_args,
-)
+from tbscope._cli.options import LogdirArgs, format_option, logdir_options, parse_steps
 from tbscope._cli.output import (
     _activity,
     _emit,
@@ -29,7 +24,9 @@ from tbscope._cli.output import (
 
 
 @click.command("clean")
-@click.argument("logdir", type=click.Path(exists=True, file_okay=False))
+@logdir_options(
+    tags=False, kinds=False, steps=False, cache=False, remote=False, path=click.Path(exists=True, file_okay=False)
+)
 @click.option("--older-than", metavar="AGE", help="Runs idle for at least AGE: 30d, 12h, 90m (minutes), 2w, 1d12h.")
 @click.option(
     "--before",
@@ -47,7 +44,6 @@ from tbscope._cli.output import (
     is_flag=True,
     help="Runs with no points of any kind (no scalars, tensors, histograms, images, audio, text, hparams, graphs).",
 )
-@_filters(tags=False, kinds=False, steps=False, remote=False)
 @click.option("--delete", "delete", is_flag=True, help="Delete the selected runs' event files (the default action).")
 @click.option(
     "--archive",
@@ -57,14 +53,13 @@ from tbscope._cli.output import (
 )
 @click.option("--dry-run", "dry_run", is_flag=True, help="Only list what would go and the bytes freed (the default).")
 @click.option("--yes", "--apply", "apply", is_flag=True, help="Really delete or archive.")
-@_format
+@format_option
 def clean_command(
-    logdir: str,
+    logdir: LogdirArgs,
     older_than: str | None,
     before: str | None,
     empty: bool,
     no_data: bool,
-    runs: tuple[str, ...],
     delete: bool,
     archive: str | None,
     dry_run: bool,
@@ -96,7 +91,6 @@ def clean_command(
     import pandas as pd
 
     from tbscope import _clean as retention
-    from tbscope._reader import scan
 
     if dry_run and apply:
         raise click.UsageError("--dry-run and --yes contradict each other; give one")
@@ -108,12 +102,12 @@ def clean_command(
         empty=empty,
         no_data=no_data,
     )
-    archive_real = retention.check_archive(archive, logdir) if archive else None
-    lg = scan(logdir, **_scan_args(runs))
+    archive_real = retention.check_archive(archive, logdir.path) if archive else None
+    lg = logdir.scan()
     _read(lg)
     # A run with a file that could not be read is never removed: that file may hold its data.
     unread = {p.run: p.reason for p in lg.report.by_severity("error") if p.run}
-    facts = retention.survey(logdir, lg.run_info().to_pandas(), unread)
+    facts = retention.survey(logdir.path, lg.run_info().to_pandas(), unread)
     chosen = retention.select(facts, rules, time.time())
     verb = "archive" if archive else "delete"
     rows = []
@@ -128,7 +122,7 @@ def clean_command(
             freed += f.bytes
         else:
             try:
-                retention.remove(f, logdir, archive_real)
+                retention.remove(f, logdir.path, archive_real)
                 action = "archived" if archive else "deleted"
                 freed += f.bytes
                 log.info("%s %s (%d files, %d bytes)", action, f.run, len(f.files), f.bytes)
@@ -160,7 +154,7 @@ def clean_command(
         shown = df.assign(bytes=df["bytes"].map(_human_bytes)).rename(columns={"bytes": "size"})
         shown["last_activity"] = shown["last_activity"].dt.strftime("%Y-%m-%d %H:%M")
         if len(shown):
-            _emit(shown, fmt, title=f"runs to {verb} in {logdir}")
+            _emit(shown, fmt, title=f"runs to {verb} in {logdir.path}")
         click.echo(summary_line)
     else:
         _emit(df, fmt)
@@ -176,7 +170,7 @@ def clean_command(
 
 
 @click.command("rewrite")
-@click.argument("logdir", type=click.Path())
+@logdir_options(kinds=False, steps=False, cache=False)
 @click.option(
     "-o",
     "--output",
@@ -185,7 +179,6 @@ def clean_command(
     type=click.Path(),
     help="The new logdir: a path that does not exist, or an empty directory (see --force). Not inside LOGDIR.",
 )
-@_filters(kinds=False, steps=False)
 @click.option(
     "--drop-tags",
     multiple=True,
@@ -195,7 +188,7 @@ def clean_command(
 @click.option(
     "--drop-steps",
     metavar="A:B",
-    callback=_parse_steps,
+    callback=parse_steps,
     help="Drop every point with A <= step < B; A: and :B leave an end open.",
 )
 @click.option(
@@ -220,12 +213,10 @@ def clean_command(
     is_flag=True,
     help="Replace OUTPUT when it is a non-empty logdir, such as an earlier output (never one holding other files, LOGDIR or a directory holding LOGDIR).",
 )
-@_format
+@format_option
 def rewrite_command(
-    logdir: str,
+    logdir: LogdirArgs,
     out: str,
-    runs: tuple[str, ...],
-    tags: tuple[str, ...],
     drop_tags: tuple[str, ...],
     drop_steps: tuple[int | None, int | None] | None,
     restarts: str,
@@ -261,13 +252,13 @@ def rewrite_command(
         raise click.BadParameter(
             "':' would drop every step; give at least one end, e.g. 0:100", param_hint="--drop-steps"
         )
-    kwargs = _scan_args(runs, tags)
+    kwargs = logdir.filters()
     if drop_tags:
         kwargs["drop_tags"] = list(drop_tags)
     try:
-        with _activity(f"rewriting {logdir}"):
+        with _activity(f"rewriting {logdir.path}"):
             stats = rewrite(
-                logdir,
+                logdir.path,
                 out,
                 drop_steps=drop_steps,
                 restarts="preempt" if restarts == "preempt" else None,
