@@ -25,16 +25,7 @@ pub fn raw_records(
     let mut out = Vec::new();
     let mut buf = Vec::new();
     let Some(offsets) = offsets else {
-        let end = if crate::load::file_may_grow(path) {
-            End::Live
-        } else {
-            End::Final
-        };
-        let opts = WalkOptions {
-            max_len,
-            ..WalkOptions::default()
-        };
-        let mut w = Walker::new(&file, 0, size, end, opts, buf);
+        let mut w = whole_file(&file, path, size, max_len, buf);
         loop {
             match w.next() {
                 Step::Record { offset, framed } => {
@@ -99,16 +90,7 @@ pub struct RecordHead {
 pub fn record_heads(path: &Path, max_len: u64) -> std::io::Result<Vec<RecordHead>> {
     let file = File::open(path)?;
     let size = file.metadata()?.len();
-    let end = if crate::load::file_may_grow(path) {
-        End::Live
-    } else {
-        End::Final
-    };
-    let opts = WalkOptions {
-        max_len,
-        ..WalkOptions::default()
-    };
-    let mut w = Walker::new(&file, 0, size, end, opts, Vec::new());
+    let mut w = whole_file(&file, path, size, max_len, Vec::new());
     let mut out = Vec::new();
     loop {
         match w.next() {
@@ -160,6 +142,27 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.iter().enumerate().any(|(i, &b)| {
         b == first && hay.len() - i >= needle.len() && &hay[i..i + needle.len()] == needle
     })
+}
+
+/// A walk over the whole of `file` (`size` bytes), its tail judged as a load judges it: with
+/// its directory as its run ([`crate::load::file_may_grow`]).
+fn whole_file<'f>(
+    file: &'f File,
+    path: &Path,
+    size: u64,
+    max_len: u64,
+    buf: Vec<u8>,
+) -> Walker<'f, File> {
+    let end = if crate::load::file_may_grow(path) {
+        End::Live
+    } else {
+        End::Final
+    };
+    let opts = WalkOptions {
+        max_len,
+        ..WalkOptions::default()
+    };
+    Walker::new(file, 0, size, end, opts, buf)
 }
 
 #[cfg(test)]
