@@ -274,7 +274,7 @@ class _Sink:
 
         self.path = path
         self.fmt = fmt
-        self.file: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self.file: BinaryIO = open(path, "wb")  # closed in close()
         self.writer: Any
         if fmt == "parquet":
             import pyarrow.parquet as pq

@@ -86,7 +86,10 @@ impl NativeReader {
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
                         cache_dir=None, tail_timeout=600.0))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one parameter per Python keyword argument (pyo3 maps them)"
+    )]
     fn new(
         path: PathBuf,
         runs: Option<String>,
@@ -409,7 +412,10 @@ impl Table {
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, runs=None, tags=None, drop_tags=None, drop_steps=None,
                     preempt=false, merge=true, force=false, commit=false, threads=0))]
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one parameter per Python keyword argument (pyo3 maps them)"
+)]
 fn rewrite<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -495,7 +501,10 @@ fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> 
 /// errno: BrokenPipeError for a closed pipe) when writing fails.
 #[pyfunction]
 #[pyo3(signature = (table, *, header=true, chunk_rows=100_000, quote_chars=None, quote_empty=false, fd=None))]
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one parameter per Python keyword argument (pyo3 maps them)"
+)]
 fn to_csv<'py>(
     py: Python<'py>,
     table: &Bound<'py, PyAny>,
@@ -514,7 +523,10 @@ fn to_csv<'py>(
 }
 
 /// `to_csv`'s body.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the pyfunction's own arguments, passed through to its body"
+)]
 fn csv_of<'py>(
     py: Python<'py>,
     table: &Bound<'py, PyAny>,

@@ -13,7 +13,10 @@ pub(super) fn abs_offset(whole: &[u8], part: &[u8], whole_offset: u64) -> i64 {
 }
 
 /// Appends one value to its kind's table.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the record loop's per-value state, passed as scalars in the hot path instead of a struct built per value"
+)]
 pub fn append(
     tables: &mut Tables,
     kind: Kind,
@@ -143,7 +146,10 @@ pub fn append(
 }
 
 /// Appends a tensor-form value to its kind's table.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "as append(): the record loop's per-value state"
+)]
 pub fn append_tensor(
     tables: &mut Tables,
     kind: Kind,

@@ -639,7 +639,10 @@ impl<'o> Parser<'o> {
         id
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the record loop's per-value state, as append()"
+    )]
     fn blob_event(
         &mut self,
         tag: &str,
