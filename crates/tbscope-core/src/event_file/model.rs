@@ -12,7 +12,8 @@ pub const STOPPED_TAIL: &str = "stopped tail";
 
 /// The smallest read; larger records grow the buffer. Small enough that the buffer stays in a
 /// core's L2 cache: the kernel's copy into it and the parse reading it back then never go
-/// through main memory (4 MiB was 10% slower).
+/// through main memory (measured against larger buffers: bench/README.md, "Measurements behind
+/// code choices").
 pub(super) const CHUNK: usize = 256 << 10;
 
 /// What to read and how.
