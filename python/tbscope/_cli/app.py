@@ -14,7 +14,7 @@ import click
 if TYPE_CHECKING:
     pass
 
-from tbscope import __version__
+from tbscope._core import __version__
 
 log = logging.getLogger("tbscope")
 
