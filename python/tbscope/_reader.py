@@ -331,7 +331,7 @@ class Logdir:
         import pandas as pd
         import pyarrow as pa
 
-        from tbscope._query import SUMMARY_STATS, check_stats, summary_column
+        from tbscope._stats import SUMMARY_STATS, check_stats, summary_column
 
         chosen = check_stats(stats, SUMMARY_STATS, "summary")
         self._ensure()
@@ -545,7 +545,7 @@ class Logdir:
         import numpy as np
         import pandas as pd
 
-        from tbscope._query import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
+        from tbscope._stats import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
 
         chosen = check_stats(stats, AGGREGATE_STATS, "aggregate")
         self._ensure()

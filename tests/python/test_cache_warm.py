@@ -312,10 +312,11 @@ def test_cli_many_runs(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkey
 
 
 def _reference_summary(lg: tbscope.Logdir, stats: tuple[str, ...]) -> dict[str, Any]:
-    """``<tag>:<stat>`` columns as tbscope._query.series_stats computes them (the NumPy version
+    """``<tag>:<stat>`` columns as summary_oracle.series_stats computes them (the NumPy version
     summary() used before the statistics were native), for the tags with points."""
     import numpy as np
-    from tbscope._query import series_stats, summary_column
+    from summary_oracle import series_stats
+    from tbscope._stats import summary_column
 
     runs = [str(r) for r in lg.run_info().to_arrow().column("run").to_pylist()]
     sc = lg.scalars().to_arrow()
