@@ -9,7 +9,7 @@ of --repeat is reported), with a warm page cache:
    the generator's formula, like every other tbscope row.
 2. A logdir of 100,000 runs x 100 scalar events (``manyruns.py``): the CLI functions ``tbscope
    ls LOGDIR --format csv`` and ``tbscope summary LOGDIR --format csv`` called in-process
-   (``tbscope.cli.main.main([...], standalone_mode=False)``, stdout to a file), without and with
+   (``tbscope._cli.main.main([...], standalone_mode=False)``, stdout to a file), without and with
    ``--cache-dir``; warm output must equal cold output byte for byte. The read alone
    (``scan(...).reload()`` + ``run_info()`` + ``series()``) is timed too, to show how much of a
    command is reading and how much is the command's own work (building and printing 100,000 rows).
@@ -59,7 +59,7 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
     import pandas  # noqa: F401 - every tool's imports come before the clock starts
     import pyarrow  # noqa: F401
     import tbscope
-    from tbscope.cli import main as cli_main
+    from tbscope._cli.main import main as cli_main
 
     kind = task["task"]
     cache = task.get("cache")
@@ -439,7 +439,7 @@ def render(
             lines.append("")
         lines += [
             f"{c['runs']:,} runs × 100 scalar events, commands called in-process after imports "
-            "(`tbscope.cli.main.main([...], standalone_mode=False)`, stdout to a file), median:",
+            "(`tbscope._cli.main.main([...], standalone_mode=False)`, stdout to a file), median:",
             "",
             "| command | cold (s) | warm (s) | cold / warm | output |",
             "|---|---:|---:|---:|---|",

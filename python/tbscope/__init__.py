@@ -7,20 +7,14 @@
 
 from __future__ import annotations
 
+from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
 from tbscope._core import __version__
-from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
-
-# export and rewrite are functions named like their modules: imported here, so that the
-# function, not the module, is the package's attribute whatever imports the module later.
-from tbscope.export import ExportStats, export
-from tbscope.frames import BlobFrame, Frame, TensorFrame
-from tbscope.reader import (
-    LoadStats,
+from tbscope._export import ExportStats, export
+from tbscope._frames import BlobFrame, Frame, TensorFrame
+from tbscope._reader import (
     Logdir,
-    Problem,
-    Report,
     read_audio,
     read_histograms,
     read_images,
@@ -30,28 +24,37 @@ from tbscope.reader import (
     read_text,
     scan,
 )
-from tbscope.rewrite import RewriteStats, rewrite
+from tbscope._report import LoadStats, Problem, Report
+from tbscope._rewrite import RewriteStats
+from tbscope.errors import CorruptRecordError, QueryError, RewriteError, TbscopeError
+
+# tbscope.rewrite is a function and also a module (tbscope.rewrite.RewriteError, as the docs
+# show): the module is imported first and the function bound after it, so that the function
+# stays the package's attribute whatever imports the module later.
+_import_module("tbscope.rewrite")
+from tbscope._rewrite import rewrite  # noqa: E402 - after the module of the same name, see above
 
 if TYPE_CHECKING:
+    from tbscope._cache import CacheInfo
+    from tbscope._curves import downsample, ema
     from tbscope._projector import Embedding
-    from tbscope.cache import CacheInfo
-    from tbscope.curves import downsample, ema
-    from tbscope.query import Result, sql
+    from tbscope._query import Result
+    from tbscope._sql import sql
+    from tbscope._writer.api import SummaryWriter
     from tbscope.server import Server, serve
-    from tbscope.writer import SummaryWriter
 
 # The rest of the namespace is imported on first use (PEP 562): a command or a server that
 # needs only the reader does not pay for the writer, SQL and the server's modules.
 _LAZY = {
     "Embedding": "tbscope._projector",
-    "CacheInfo": "tbscope.cache",
-    "downsample": "tbscope.curves",
-    "ema": "tbscope.curves",
-    "Result": "tbscope.query",
-    "sql": "tbscope.query",
+    "CacheInfo": "tbscope._cache",
+    "downsample": "tbscope._curves",
+    "ema": "tbscope._curves",
+    "Result": "tbscope._query",
+    "sql": "tbscope._sql",
     "Server": "tbscope.server",
     "serve": "tbscope.server",
-    "SummaryWriter": "tbscope.writer",
+    "SummaryWriter": "tbscope._writer.api",
 }
 
 
@@ -63,7 +66,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
-    # Submodules (tbscope.writer, tbscope.query...) as attributes, as when they were imported.
+    # Public submodules (tbscope.compat, tbscope.query...) as attributes, as when they were imported.
     if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'tbscope' has no attribute {name!r}")

@@ -233,7 +233,7 @@ def rewrite(
     commit: bool = False,
     threads: int = 0,
 ) -> dict[str, Any]:
-    """Rewrite ``src`` into a staging directory next to ``dst`` (``tbscope.rewrite`` is the
+    """Rewrite ``src`` into a staging directory next to ``dst`` (``tbscope._rewrite`` is the
     API). Patterns are native regexes. Returns ``staging`` (None once committed), the counts of
     ``tbscope.RewriteStats``, ``files_out`` and ``problems`` as report tuples. Raises
     FileExistsError for an occupied ``dst`` without ``force``, ValueError for an output that is,

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Union
+
+from tbscope import _core
 
 Pattern = Union[str, "re.Pattern[str]"]
 Filter = Union[Pattern, Iterable[Pattern], None]
@@ -156,3 +159,40 @@ def kinds_list(kinds: str | Iterable[str] | None) -> list[str] | None:
     if bad:
         raise TypeError(f"kinds= takes kind names (str); got {bad[0]!r}")
     return out
+
+
+@dataclass(frozen=True)
+class ScanArgs:
+    """The native reader's arguments of one scan, as :func:`tbscope.scan` resolved them: kept
+    by a Logdir to open more readers with the same filters (streaming, the narrowed scans of
+    SQL), and hashable, so that SQL can group tables whose scans would be the same."""
+
+    runs: str | None
+    tags: str | None
+    kinds: tuple[str, ...] | None
+    step_lo: int | None
+    step_hi: int | None
+    restarts: str
+    verify: bool
+    max_record_bytes: int
+    provenance: bool
+    threads: int
+    tail_timeout: float
+    cache_dir: str | None
+
+    def open(self, path: str) -> _core.NativeReader:
+        return _core.NativeReader(
+            path,
+            runs=self.runs,
+            tags=self.tags,
+            kinds=None if self.kinds is None else list(self.kinds),
+            step_lo=self.step_lo,
+            step_hi=self.step_hi,
+            restarts=self.restarts,
+            verify=self.verify,
+            max_record_bytes=self.max_record_bytes,
+            provenance=self.provenance,
+            threads=self.threads,
+            tail_timeout=self.tail_timeout,
+            cache_dir=self.cache_dir,
+        )

@@ -140,7 +140,7 @@ class Mirror:
         self.fs, self.root = _fs(url, options)
         self.root = self.root.rstrip("/")
         if root is None:
-            from tbscope.cache import default_root
+            from tbscope._cache import default_root
 
             # Keyed by the URL and the endpoint: the same bucket name on two servers differs.
             key = json.dumps([url.rstrip("/"), str(options.get("endpoint_url") or options.get("client_kwargs") or "")])

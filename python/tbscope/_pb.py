@@ -17,7 +17,7 @@ same unless ``keep_default=True``, which fields inside a ``oneof`` need (a ``one
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -136,34 +136,36 @@ def _read_varint(buf: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
+def walk(buf: bytes) -> Iterator[tuple[int, int, int, bytes]]:
+    """The fields of one message, lazily: (field number, wire type, varint value, bytes value),
+    varints as ints (bytes ``b""``), fixed-size and length-delimited values as their bytes
+    (int 0). ValueError on malformed input."""
+    at, end = 0, len(buf)
+    while at < end:
+        k, at = _read_varint(buf, at)
+        field, wire = k >> 3, k & 7
+        if wire == VARINT:
+            value, at = _read_varint(buf, at)
+            yield field, wire, value, b""
+            continue
+        if wire == FIXED64:
+            size = 8
+        elif wire == FIXED32:
+            size = 4
+        elif wire == LEN:
+            size, at = _read_varint(buf, at)
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        if at + size > end:
+            raise ValueError(f"truncated field {field} (wire type {wire})")
+        yield field, wire, 0, bytes(buf[at : at + size])
+        at += size
+
+
 def fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
     """The fields of one message: (field number, wire type, value), with varints and fixed-size
     values as unsigned ints and length-delimited ones as bytes. ValueError on malformed input."""
-    out: list[tuple[int, int, int | bytes]] = []
-    at = 0
-    while at < len(buf):
-        k, at = _read_varint(buf, at)
-        field, wire = k >> 3, k & 7
-        value: int | bytes
-        if wire == VARINT:
-            value, at = _read_varint(buf, at)
-        elif wire == FIXED64:
-            if at + 8 > len(buf):
-                raise ValueError("truncated 64-bit field")
-            value = int.from_bytes(buf[at : at + 8], "little")
-            at += 8
-        elif wire == FIXED32:
-            if at + 4 > len(buf):
-                raise ValueError("truncated 32-bit field")
-            value = int.from_bytes(buf[at : at + 4], "little")
-            at += 4
-        elif wire == LEN:
-            n, at = _read_varint(buf, at)
-            if at + n > len(buf):
-                raise ValueError("truncated length-delimited field")
-            value = bytes(buf[at : at + n])
-            at += n
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-        out.append((field, wire, value))
-    return out
+    return [
+        (field, wire, value if wire == VARINT else int.from_bytes(raw, "little") if wire != LEN else raw)
+        for field, wire, value, raw in walk(buf)
+    ]

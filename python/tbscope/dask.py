@@ -99,7 +99,7 @@ def _frame(
     """One partition: the rows of ``kind`` in one event file (or run directory), as run ``run``."""
     import pandas as pd
 
-    from tbscope.reader import scan
+    from tbscope._reader import scan
 
     # runs=".": a run directory (restarts="preempt") without the runs nested in it.
     lg = scan(
@@ -152,7 +152,7 @@ def _meta(kind: str, scan_args: Mapping[str, Any], blobs: bool) -> pd.DataFrame:
     import dask.dataframe as dd
     import pyarrow as pa
 
-    from tbscope.reader import scan
+    from tbscope._reader import scan
 
     with tempfile.TemporaryDirectory(prefix="tbscope-meta-") as empty:
         df = _frame(kind, empty, ".", None, scan_args, blobs).iloc[:0]
@@ -186,7 +186,7 @@ def read_kind(
         import dask.dataframe as dd
     except ImportError:
         raise ImportError("tbscope.dask needs dask: pip install 'tbscope[dask]'") from None
-    from tbscope.reader import KINDS
+    from tbscope._reader import KINDS
 
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
@@ -253,7 +253,7 @@ def _arrow_part(kind: str, run: str, path: str, options: Mapping[str, Any] | Non
     """One partition as the reader's Arrow table (NaN stays NaN, nulls stay null), as run ``run``."""
     import pyarrow as pa
 
-    from tbscope.reader import scan
+    from tbscope._reader import scan
 
     lg = scan(
         path, kinds=[kind], runs=".", storage_options=options if _mirror.split_url(path)[1] else None, **scan_args
@@ -299,7 +299,7 @@ def to_parquet(
     or Dask's default scheduler). Returns what was written."""
     import dask
 
-    from tbscope.reader import KINDS
+    from tbscope._reader import KINDS
 
     kinds = list(kinds)
     bad = [k for k in kinds if k not in KINDS]

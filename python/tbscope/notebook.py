@@ -45,13 +45,13 @@ def _alive(server: Server) -> bool:
 
 
 def _serve(logdir: str | PathLike[str], host: str, port: int, **kwargs: Any) -> Server:
-    import tbscope
+    from tbscope.server import serve
 
     key = _key(logdir, host, port)
     server = _servers.get(key)
     if server is not None and _alive(server):
         return server
-    server = tbscope.serve(fspath(logdir), host=host, port=port, **kwargs)
+    server = serve(fspath(logdir), host=host, port=port, **kwargs)
     _servers[key] = server
     return server
 

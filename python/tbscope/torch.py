@@ -9,6 +9,6 @@ Importing this module does not import torch.
 
 from __future__ import annotations
 
-from tbscope.integrations.torch import Handle, watch
+from tbscope._integrations.torch import Handle, watch
 
 __all__ = ["Handle", "watch"]

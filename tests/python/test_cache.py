@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import tbscope
-from tbscope.cache import cache_dir, clear, resolve
+from tbscope._cache import cache_dir, clear, resolve
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 
@@ -620,7 +620,7 @@ def test_bad_cache_argument() -> None:
 
 def test_cli_cache_options(logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
-    from tbscope.cli import main
+    from tbscope._cli.main import main
 
     root = tmp_path / "root"
     monkeypatch.setenv("TBSCOPE_CACHE_DIR", str(root))

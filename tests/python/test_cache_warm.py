@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope.cli import main
+from tbscope._cli.main import main
 from test_cache import FILTERS, _mutations, assert_same, cold, event_files, frame_records, scalar_events, snapshot
 
 
@@ -312,10 +312,11 @@ def test_cli_many_runs(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkey
 
 
 def _reference_summary(lg: tbscope.Logdir, stats: tuple[str, ...]) -> dict[str, Any]:
-    """``<tag>:<stat>`` columns as tbscope.query.series_stats computes them (the NumPy version
+    """``<tag>:<stat>`` columns as summary_oracle.series_stats computes them (the NumPy version
     summary() used before the statistics were native), for the tags with points."""
     import numpy as np
-    from tbscope.query import series_stats, summary_column
+    from summary_oracle import series_stats
+    from tbscope._stats import summary_column
 
     runs = [str(r) for r in lg.run_info().to_arrow().column("run").to_pylist()]
     sc = lg.scalars().to_arrow()
@@ -342,7 +343,7 @@ ALL_STATS = ("last", "first", "min", "max", "argmin", "argmax", "mean", "count")
 
 def test_native_statistics_match_the_numpy_reference(tmp_path: Path) -> None:
     import numpy as np
-    from tbscope.writer import SummaryWriter
+    from tbscope._writer.api import SummaryWriter
 
     rng = np.random.default_rng(3)
     special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-300, -2.5]

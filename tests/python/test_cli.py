@@ -16,12 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import numpy as np
 import pandas as pd
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope.cli import EXIT_CODES, main
+from tbscope._cli.main import EXIT_CODES, main
 from tfrecord_util import frame
 
 crc32c = pytest.importorskip("crc32c")
@@ -932,7 +933,7 @@ def test_clean_refuses_a_single_file(corrupt):
 
 
 def test_parse_age_and_date():
-    from tbscope.clean import parse_age, parse_date
+    from tbscope._clean import parse_age, parse_date
 
     assert parse_age("30d") == 30 * 86400
     assert parse_age("12h") == 12 * 3600
@@ -1182,3 +1183,25 @@ def test_a_glob_escape_for_a_literal_bracket(tmp_path):
         r = run("ls", str(tmp_path), "--runs", glob, "--format", "csv")
         assert r.exit_code == 0, r.output
         assert pd.read_csv(io.StringIO(r.stdout))["run"].tolist() == want, glob
+
+
+def test_every_command_reading_a_logdir_takes_the_shared_scan_options():
+    # One decorator (logdir_options) gives LOGDIR and the scan flags: a command that grew its own
+    # copy would drift from the others (help text, parsing of --steps, --cache-dir checks).
+    from tbscope._cli.main import _iter_commands
+
+    for name, cmd in _iter_commands():
+        if name == "serve":  # LOGDIR may be name:path pairs; the server parses its own
+            continue
+        params = {p.name: p for p in cmd.params}
+        assert isinstance(params.get("logdir"), click.Argument), name
+        assert cmd.params[0].name == "logdir", name
+        assert "--runs" in params["runs"].opts, name
+        help_text = cmd.get_help(click.Context(cmd, info_name=name))
+        assert "Only runs matching the glob" in help_text, name
+
+
+def test_cache_dir_with_no_cache_is_a_usage_error(tmp_path):
+    r = CliRunner().invoke(main, ["ls", str(tmp_path), "--no-cache", "--cache-dir", str(tmp_path / "c")])
+    assert r.exit_code == 2, r.output
+    assert "--no-cache and --cache-dir contradict each other" in r.output

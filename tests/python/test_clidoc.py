@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope._clidoc import REGENERATE, command_examples, render
-from tbscope.cli import main
+from tbscope._cli.doc import REGENERATE, command_examples, render
+from tbscope._cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "cli.md"
@@ -68,7 +68,7 @@ def test_reference_is_markdown_safe():
 
 def test_generator_runs_as_a_module():
     env = dict(os.environ)
-    r = subprocess.run([sys.executable, "-m", "tbscope._clidoc"], capture_output=True, text=True, timeout=60, env=env)
+    r = subprocess.run([sys.executable, "-m", "tbscope._cli.doc"], capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout == render()
 

@@ -1,4 +1,4 @@
-"""The CLI's native CSV writer (``tbscope._core.to_csv`` behind ``tbscope.cli._fast_csv``) against
+"""The CLI's native CSV writer (``tbscope._core.to_csv`` behind ``tbscope._cli.output._fast_csv``) against
 pandas' ``DataFrame.to_csv``: byte for byte, or it must decline (None) and leave the table to
 pandas. Floats are where it can go wrong (shortest round-trip digits, ties, Python's layout),
 then timestamps (pandas picks their precision per chunk of rows) and quoting.
@@ -12,7 +12,7 @@ import struct
 import numpy as np
 import pandas as pd
 import pytest
-from tbscope.cli import _fast_csv
+from tbscope._cli.output import _fast_csv
 
 
 def pandas_csv(df: pd.DataFrame, header: bool = True) -> bytes:
@@ -175,7 +175,7 @@ def test_written_to_a_descriptor_as_it_is_formatted(tmp_path, monkeypatch) -> No
     import os
 
     from tbscope import _core
-    from tbscope.cli import _csv_args, _csv_table
+    from tbscope._cli.output import _csv_args, _csv_table
 
     monkeypatch.setenv("TBSCOPE_NUM_THREADS", "3")
     rng = np.random.default_rng(5)
@@ -209,7 +209,7 @@ def test_cli_csv_through_a_real_file(tmp_path, tbx_logdir) -> None:
     import sys
 
     from click.testing import CliRunner
-    from tbscope.cli import main
+    from tbscope._cli.main import main
 
     for cmd in ("ls", "summary"):
         want = CliRunner().invoke(main, [cmd, str(tbx_logdir), "--format", "csv"]).output

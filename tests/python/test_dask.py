@@ -10,8 +10,8 @@ import tbscope
 import tbscope.dask as tdask
 from click.testing import CliRunner
 from s3_util import AWS_ENV, environ, s3_server
-from tbscope.cli import main
-from tbscope.reader import KINDS
+from tbscope._cli.main import main
+from tbscope._reader import KINDS
 
 distributed = pytest.importorskip("distributed")
 

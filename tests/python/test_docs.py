@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import tbscope
-from tbscope.cli import main as cli_main
-from tbscope.reader import KINDS
+from tbscope._cli.main import main as cli_main
+from tbscope._reader import KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]

@@ -25,7 +25,7 @@ def test_one_base_class_and_the_old_names_still_work():
     import importlib
 
     query = importlib.import_module("tbscope.query")
-    rewrite = importlib.import_module("tbscope.rewrite")  # tbscope.rewrite is the function
+    rewrite = importlib.import_module("tbscope.rewrite")  # the attribute tbscope.rewrite is the function
     assert tbscope.TbscopeError is TbscopeError
     assert tbscope.CorruptRecordError is CorruptRecordError
     assert query.QueryError is QueryError is tbscope.QueryError

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tbscope
-from tbscope.experiments import hparams_children
+from tbscope._experiments import hparams_children
 
 SEEDS = (0, 1, 2)
 LRS = (0.1, 0.01)

@@ -1,4 +1,4 @@
-"""tbscope.export: CSV, Parquet, JSON lines and partitioned Parquet datasets, streamed.
+"""tbscope._export: CSV, Parquet, JSON lines and partitioned Parquet datasets, streamed.
 
 The reference is ``tbscope.read_scalars`` (itself cross-checked against TensorBoard elsewhere);
 files are read back with pandas, pyarrow and the json module, not with tbscope.
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import tbscope
-from tbscope.export import ExportStats, export
+from tbscope._export import ExportStats, export
 
 pq = pytest.importorskip("pyarrow.parquet")
 

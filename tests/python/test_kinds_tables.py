@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope.cli import main
+from tbscope._cli.main import main
 
 pytest.importorskip("tensorboard")
 pytest.importorskip("tensorboardX")
@@ -309,7 +309,7 @@ def test_logs_filters_cache_sql_and_cli(tmp_path):
 def test_sql_names_every_table(tbx_logdir):
     """`tbscope sql`'s help lists every table it serves, images, audio and blobs included,
     and each of them answers a query."""
-    from tbscope.query import TABLES
+    from tbscope._query import TABLES
 
     help_text = " ".join(CliRunner().invoke(main, ["sql", "--help"]).output.split())
     for name in TABLES:

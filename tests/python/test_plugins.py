@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tbscope
-from tbscope.plugins import merge_layouts
+from tbscope._plugins import merge_layouts
 
 LAYOUT_A = {
     "Losses": {

@@ -274,7 +274,7 @@ def test_server_profile_errors(server, path, status):
 
 def test_server_sql_has_the_new_tables(server, logdir):
     """The server's SQL names the same tables as `tbscope sql`: profiles, logs, meshes, blobs."""
-    from tbscope.query import TABLES
+    from tbscope._query import TABLES
     from tbscope.server.sql import TABLES as SERVER_TABLES
 
     assert set(SERVER_TABLES) == set(TABLES)

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from s3_util import AWS_ENV, environ, s3_server
 from server_util import get_json
 from tbscope import _mirror
-from tbscope.cli import main
-from tbscope.reader import KINDS
+from tbscope._cli.main import main
+from tbscope._reader import KINDS
 
 BUCKET = "tbscope-tests"
 

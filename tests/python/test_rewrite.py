@@ -1,4 +1,4 @@
-"""``tbscope.rewrite`` / ``tbscope rewrite``: log surgery, checked from the outside.
+"""``tbscope.rewrite()`` / ``tbscope rewrite``: log surgery, checked from the outside.
 
 Inputs are written by tensorboardX and by TensorBoard's own EventFileWriter (the shared
 fixtures, plus small logdirs made here with TensorBoard's protos for multi-value events,
@@ -31,8 +31,8 @@ from click.testing import CliRunner
 tbscope = pytest.importorskip("tbscope")
 
 import oracle  # noqa: E402
-from tbscope.cli import main  # noqa: E402
-from tbscope.reader import KINDS  # noqa: E402
+from tbscope._cli.main import main  # noqa: E402
+from tbscope._reader import KINDS  # noqa: E402
 
 # Where a row's bytes sit in its file: different after a rewrite by design.
 LOCATION = ("blob_file", "blob_offset", "file", "offset")
@@ -519,7 +519,7 @@ def test_a_mismatch_leaves_the_output_staged_and_the_name_free(tbx_logdir, tmp_p
     """The verification step on a staged output that was changed after it was written: the
     rewrite refuses to publish it."""
     from tbscope import _core
-    from tbscope.rewrite import RewriteError, _verify_and_commit
+    from tbscope._rewrite import RewriteError, _verify_and_commit
 
     dst = tmp_path / "out"
     native = _core.rewrite(str(tbx_logdir), str(dst), commit=False)

@@ -538,7 +538,7 @@ def test_cache_is_used_by_default(logdir, tmp_path, monkeypatch):
 
 def test_cli_serve_help_and_refusal(logdir):
     from click.testing import CliRunner
-    from tbscope.cli import main
+    from tbscope._cli.main import main
 
     r = CliRunner().invoke(main, ["serve", "--help"])
     assert r.exit_code == 0 and "--reload_interval" in r.output and "--path_prefix" in r.output
@@ -696,7 +696,7 @@ def test_sql_database_is_bounded_and_locked(server):
     finally:
         con.close()
     # The library's own database is untouched: still locked, without the server's bounds.
-    import tbscope.query as query
+    import tbscope._query as query
 
     lib = query._cursor(external_access=False)
     try:

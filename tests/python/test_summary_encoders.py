@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import struct
 import sys
 import wave
 from pathlib import Path
@@ -886,3 +887,26 @@ def test_every_encoder_read_back_by_tensorboard_and_tbscope(tmp_path):
     logdir = tbscope.scan(tmp_path)
     logdir.tensors()
     assert logdir.report.ok, str(logdir.report)
+
+
+def test_the_wire_walker_reads_tensorboards_bytes_and_refuses_truncated_fields():
+    # tbscope._pb.walk is the package's one protobuf decoder (compat classifies records with it).
+    ev = event_pb2.Event(
+        wall_time=1.5, step=7, summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="t", simple_value=2.0)])
+    )
+    raw = ev.SerializeToString()
+    got = [(f, w) for f, w, _, _ in _pb.walk(raw)]
+    assert got == [(1, _pb.FIXED64), (2, _pb.VARINT), (5, _pb.LEN)]
+    ((_, _, step, _),) = [x for x in _pb.walk(raw) if x[0] == 2]
+    assert step == 7
+    assert struct.unpack("<d", next(b for f, _, _, b in _pb.walk(raw) if f == 1))[0] == 1.5
+    # A prefix parses only when it ends between fields (after wall_time, after step); one that
+    # ends inside a field is an error, never a short value.
+    whole = set()
+    for cut in range(1, len(raw)):
+        try:
+            list(_pb.walk(raw[:cut]))
+        except ValueError:
+            continue
+        whole.add(cut)
+    assert whole == {9, 11}

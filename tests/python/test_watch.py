@@ -341,7 +341,7 @@ def _tbscope_writer():
     writer_class = getattr(tbscope, "SummaryWriter", None)
     if writer_class is None:
         try:
-            from tbscope.writer import SummaryWriter as writer_class
+            from tbscope._writer.api import SummaryWriter as writer_class
         except ImportError as err:
             pytest.skip(f"tbscope.SummaryWriter is not importable yet: {err}")
     return writer_class

@@ -171,7 +171,7 @@ def at_fork(**kw):
 os.register_at_fork = at_fork
 handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
 
-import tbscope, tbscope.cli, tbscope.export, tbscope.query, tbscope.clean, tbscope.compat
+import tbscope, tbscope._cli, tbscope._export, tbscope._query, tbscope._clean, tbscope.compat
 tbscope.read_scalars(sys.argv[1])
 def ours():
     return [r for r in registered if (r[1] or "").startswith("tbscope")]

@@ -541,9 +541,9 @@ pub fn push_repr(out: &mut String, x: f64) {
         out.push_str(if x.is_sign_negative() { "-0.0" } else { "0.0" });
         return;
     }
-    // zmij finds the digits (core::fmt does too, 3x slower here and rounding ties up, where
-    // Python rounds them to even); its layout differs from Python's, so only the digits and
-    // the exponent are taken from it.
+    // zmij finds the digits (core::fmt does too, slower here, and rounds ties up where Python
+    // rounds them to even); its layout differs from Python's, so only the digits and the
+    // exponent are taken from it.
     let mut buf = zmij::Buffer::new();
     let s = buf.format_finite(x.abs());
     if x < 0.0 {

@@ -86,7 +86,10 @@ impl NativeReader {
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
                         cache_dir=None, tail_timeout=600.0))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one parameter per Python keyword argument (pyo3 maps them)"
+    )]
     fn new(
         path: PathBuf,
         runs: Option<String>,
@@ -409,7 +412,10 @@ impl Table {
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, runs=None, tags=None, drop_tags=None, drop_steps=None,
                     preempt=false, merge=true, force=false, commit=false, threads=0))]
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one parameter per Python keyword argument (pyo3 maps them)"
+)]
 fn rewrite<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -495,7 +501,10 @@ fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> 
 /// errno: BrokenPipeError for a closed pipe) when writing fails.
 #[pyfunction]
 #[pyo3(signature = (table, *, header=true, chunk_rows=100_000, quote_chars=None, quote_empty=false, fd=None))]
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one parameter per Python keyword argument (pyo3 maps them)"
+)]
 fn to_csv<'py>(
     py: Python<'py>,
     table: &Bound<'py, PyAny>,
@@ -514,7 +523,10 @@ fn to_csv<'py>(
 }
 
 /// `to_csv`'s body.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the pyfunction's own arguments, passed through to its body"
+)]
 fn csv_of<'py>(
     py: Python<'py>,
     table: &Bound<'py, PyAny>,
@@ -616,7 +628,7 @@ fn read_records<'py>(
 ) -> Outcome<Vec<(u64, Bound<'py, PyBytes>)>> {
     let found = py.detach(|| {
         guarded(|| {
-            tbscope_core::event_file::raw_records(
+            tbscope_core::event_file::records::raw_records(
                 &path,
                 offsets.as_deref(),
                 containing.as_deref(),
@@ -634,7 +646,7 @@ fn read_records<'py>(
 /// The head of every whole record of one event file, in file order: (offset, step, wall_time,
 /// what, status, file_version, writer) columns as little-endian u64/i64/f64/u8/i32 buffers
 /// plus (offset, string) lists for the file versions and source writers. See
-/// `event_file::record_heads`.
+/// `event_file::records::record_heads`.
 #[pyfunction]
 #[pyo3(signature = (path, *, max_record_bytes=256 << 20))]
 #[allow(clippy::type_complexity)] // one plain tuple of columns, unpacked by its one caller
@@ -653,14 +665,14 @@ fn record_heads<'py>(
 )> {
     let heads = py.detach(|| {
         guarded(|| {
-            tbscope_core::event_file::record_heads(&path, max_record_bytes)
+            tbscope_core::event_file::records::record_heads(&path, max_record_bytes)
                 .map_err(|e| tbscope_core::Error::io(e, &path).into())
         })
     })?;
     fn column<'py, T: Copy, const N: usize>(
         py: Python<'py>,
-        heads: &[tbscope_core::event_file::RecordHead],
-        f: impl Fn(&tbscope_core::event_file::RecordHead) -> T,
+        heads: &[tbscope_core::event_file::records::RecordHead],
+        f: impl Fn(&tbscope_core::event_file::records::RecordHead) -> T,
         le: impl Fn(T) -> [u8; N],
     ) -> Bound<'py, PyBytes> {
         let mut out = Vec::with_capacity(heads.len() * N);

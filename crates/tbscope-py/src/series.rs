@@ -94,7 +94,11 @@ fn ranges(
 /// series is smoothed first (TensorBoard's EMA).
 #[pyfunction]
 #[pyo3(signature = (x, y, n, *, starts=None, ends=None, x_lo=None, x_hi=None, smoothing=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(
+    clippy::too_many_arguments,
+    clippy::type_complexity,
+    reason = "one parameter per Python keyword argument (pyo3 maps them); the result is the Python tuple it returns"
+)]
 pub fn downsample<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -115,7 +119,11 @@ pub fn downsample<'py>(
 }
 
 /// `downsample`'s body.
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(
+    clippy::too_many_arguments,
+    clippy::type_complexity,
+    reason = "downsample()'s own arguments and result, passed through"
+)]
 fn m4<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -199,7 +207,10 @@ fn m4<'py>(
 /// chunk and row order).
 #[pyfunction]
 #[pyo3(signature = (runs, tags, tag, groups, n_groups, columns))]
-#[allow(clippy::type_complexity)]
+#[allow(
+    clippy::type_complexity,
+    reason = "the Python tuple it returns, written out"
+)]
 pub fn group_rows<'py>(
     py: Python<'py>,
     runs: Vec<Bound<'py, PyAny>>,
@@ -213,7 +224,10 @@ pub fn group_rows<'py>(
 }
 
 /// `group_rows`' body.
-#[allow(clippy::type_complexity)]
+#[allow(
+    clippy::type_complexity,
+    reason = "group_rows()'s result, passed through"
+)]
 fn group<'py>(
     py: Python<'py>,
     runs: Vec<Bound<'py, PyAny>>,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from tbscope import _mirror
+from tbscope._reader import Logdir, scan
 from tbscope.compat._events import (
     AUDIO,
     COMPRESSED_HISTOGRAMS,
@@ -51,7 +52,6 @@ from tbscope.compat._wire import (
     _last_limits,
     _plugin_of,
 )
-from tbscope.reader import Logdir, scan
 
 
 def _compress_histogram(h: Any, bps: Sequence[float]) -> list[tuple[float, float]]:

@@ -36,7 +36,7 @@ STORE_EVERYTHING_SIZE_GUIDANCE = {COMPRESSED_HISTOGRAMS: 0, IMAGES: 0, AUDIO: 0,
 
 try:
     from tensorboard.backend.event_processing import event_accumulator as _tb_ea
-except Exception:  # pragma: no cover - depends on the environment
+except Exception:  # noqa: BLE001 - a TensorBoard that fails to import (e.g. a protobuf mismatch) is no TensorBoard  # pragma: no cover
     _tb_ea = None
 
 if TYPE_CHECKING or _tb_ea is None:

@@ -73,7 +73,7 @@ __all__ = ["DirectoryDeletedError"]
 
 try:
     from tensorboard.backend.event_processing.directory_watcher import DirectoryDeletedError
-except Exception:  # pragma: no cover - depends on the environment
+except Exception:  # noqa: BLE001 - a TensorBoard that fails to import is no TensorBoard  # pragma: no cover
 
     class DirectoryDeletedError(Exception):  # type: ignore[no-redef]  # TensorBoard's when installed
         """Raised by ``Reload`` when the run's directory is gone (TensorBoard's own class when

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tbscope._pb import walk as _walk
+from tbscope._reader import Logdir
 from tbscope.compat._loader import _event_files, _Replay
-from tbscope.compat._wire import _EMPTY_IDX, _NO_PROBE, _Files, _Probe, _probe_event, _scan_file_for_tag, _walk
-from tbscope.reader import Logdir
+from tbscope.compat._wire import _EMPTY_IDX, _NO_PROBE, _Files, _Probe, _probe_event, _scan_file_for_tag
 
 if TYPE_CHECKING:
     import pyarrow as pa

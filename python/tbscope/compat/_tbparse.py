@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tbscope import _mirror
+from tbscope._frames import to_ndarray
+from tbscope._reader import scan
 from tbscope.compat import _tbparse_helpers as _helpers
 from tbscope.compat._accumulator import EventAccumulator
 from tbscope.compat._events import (
@@ -62,8 +64,6 @@ from tbscope.compat._wire import (
     _Probe,
     _probe_event,
 )
-from tbscope.frames import to_ndarray
-from tbscope.reader import scan
 
 if TYPE_CHECKING:
     import pandas as pd

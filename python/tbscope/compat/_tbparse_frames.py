@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tbscope._pb import walk as _walk
 from tbscope.compat._events import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TENSORS
 from tbscope.compat._run import _Table
-from tbscope.compat._wire import _EMPTY_IDX, _walk
+from tbscope.compat._wire import _EMPTY_IDX
 
 if TYPE_CHECKING:
     pass

@@ -6,52 +6,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from tbscope import _core
+from tbscope._pb import walk as _walk  # the package's one protobuf wire decoder
 
 # --------------------------------------------------------------------------------------------
 # Protobuf wire format: just enough to classify a record without TensorBoard's protos
 # --------------------------------------------------------------------------------------------
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 70:
-            raise ValueError("malformed varint")
-
-
-def _walk(buf: bytes) -> Iterator[tuple[int, int, int, bytes]]:
-    """(field number, wire type, varint value, bytes value) of each field of a message."""
-    pos, n = 0, len(buf)
-    while pos < n:
-        key, pos = _varint(buf, pos)
-        field, wt = key >> 3, key & 7
-        if wt == 0:
-            val, pos = _varint(buf, pos)
-            yield field, wt, val, b""
-        elif wt == 1:
-            yield field, wt, 0, buf[pos : pos + 8]
-            pos += 8
-        elif wt == 2:
-            ln, pos = _varint(buf, pos)
-            yield field, wt, 0, buf[pos : pos + ln]
-            pos += ln
-        elif wt == 5:
-            yield field, wt, 0, buf[pos : pos + 4]
-            pos += 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wt}")
 
 
 # Summary.Value payload fields (summary.proto) ...

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from tbscope._clioptions import storage_option
+from tbscope._cli.options import storage_option
 from tbscope._mirror import is_url
 
 HELP = """Serve the dashboard and a REST API over LOGDIR on http://127.0.0.1:6006/.

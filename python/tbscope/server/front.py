@@ -138,7 +138,7 @@ class Front:
 def _scalars_query(query: str) -> SimpleNamespace | None:
     """The fields of a plain ``GET scalars`` (tag, runs, points, x), or None for anything
     else: other parameters, or values the API would refuse."""
-    from tbscope.curves import MIN_POINTS
+    from tbscope._curves import MIN_POINTS
     from tbscope.server.config import MAX_POINTS
 
     pairs = parse_qsl(query, keep_blank_values=True)

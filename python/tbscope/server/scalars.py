@@ -383,7 +383,7 @@ def _per_series(
         all_counts.append(len(r))
         totals.append(len(pos))
         if smoothing is not None:
-            from tbscope.curves import ema
+            from tbscope._curves import ema
 
             full = ema(idx.value[a:b], smoothing)
             all_sm.append(full[pos[r] - a])
@@ -450,7 +450,7 @@ def respond(request: Request, store: Store, q: Any) -> Response:
     """The answer to a scalars request ``q`` (the fields of ``models.ScalarsQuery``): JSON
     columns, or Arrow IPC when the request accepts it. Used by the API's endpoints and by the
     front while the API is being built (:mod:`tbscope.server.front`)."""
-    from tbscope.curves import MIN_POINTS
+    from tbscope._curves import MIN_POINTS
     from tbscope.server import encode
 
     if 0 < q.points < MIN_POINTS:

@@ -45,7 +45,7 @@ def _cursor() -> Any:
     """A connection to the server's database (opened once; a cursor costs microseconds and
     keeps its registered tables to itself)."""
     global _DB
-    from tbscope.query import _LOCKED, _duckdb
+    from tbscope._query import _LOCKED, _duckdb
 
     with _DB_LOCK:
         if _DB is None:
@@ -57,7 +57,7 @@ def _cursor() -> Any:
 
 def check_select(con: Any, query: str) -> None:
     """Refuses anything but exactly one SELECT statement."""
-    from tbscope.query import _parse
+    from tbscope._query import _parse
 
     tree = _parse(con, query)
     if tree.get("error"):
@@ -124,7 +124,7 @@ def run(store: Store, query: str, limit: int) -> tuple[pa.Table, bool]:
     """The rows of a locked-down SELECT (at most ``limit``), and whether there were more."""
     import duckdb
 
-    from tbscope.query import pushdown
+    from tbscope._query import pushdown
 
     con = _cursor()
     timer = threading.Timer(SQL_SECONDS, con.interrupt)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tbscope import _projector
-    from tbscope.reader import Logdir
+    from tbscope._reader import Logdir
 
 log = logging.getLogger("tbscope.server")
 
@@ -349,7 +349,7 @@ class Store:
         if st.logdir is not None:
             return True
         from tbscope._mirror import is_url
-        from tbscope.reader import scan
+        from tbscope._reader import scan
 
         if is_url(st.source.path):
             try:

@@ -99,14 +99,11 @@ pub(super) fn helper_mode() -> HelperMode {
 /// Keeps the helper thread off the CPU its caller runs on (Linux; elsewhere it does nothing).
 ///
 /// Why: when the other CPU is busy, the scheduler may wake the helper on the waker's CPU,
-/// where it takes over from the caller instead of running beside it. Traced on the 2-CPU
-/// bench VM while the other CPU ran someone else's build (1M values, tensorboardX's call
-/// before each): in 7 calls of 15 the helper binned all 62 pieces and the caller none, so two
-/// threads took as long as one; kept off the caller's CPU, in 0 of 12 (the caller binned
-/// everything itself, or the two shared). The other CPU is also busy in the bench without
-/// any build: tensorboardX's call leaves an OpenBLAS thread spinning (sched_yield) there for
-/// ~60 ms. Allowed every CPU but the caller's, the helper runs beside the caller when another
-/// CPU lets it, or not at all, and the caller keeps its own CPU.
+/// where it takes over from the caller instead of running beside it, and two threads take as
+/// long as one (traced on the 2-CPU bench VM: bench/README.md, "Measurements behind code
+/// choices"). The other CPU is busy in the bench too: tensorboardX's call leaves an OpenBLAS
+/// thread spinning there. Allowed every CPU but the caller's, the helper runs beside the
+/// caller when another CPU lets it, or not at all, and the caller keeps its own CPU.
 pub(super) struct Steer {
     #[cfg(target_os = "linux")]
     pub(super) thread: OnceLock<libc::pthread_t>,

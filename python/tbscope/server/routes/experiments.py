@@ -135,7 +135,7 @@ def hparams(request: Request, store: StoreDep) -> Response:
     summary="Custom-scalar layouts per run, and merged",
 )
 def custom_scalars(request: Request, store: StoreDep) -> Response:
-    from tbscope.plugins import merge_layouts
+    from tbscope._plugins import merge_layouts
 
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:

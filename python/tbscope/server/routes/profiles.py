@@ -1,5 +1,5 @@
 """``profiles``, ``profile/events`` and ``profile/operations``: the logdirs' profiles
-(:mod:`tbscope.profiles`) for the dashboard's timeline and top-operations table.
+(:mod:`tbscope._profiles`) for the dashboard's timeline and top-operations table.
 
 A profile is named by its run and its ``file`` (the path the listing gives, relative to the
 logdir); only files the listing has are opened, so nothing outside the logdirs is reachable.
@@ -38,7 +38,7 @@ _parsed_lock = threading.Lock()
 
 
 def _listing(store: Store) -> list[tuple[SourceState, dict[str, Any]]]:
-    from tbscope.profiles import find_profiles
+    from tbscope._profiles import find_profiles
 
     out = []
     for st in store.sources:
@@ -211,7 +211,7 @@ def profile_operations(
     file: File,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
 ) -> Response:
-    from tbscope.profiles import top_operations
+    from tbscope._profiles import top_operations
 
     path, events = _open(store, run, file)
     tag = _etag(request, _stamp([path]))

@@ -65,7 +65,7 @@ def tensors(
     import numpy as np
     import pyarrow.compute as pc
 
-    from tbscope.frames import to_ndarray
+    from tbscope._frames import to_ndarray
 
     etag = encode.etag(request, store.snapshot.generation)
     if (hit := encode.not_modified(request, etag)) is not None:

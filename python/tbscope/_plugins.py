@@ -50,7 +50,7 @@ def pr_curves(tensors: pa.Table) -> pa.Table:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tbscope.frames import to_ndarray
+    from tbscope._frames import to_ndarray
 
     rows = (
         tensors.filter(pc.equal(tensors.column("plugin").cast(pa.string()), "pr_curves"))
@@ -198,7 +198,7 @@ def meshes(tensors: pa.Table, series: pa.Table) -> pa.Table:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tbscope.frames import to_ndarray
+    from tbscope._frames import to_ndarray
 
     parts: dict[tuple[str, str], dict[str, Any]] = {}
     if series.num_rows:

@@ -4,86 +4,30 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from tbscope import _core, _mirror
-from tbscope._filters import Filter, compile_filter, kinds_list, parse_steps
+from tbscope import _mirror
+from tbscope._filters import Filter, ScanArgs, compile_filter, kinds_list, parse_steps
+from tbscope._frames import BlobFrame, Frame, MeshFrame, TensorFrame
+from tbscope._report import LoadStats, Problem, Report
 from tbscope.errors import CorruptRecordError
-from tbscope.frames import BlobFrame, Frame, MeshFrame, TensorFrame
 
 if TYPE_CHECKING:
-    from tbscope.cache import Cache, CacheInfo
+    from tbscope._cache import Cache, CacheInfo
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from tbscope._profiles import Profile
     from tbscope._projector import Embedding
-    from tbscope.profiles import Profile
-    from tbscope.query import Result
+    from tbscope._query import Result
 
 KINDS = ("scalars", "histograms", "images", "audio", "text", "hparams", "blobs", "tensors")
 Restarts = Literal["all", "preempt"]
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One entry of the health report."""
-
-    run: str
-    file: str
-    severity: str  # "corrupt" | "error" | "warning" | "truncated" | "info"
-    # A pending tail is "truncated"; a stopped tail is a "warning" whose reason starts with
-    # "stopped tail" (see docs/robustness.md).
-    offset: int
-    length: int
-    reason: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}@{self.offset}" if self.file else self.run
-        span = f" ({self.length} bytes)" if self.length else ""
-        return f"{self.severity}: {where}{span}: {self.reason}"
-
-
-@dataclass(frozen=True)
-class Report:
-    """What could not be read cleanly.
-
-    Severities: ``corrupt`` (bytes or values skipped: data lost), ``error`` (a file or directory
-    could not be read), ``warning`` (data kept but suspect, e.g. a NaN wall time, or a stopped
-    tail: a file no longer written ends inside a record, one record lost), ``truncated`` (a
-    pending tail: a file that may still be written ends inside a record, read again on reload)
-    and ``info``.
-    """
-
-    problems: tuple[Problem, ...]
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing was lost or unreadable: no "corrupt" or "error" entries. Warnings
-        (points kept with a null wall time, empty files) and truncated tails do not count."""
-        return not any(p.severity in ("corrupt", "error") for p in self.problems)
-
-    def by_severity(self, severity: str) -> list[Problem]:
-        return [p for p in self.problems if p.severity == severity]
-
-    def __len__(self) -> int:
-        return len(self.problems)
-
-    def __str__(self) -> str:
-        if not self.problems:
-            return "no problems"
-        return "\n".join(str(p) for p in self.problems)
-
-
-@dataclass(frozen=True)
-class LoadStats:
-    files_read: int
-    bytes_read: int
-    records: int
-    rows: int
+_T = TypeVar("_T")
 
 
 class Logdir:
@@ -96,7 +40,7 @@ class Logdir:
     def __init__(
         self,
         path: str | os.PathLike[str],
-        native_args: dict[str, Any],
+        args: ScanArgs,
         strict: bool,
         remote: _mirror.Mirror | None = None,
     ) -> None:
@@ -107,9 +51,9 @@ class Logdir:
         self.url = remote.url if remote is not None else None
         # Kept to open more readers: iter_batches() streams with a reader of its own, and
         # summary() reads hparams records that this scan's filters may leave out. With a
-        # cache, "cache_dir" travels along, so derived readers use the cache too.
-        self._native_args = native_args
-        self._native = _core.NativeReader(self.path, **native_args)
+        # cache, its directory travels along, so derived readers use the cache too.
+        self._args = args
+        self._native = args.open(self.path)
         self._strict = strict
         self._loaded = False
         self._seen_problems: set[Problem] = set()
@@ -139,7 +83,7 @@ class Logdir:
         info = self._native.cache_info()
         if info is None:
             return
-        from tbscope.cache import log as cache_log
+        from tbscope._cache import log as cache_log
 
         warnings = info[5]
         for w in warnings[self._seen_cache_warnings :]:
@@ -148,11 +92,11 @@ class Logdir:
         if debug:
             cache_log.debug("cache %s: %s (generation %s, written: %s)", info[0], info[1], info[2], info[3])
 
-    def _call(self, method: str, *args: Any) -> Any:
-        """A native method. Through a cache, a warm open decodes what a method needs when it is
-        first called, and falls back to reading the logdir if that fails: log why."""
-        out = getattr(self._native, method)(*args)
-        if "cache_dir" in self._native_args:
+    def _logged(self, out: _T) -> _T:
+        """``out``, what a native method returned, after logging the cache's news: through a
+        cache, a warm open decodes what a method needs when it is first called, and falls back
+        to reading the logdir if that fails."""
+        if self._args.cache_dir is not None:
             self._log_cache()
         return out
 
@@ -170,7 +114,7 @@ class Logdir:
         info = self._native.cache_info()
         if info is None:
             return None
-        from tbscope.cache import CacheInfo
+        from tbscope._cache import CacheInfo
 
         d, status, generation, written, dropped, warnings = info
         return CacheInfo(d, status, generation, written, dropped, tuple(warnings))
@@ -179,13 +123,13 @@ class Logdir:
     def runs(self) -> list[str]:
         """Run names: paths relative to the logdir with ``/``, ``.`` for the logdir itself."""
         self._ensure()
-        return list(self._call("run_names"))
+        return list(self._logged(self._native.run_names()))
 
     @property
     def report(self) -> Report:
         """Corrupt records, unusable values and truncated tails found so far."""
         self._ensure()
-        return Report(self._problems(self._call("report")))
+        return Report(self._problems(self._logged(self._native.report())))
 
     def _problems(self, native: list[tuple[str, str, str, int, int, str]]) -> tuple[Problem, ...]:
         """The native report, after a remote logdir's fetch failures (files named relative
@@ -198,7 +142,7 @@ class Logdir:
     def _frame(self, kind: str) -> Frame:
         cls = {"tensors": TensorFrame, "images": BlobFrame, "audio": BlobFrame, "blobs": BlobFrame}.get(kind, Frame)
         self._ensure()
-        return cls(self._call("table", kind), kind, self._blob_path)
+        return cls(self._logged(self._native.table(kind)), kind, self._blob_path)
 
     def iter_batches(
         self, kind: str = "scalars", max_rows: int = 1 << 20, max_bytes: int = 256 << 20
@@ -224,16 +168,16 @@ class Logdir:
 
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
-        if "cache_dir" in self._native_args:
+        if self._args.cache_dir is not None:
             # Through the cache, the rows are a mapping of its files: batches of the table cost
             # no memory of their own (the page cache holds them), so there is nothing to stream.
-            other = Logdir(self.path, self._native_args, self._strict, self._remote)
+            other = Logdir(self.path, self._args, self._strict, self._remote)
             frame = other.hparams_records() if kind == "hparams" else other._frame(kind)
             yield from frame.to_arrow().to_batches(max_chunksize=max_rows)
             if on_report is not None:
                 on_report(other.report)
             return
-        native = _core.NativeReader(self.path, **self._native_args)
+        native = self._args.open(self.path)
         for table in native.stream(kind, max_bytes):
             yield from pa.table(table).to_batches(max_chunksize=max_rows)
         problems = list(self._problems(native.report()))
@@ -243,7 +187,7 @@ class Logdir:
             on_report(Report(tuple(problems)))
 
     def _blob_path(self, rel: str) -> str | None:
-        p = self._call("file_path", rel)
+        p = self._logged(self._native.file_path(rel))
         return None if p is None else os.fspath(p)
 
     def scalars(self) -> Frame:
@@ -274,8 +218,8 @@ class Logdir:
     def pr_curves(self) -> Frame:
         """PR curves (``add_pr_curve``) decoded: run, tag, step, wall_time, and per row the lists
         ``thresholds``, ``tp``, ``fp``, ``tn``, ``fn``, ``precision``, ``recall``, with the raw
-        tensor (``dtype``, ``shape``, ``content``). See :mod:`tbscope.plugins`."""
-        from tbscope.plugins import pr_curves
+        tensor (``dtype``, ``shape``, ``content``). See :mod:`tbscope._plugins`."""
+        from tbscope._plugins import pr_curves
 
         return Frame(pr_curves(self.tensors().to_arrow()), "pr_curves")
 
@@ -284,14 +228,14 @@ class Logdir:
         sample (``index``) with ``vertices``, ``faces`` and ``colors``; ``to_pandas()`` gives
         them as numpy arrays of shape ``(n, 3)`` (float32, int32, uint8; None when absent) and
         ``config`` is the writer's three.js JSON. See :func:`tbscope.plugins.meshes`."""
-        from tbscope.plugins import meshes
+        from tbscope._plugins import meshes
 
         return MeshFrame(meshes(self.tensors().to_arrow(), self.series().to_arrow()), "meshes")
 
     def custom_scalars(self) -> dict[str, dict[str, Any]]:
         """Each run's custom-scalar layout (``add_custom_scalars``) as a dict shaped like the
         ``Layout`` proto; ``tbscope.plugins.merge_layouts`` merges them as TensorBoard does."""
-        from tbscope.plugins import custom_scalar_layouts
+        from tbscope._plugins import custom_scalar_layouts
 
         return custom_scalar_layouts(self.tensors().to_arrow())
 
@@ -346,12 +290,12 @@ class Logdir:
 
         An experiment is a run, except for torch's and tensorboardX's ``add_hparams``, which
         write the hparams into a child run ``<run>/<timestamp>``: that row is named after the
-        parent run holding the curves (see :mod:`tbscope.experiments` for the exact rule).
+        parent run holding the curves (see :mod:`tbscope._experiments` for the exact rule).
         """
         import pyarrow as pa
 
         self._ensure()
-        table = pa.RecordBatchReader.from_stream(self._call("hparams")).read_all()
+        table = pa.RecordBatchReader.from_stream(self._logged(self._native.hparams())).read_all()
         children = self._hparams_children(table.column("run").to_pylist()) if table.num_rows else {}
         return Frame(_name_experiments(table, children), "hparams")
 
@@ -373,7 +317,7 @@ class Logdir:
         The child run ``<run>/<timestamp>`` that torch's and tensorboardX's ``add_hparams`` write
         is joined to its parent: one row named ``<run>`` with the child's hparams, the parent's
         curves and the child's metrics (for tags the parent does not log itself). The rule is
-        in :mod:`tbscope.experiments`; with ``hparams=False`` every run is a row.
+        in :mod:`tbscope._experiments`; with ``hparams=False`` every run is a row.
         """
         import pandas as pd
 
@@ -387,13 +331,13 @@ class Logdir:
         import pandas as pd
         import pyarrow as pa
 
-        from tbscope.query import SUMMARY_STATS, check_stats, summary_column
+        from tbscope._stats import SUMMARY_STATS, check_stats, summary_column
 
         chosen = check_stats(stats, SUMMARY_STATS, "summary")
         self._ensure()
         info = self.run_info().to_arrow()
         # Per run and tag, natively: a column "<tag>:<stat>" per tag (sorted) and statistic.
-        table = pa.table(self._call("summary_table", [(s, summary_column("", s)[1:]) for s in chosen]))
+        table = pa.table(self._logged(self._native.summary_table([(s, summary_column("", s)[1:]) for s in chosen])))
         cols: dict[str, Any] = {
             "run": info.column("run").to_pandas(),
             "max_step": info.column("max_step").to_pandas(),
@@ -464,44 +408,24 @@ class Logdir:
         return out
 
     def _hparams_children(self, hparams_runs: list[str]) -> dict[str, str]:
-        """``{child: parent}``: the hparams child runs of this logdir (:mod:`tbscope.experiments`),
+        """``{child: parent}``: the hparams child runs of this logdir (:mod:`tbscope._experiments`),
         decided on the whole logdir whatever this scan's filters. ``hparams_runs``: the runs with
         hparams records."""
-        from tbscope.experiments import hparams_children
+        from tbscope._experiments import hparams_children
 
         with_hp = set(hparams_runs)
         candidates = sorted(r for r in with_hp if "/" in r and r.rsplit("/", 1)[0] not in with_hp)
         if not candidates:
             return {}
-        a = self._native_args
-        if (
-            a["runs"] is None
-            and a["tags"] is None
-            and a["kinds"] is None
-            and a["step_lo"] is None
-            and a["step_hi"] is None
-        ):
+        a = self._args
+        if a.runs is None and a.tags is None and a.kinds is None and a.step_lo is None and a.step_hi is None:
             whole = self
         else:
             exact = [re.compile("^" + re.escape(r) + "$") for r in candidates]
             # The names of every run (discovery lists runs whatever the kinds), and the series
             # of the candidates only.
-            names = scan(
-                self.path,
-                kinds=["hparams"],
-                verify=a["verify"],
-                threads=a["threads"] or None,
-                max_record_bytes=a["max_record_bytes"],
-                cache=a.get("cache_dir"),
-            ).runs
-            whole = scan(
-                self.path,
-                runs=exact,
-                verify=a["verify"],
-                threads=a["threads"] or None,
-                max_record_bytes=a["max_record_bytes"],
-                cache=a.get("cache_dir"),
-            )
+            names = self._rescan(kinds=["hparams"]).runs
+            whole = self._rescan(runs=exact)
         if whole is self:
             names = self.runs
         series = whole.series().to_arrow()
@@ -558,31 +482,38 @@ class Logdir:
         out.insert(0, "run", run_names)
         return out
 
+    def _rescan(self, runs: Filter = None, kinds: list[str] | None = None) -> Logdir:
+        """The same logdir with this scan's reading options (verification, threads, record size
+        limit, cache) but other filters: for the whole-logdir facts that its filters may hide."""
+        a = self._args
+        return scan(
+            self.path,
+            runs=runs,
+            kinds=kinds,
+            verify=a.verify,
+            threads=a.threads or None,
+            max_record_bytes=a.max_record_bytes,
+            cache=a.cache_dir,
+        )
+
     def _hparams_frame(self) -> pd.DataFrame:
         """``hparams()`` of the whole logdir (whatever this scan's tag, step and run filters)."""
-        a = self._native_args
+        a = self._args
         reusable = (
-            a["runs"] is None
-            and a["tags"] is None
-            and a["step_lo"] is None
-            and a["step_hi"] is None
-            and (a["kinds"] is None or "hparams" in a["kinds"])
+            a.runs is None
+            and a.tags is None
+            and a.step_lo is None
+            and a.step_hi is None
+            and (a.kinds is None or "hparams" in a.kinds)
         )
         if reusable:
-            hp = Frame(self._call("hparams"), "hparams").to_pandas()
+            hp = Frame(self._logged(self._native.hparams()), "hparams").to_pandas()
         else:
             # hparams records are run-level facts: tag and step filters (and a runs filter that
             # leaves out the enclosing session run) must not hide them.
-            hp_scan = scan(
-                self.path,
-                kinds=["hparams"],
-                verify=a["verify"],
-                threads=a["threads"] or None,
-                max_record_bytes=a["max_record_bytes"],
-                cache=a.get("cache_dir"),
-            )
+            hp_scan = self._rescan(kinds=["hparams"])
             hp_scan._ensure()
-            hp = Frame(hp_scan._call("hparams"), "hparams").to_pandas()
+            hp = Frame(hp_scan._logged(hp_scan._native.hparams()), "hparams").to_pandas()
         return hp
 
     def aggregate(
@@ -614,7 +545,7 @@ class Logdir:
         import numpy as np
         import pandas as pd
 
-        from tbscope.query import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
+        from tbscope._stats import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
 
         chosen = check_stats(stats, AGGREGATE_STATS, "aggregate")
         self._ensure()
@@ -675,23 +606,47 @@ class Logdir:
         external_access: bool = False,
     ) -> Result:
         """Run a SQL query over this scan's tables: see :func:`tbscope.sql`. Returns a
-        :class:`tbscope.query.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
-        from tbscope.query import sql
+        :class:`tbscope.Result` (``to_pandas()``, ``to_arrow()``, ``to_polars()``)."""
+        from tbscope import _query
 
-        return sql(self, query, params=params, max_rows=max_rows, timeout=timeout, external_access=external_access)
+        checked = _query.limits(query, max_rows, timeout, external_access, time.monotonic())
+        return _query.execute(self, query, params, checked)
+
+    def _with_args(self, args: ScanArgs) -> Logdir:
+        """This logdir, unread, scanned with other arguments (SQL's narrowed scans; a remote
+        logdir's mirror is already fetched)."""
+        return Logdir(self.path, args, self._strict)
+
+    def _sql_table(self, name: str) -> pa.Table:
+        """The SQL table ``name`` (``tbscope._query.TABLES``), read."""
+        import pyarrow as pa
+
+        if name == "summary":
+            return pa.Table.from_pandas(self.summary(), preserve_index=False)
+        tables: dict[str, Callable[[], Frame]] = {
+            "runs": self.run_info,
+            "series": self.series,
+            "hparams": self.hparams,
+            "meshes": self.meshes,
+            "logs": self.logs,
+            "profiles": self.profiles,
+            "embeddings": self.embeddings,
+        }
+        frame = tables.get(name)
+        return (frame() if frame is not None else self._frame(name)).to_arrow()
 
     def profiles(self) -> Frame:
         """Profile files under the logdir, one row each: run, session, host, time (UTC),
         size (bytes), format (``chrome_trace``, ``xplane``, ...), source (``torch`` or
-        ``profile_plugin``) and path (relative to the logdir). See :mod:`tbscope.profiles`."""
-        from tbscope.profiles import profiles_table
+        ``profile_plugin``) and path (relative to the logdir). See :mod:`tbscope._profiles`."""
+        from tbscope._profiles import profiles_table
 
         return Frame(profiles_table(self.path), "profiles")
 
     def profile(self, which: str | int) -> Profile:
         """Opens one Chrome trace of :meth:`profiles` (its ``path``, or its row number): the
-        events as a frame and :meth:`~tbscope.profiles.Profile.top_operations`."""
-        from tbscope.profiles import open_profile
+        events as a frame and :meth:`~tbscope._profiles.Profile.top_operations`."""
+        from tbscope._profiles import open_profile
 
         return open_profile(self.path, which)
 
@@ -701,17 +656,17 @@ class Logdir:
         CHECKPOINT; session logs), ``level`` (DEBUGGING, INFO, WARN, ERROR, FATAL; log
         messages), ``message`` and ``checkpoint_path`` (session logs)."""
         self._ensure()
-        return Frame(self._call("logs"), "logs")
+        return Frame(self._logged(self._native.logs()), "logs")
 
     def series(self) -> Frame:
         """One row per (run, tag): kind, plugin, plugin content, display name, description, points."""
         self._ensure()
-        return Frame(self._call("series"), "series")
+        return Frame(self._logged(self._native.series()), "series")
 
     def run_info(self) -> Frame:
         """One row per run: files, bytes, wall time range, max step, points per kind, data loss."""
         self._ensure()
-        return Frame(self._call("runs_table"), "runs")
+        return Frame(self._logged(self._native.runs_table()), "runs")
 
     def _run_facts(self) -> pa.Table:
         """``run_info()``'s columns and, per run, ``last_modified`` (the newest mtime of its event
@@ -721,7 +676,7 @@ class Logdir:
         import pyarrow as pa
 
         self._ensure()
-        return pa.table(self._call("run_facts"))
+        return pa.table(self._logged(self._native.run_facts()))
 
 
 def _name_experiments(table: pa.Table, children: dict[str, str]) -> pa.Table:
@@ -835,13 +790,13 @@ def scan(
             path = url
     elif storage_options:
         raise ValueError(f"storage_options= is for URLs (s3://..., gs://...); {os.fspath(path)!r} is a local path")
-    from tbscope.cache import resolve
+    from tbscope._cache import resolve
 
     cache_dir = resolve(path, cache)
-    native_args: dict[str, Any] = dict(
+    args = ScanArgs(
         runs=compile_filter(runs, "runs"),
         tags=compile_filter(tags, "tags"),
-        kinds=kl,
+        kinds=None if kl is None else tuple(kl),
         step_lo=lo,
         step_hi=hi,
         restarts=restarts,
@@ -851,11 +806,9 @@ def scan(
         threads=threads or 0,
         # strict=True asks for the final answer about every torn record.
         tail_timeout=0.0 if strict else float(tail_timeout),
+        cache_dir=cache_dir,
     )
-    if cache_dir is not None:
-        # Left out otherwise, so readers built from these arguments stay as before.
-        native_args["cache_dir"] = cache_dir
-    return Logdir(path, native_args, strict, remote)
+    return Logdir(path, args, strict, remote)
 
 
 def _read(kind: str, path: str | os.PathLike[str], **filters: object) -> Frame:

@@ -1,4 +1,4 @@
-"""SQL over a logdir (DuckDB), per-run summaries and seed aggregation.
+"""SQL over a logdir (DuckDB): the tables, pushdown, locked connections, limits and results.
 
 ``sql()`` reads only the tables a query names, and pushes the run, tag and step predicates of
 its WHERE clauses into the native scan, so records of other runs are not read and records of
@@ -13,27 +13,55 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
-from tbscope._filters import _escape, compile_filter
+from tbscope._filters import ScanArgs, _escape
+from tbscope._report import LoadStats, Report
 from tbscope.errors import QueryError, QueryTimeoutError, QueryTooLargeError
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
     import polars as pl
     import pyarrow as pa
 
-    from tbscope.reader import LoadStats, Logdir, Report
+__all__ = [
+    "QueryError",
+    "QueryTimeoutError",
+    "QueryTooLargeError",
+    "Result",
+    "Source",
+    "TABLES",
+    "execute",
+    "limits",
+    "pushdown",
+]
 
-__all__ = ["QueryError", "QueryTimeoutError", "QueryTooLargeError", "Result", "TABLES", "pushdown", "sql"]
+
+class Source(Protocol):
+    """What SQL needs of a scan (a :class:`tbscope.Logdir`), declared here so that the engine
+    does not import the reader that calls it (``tbscope.sql(path)`` is :mod:`tbscope._sql`)."""
+
+    _loaded: bool
+    _args: ScanArgs
+
+    @property
+    def report(self) -> Report: ...
+
+    def reload(self) -> LoadStats: ...
+
+    def _with_args(self, args: ScanArgs) -> Source:
+        """The same logdir, unread, scanned with ``args``."""
+        ...
+
+    def _sql_table(self, name: str) -> pa.Table:
+        """Table ``name`` of :data:`TABLES`, read."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -575,8 +603,6 @@ class Result:
         pushed: dict[str, Pushdown] | None = None,
         report: Report | None = None,
     ) -> None:
-        from tbscope.reader import Report
-
         self._table = table
         self.stats: dict[str, LoadStats] = stats or {}
         self.pushed: dict[str, Pushdown] = pushed or {}
@@ -625,104 +651,37 @@ class Result:
 # sql()
 
 
-def _base(source: str | os.PathLike[str] | Logdir, scan_kwargs: dict[str, Any]) -> Logdir:
-    from tbscope.reader import Logdir, scan
-
-    if isinstance(source, Logdir):
-        if scan_kwargs:
-            raise TypeError(
-                f"sql() takes scan filters ({', '.join(scan_kwargs)}) only with a path; pass them to tbscope.scan() instead"
-            )
-        return source
-    if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"sql() takes a logdir path or a tbscope.Logdir; got {type(source).__name__}")
-    return scan(source, **scan_kwargs)
-
-
-def _table_args(base: dict[str, Any], name: str, p: Pushdown) -> dict[str, Any]:
+def _table_args(base: ScanArgs, name: str, p: Pushdown) -> ScanArgs:
     """Native reader arguments for one table: the scan's own filters narrowed by the pushdown.
 
     Where the scan already filters runs or tags, its filter is kept (two regexes cannot be
     intersected into one); DuckDB applies the query's predicate on top.
     """
     spec = TABLES[name]
-    args = dict(base)
-    if args["runs"] is None and p.runs is not None:
-        args["runs"] = p.runs
+    runs = p.runs if base.runs is None else base.runs
+    tags, step_lo, step_hi = base.tags, base.step_lo, base.step_hi
     if name == "hparams":
         # hparams records are run-level facts that tag and step filters must not hide.
-        args["tags"], args["step_lo"], args["step_hi"] = None, None, None
-    elif args["tags"] is None and p.tags is not None:
-        args["tags"] = p.tags
+        tags, step_lo, step_hi = None, None, None
+    elif tags is None:
+        tags = p.tags
     lo, hi = p.steps
-    args["step_lo"] = _max_opt(args["step_lo"], lo)
-    args["step_hi"] = _min_opt(args["step_hi"], hi)
-    kinds = base["kinds"]
+    kinds = base.kinds
     if spec.kinds is not None:
-        want = [k for k in spec.kinds if kinds is None or k in kinds]
+        want = tuple(k for k in spec.kinds if base.kinds is None or k in base.kinds)
         # A kind the scan leaves out stays out (an empty table), as with Logdir.<kind>().
-        args["kinds"] = want or list(kinds or [])
-    return args
+        kinds = want or tuple(base.kinds or ())
+    return replace(
+        base, runs=runs, tags=tags, step_lo=_max_opt(step_lo, lo), step_hi=_min_opt(step_hi, hi), kinds=kinds
+    )
 
 
-def _materialise(lg: Logdir, name: str) -> pa.Table:
-    import pyarrow as pa
-
-    if name == "runs":
-        return lg.run_info().to_arrow()
-    if name == "series":
-        return lg.series().to_arrow()
-    if name == "hparams":
-        return lg.hparams().to_arrow()
-    if name == "summary":
-        return pa.Table.from_pandas(lg.summary(), preserve_index=False)
-    if name == "meshes":
-        return lg.meshes().to_arrow()
-    if name == "logs":
-        return lg.logs().to_arrow()
-    if name == "profiles":
-        return lg.profiles().to_arrow()
-    if name == "embeddings":
-        return lg.embeddings().to_arrow()
-    return lg._frame(name).to_arrow()
-
-
-def sql(
-    source: str | os.PathLike[str] | Logdir,
-    query: str,
-    *,
-    params: Sequence[Any] | Mapping[str, Any] | None = None,
-    max_rows: int | None = None,
-    timeout: float | None = None,
-    external_access: bool = False,
-    **scan_kwargs: Any,
-) -> Result:
-    """Run a DuckDB SQL query over a logdir's tables.
-
-    Tables: ``scalars``, ``tensors``, ``histograms``, ``text``, ``images``, ``audio`` (one row
-    per point), ``series`` (per run and tag), ``runs`` (per run), ``hparams`` (per run with
-    hparams) and ``summary`` (:meth:`Logdir.summary`). Only the tables the query names are read,
-    and ``run``/``tag``/``step`` predicates of its WHERE clauses are pushed into the scan.
-
-    ``source`` is a logdir or event file path (with ``scan()`` filters as keyword arguments) or a
-    :class:`tbscope.Logdir`; a Logdir that has already been read is queried from memory.
-    ``params`` fills ``?``/``$1`` (a sequence) or ``$name`` (a mapping) placeholders.
-
-    The query sees tbscope's tables and nothing else: it cannot read or write files, attach
-    databases, install or load extensions, or change DuckDB's settings (:class:`QueryError`
-    says so). ``external_access=True`` lifts that, for your own queries on your own machine
-    (never for queries that come from someone else).
-
-    ``max_rows`` raises :class:`QueryTooLargeError` when the result has more rows;
-    ``timeout`` (seconds, counted from the call) stops the query and raises
-    :class:`QueryTimeoutError` when it runs longer. Reading the logdir is not interrupted, but
-    its time counts: the query gets what is left.
-
-    >>> import tbscope
-    >>> tbscope.sql("runs/", "SELECT run, max(value) FROM scalars WHERE tag = 'acc' GROUP BY run")  # doctest: +SKIP
-    """
-    started = time.monotonic()
-    duckdb = _duckdb()
+def limits(
+    query: object, max_rows: int | None, timeout: float | None, external_access: bool, started: float
+) -> _Limits:
+    """The checked arguments of a query, before anything is read (``started``: time.monotonic()
+    when the call began, from which ``timeout`` counts)."""
+    _duckdb()  # not installed: say so before reading anything
     if not isinstance(query, str):
         raise TypeError(f"query must be a SQL string; got {type(query).__name__}")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0):
@@ -734,16 +693,19 @@ def sql(
         or not math.isfinite(timeout)
     ):
         raise ValueError(f"timeout= takes a positive number of seconds (or None for no limit); got {timeout!r}")
-    limits = _Limits(
+    return _Limits(
         max_rows,
         None if timeout is None else float(timeout),
         None if timeout is None else started + timeout,
         bool(external_access),
     )
-    lg = _base(source, scan_kwargs)
+
+
+def execute(source: Source, query: str, params: Sequence[Any] | Mapping[str, Any] | None, limits: _Limits) -> Result:
+    """Run ``query`` over ``source``'s tables within ``limits`` (see :func:`tbscope.sql`)."""
     con = _cursor(limits.external_access)
     try:
-        return _run(con, duckdb, lg, query, params, limits)
+        return _run(con, _duckdb(), source, query, params, limits)
     finally:
         con.close()
 
@@ -759,13 +721,11 @@ class _Limits:
 def _run(
     con: Any,
     duckdb: Any,
-    lg: Logdir,
+    lg: Source,
     query: str,
     params: Sequence[Any] | Mapping[str, Any] | None,
     limits: _Limits = _Limits(),
 ) -> Result:
-    from tbscope.reader import Logdir, Report
-
     pushed, select = _pushdown(con, query, params)
     if not select:
         # Statements other than one SELECT may create tables: give them a database of their
@@ -778,30 +738,31 @@ def _run(
     if lg._loaded:
         # Already in memory: reading again with filters would cost more than it saves.
         for name in pushed:
-            tables[name] = _materialise(lg, name)
+            tables[name] = lg._sql_table(name)
         problems.update(dict.fromkeys(lg.report.problems))
     else:
-        groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]]] = {}
+        groups: dict[ScanArgs, tuple[ScanArgs, list[str]]] = {}
         for name, p in pushed.items():
-            args = _table_args(lg._native_args, name, p)
-            key = tuple(sorted((k, v if k != "kinds" else None) for k, v in args.items() if k != "kinds"))
+            args = _table_args(lg._args, name, p)
+            key = replace(args, kinds=None)
             if key in groups:
                 have, names = groups[key]
                 # One scan serves every table with the same filters; None (all kinds) absorbs.
-                have["kinds"] = (
+                kinds = (
                     None
-                    if have["kinds"] is None or args["kinds"] is None
-                    else sorted(set(have["kinds"]) | set(args["kinds"]))
+                    if have.kinds is None or args.kinds is None
+                    else tuple(sorted(set(have.kinds) | set(args.kinds)))
                 )
+                groups[key] = (replace(have, kinds=kinds), names)
                 names.append(name)
             else:
                 groups[key] = (args, [name])
         for args, names in groups.values():
-            reader = Logdir(lg.path, args, lg._strict)
+            reader = lg._with_args(args)
             st = reader.reload()
             for name in names:
                 stats[name] = st
-                tables[name] = _materialise(reader, name)
+                tables[name] = reader._sql_table(name)
             problems.update(dict.fromkeys(reader.report.problems))
     timer = None
     try:
@@ -875,232 +836,3 @@ def _empty() -> pa.Table:
     import pyarrow as pa
 
     return pa.table({})
-
-
-# --------------------------------------------------------------------------------------------
-# summary(): per (run, tag) statistics in a few vectorised passes over the scalar columns.
-
-SUMMARY_STATS = ("last", "first", "min", "max", "argmin", "argmax", "mean", "count")
-_COLUMN_SUFFIX = {"argmin": "argmin_step", "argmax": "argmax_step"}
-_BLOCK = 1 << 16  # rows per pass: temporaries stay in cache instead of faulting in fresh pages
-_DENSE_LIMIT = 1 << 22
-
-
-def summary_column(tag: str, stat: str) -> str:
-    """The summary column of one tag and statistic: ``<tag>:<stat>``, ``<tag>:argmin_step``."""
-    return f"{tag}:{_COLUMN_SUFFIX.get(stat, stat)}"
-
-
-def check_stats(stats: Iterable[str], allowed: Sequence[str], what: str) -> tuple[str, ...]:
-    if isinstance(stats, str):
-        stats = (stats,)
-    out = tuple(stats)
-    bad = [s for s in out if s not in allowed]
-    if bad:
-        raise ValueError(f"unknown {what} statistic(s) {bad}; choose from {', '.join(allowed)}")
-    if not out:
-        raise ValueError(f"{what} stats= is empty; name at least one of {', '.join(allowed)}")
-    return out
-
-
-def series_stats(
-    table: pa.Table, run_names: Sequence[str], stats: Sequence[str]
-) -> tuple[list[str], dict[str, np.ndarray[Any, Any]]]:
-    """Per (run, tag) statistics of a scalars table.
-
-    Returns the sorted tag names and, per statistic, a ``[len(run_names), len(tags)]`` array:
-    float64 values (NaN where a run lacks the tag; min/max/mean skip NaN), int64 counts of
-    non-NaN values, and for argmin/argmax the step of the first point holding the extreme as
-    float64 (NaN when there is none).
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    run_index = {r: i for i, r in enumerate(run_names)}
-    batches = [b for b in table.select(["run", "tag", "step", "value"]).to_batches() if b.num_rows]
-    parts = []
-    tag_set: set[str] = set()
-    for b in batches:
-        run, tag = b.column(0), b.column(1)
-        if not isinstance(run, pa.DictionaryArray):
-            run = run.dictionary_encode()
-        if not isinstance(tag, pa.DictionaryArray):
-            tag = tag.dictionary_encode()
-        tag_set.update(tag.dictionary.to_pylist())
-        parts.append((run, tag, b.column(2).to_numpy(), b.column(3).to_numpy()))
-    tags = sorted(tag_set)
-    tag_index = {t: i for i, t in enumerate(tags)}
-    R, T = len(run_names), len(tags)
-    K = R * T
-    dense = K <= _DENSE_LIMIT
-
-    def keys_of(
-        run: pa.DictionaryArray, tag: pa.DictionaryArray
-    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        rmap = np.array([run_index[r] for r in run.dictionary.to_pylist()], dtype=np.int64)
-        tmap = np.array([tag_index[t] for t in tag.dictionary.to_pylist()], dtype=np.int64)
-        return rmap, tmap, run.indices.to_numpy(zero_copy_only=False), tag.indices.to_numpy(zero_copy_only=False)
-
-    coded = [keys_of(run, tag) + (steps, values) for run, tag, steps, values in parts]
-
-    def blocks() -> Iterator[
-        tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
-    ]:
-        """(key, position, step, value) for every block of rows; positions are global."""
-        off = 0
-        for rmap, tmap, ri, ti, steps, values in coded:
-            n = len(values)
-            for a in range(0, n, _BLOCK):
-                b = min(n, a + _BLOCK)
-                key = rmap[ri[a:b]] * T + tmap[ti[a:b]]
-                yield key, np.arange(off + a, off + b), steps[a:b], values[a:b]
-            off += n
-
-    if dense:
-        ids = None
-        nkeys = K
-    else:
-        # Too many (run, tag) pairs for dense arrays: number the pairs that occur.
-        ids = np.zeros(0, dtype=np.int64)
-        for key, _, _, _ in blocks():
-            ids = np.union1d(ids, key)
-        nkeys = len(ids)
-
-    def compact(key: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        return key if ids is None else np.searchsorted(ids, key)
-
-    want = set(stats)
-    nan = np.float64("nan")
-    big = np.iinfo(np.int64).max
-    mn = np.full(nkeys, nan)
-    mx = np.full(nkeys, nan)
-    first = np.full(nkeys, big, dtype=np.int64)
-    last = np.full(nkeys, -1, dtype=np.int64)
-    total = np.zeros(nkeys)
-    count = np.zeros(nkeys, dtype=np.int64)
-    need_min = bool(want & {"min", "argmin"})
-    need_max = bool(want & {"max", "argmax"})
-    need_sum = bool(want & {"mean", "count"})
-    for key, pos, _, v in blocks():
-        k = compact(key)
-        # fmin/fmax skip NaN (NaN only when every value is), the way pandas' min/max do.
-        if need_min:
-            np.fmin.at(mn, k, v)
-        if need_max:
-            np.fmax.at(mx, k, v)
-        np.minimum.at(first, k, pos)
-        np.maximum.at(last, k, pos)
-        if need_sum:
-            ok = ~np.isnan(v)
-            with np.errstate(invalid="ignore"):  # inf + -inf is NaN, as in pandas
-                np.add.at(total, k[ok], v[ok])
-            np.add.at(count, k[ok], 1)
-    argmin = np.full(nkeys, big, dtype=np.int64)
-    argmax = np.full(nkeys, big, dtype=np.int64)
-    if want & {"argmin", "argmax"}:
-        # Second pass: the first row of each series that holds its extreme.
-        for key, pos, _, v in blocks():
-            k = compact(key)
-            if "argmin" in want:
-                hit = v == mn[k]
-                np.minimum.at(argmin, k[hit], pos[hit])
-            if "argmax" in want:
-                hit = v == mx[k]
-                np.minimum.at(argmax, k[hit], pos[hit])
-
-    offsets = np.cumsum([0] + [len(c[5]) for c in coded])
-
-    def gather(positions: np.ndarray[Any, Any], column: int) -> np.ndarray[Any, Any]:
-        """Values (column 5) or steps (column 4) at global row positions; NaN where none."""
-        out = np.full(len(positions), nan)
-        for i, c in enumerate(coded):
-            sel = (positions >= offsets[i]) & (positions < offsets[i + 1])
-            out[sel] = c[column][positions[sel] - offsets[i]]
-        return out
-
-    present = last >= 0
-    results: dict[str, np.ndarray[Any, Any]] = {}
-    for s in stats:
-        if s == "last":
-            r = gather(last, 5)
-        elif s == "first":
-            r = gather(first, 5)
-        elif s == "min":
-            r = mn
-        elif s == "max":
-            r = mx
-        elif s == "argmin":
-            r = gather(argmin, 4)
-        elif s == "argmax":
-            r = gather(argmax, 4)
-        elif s == "mean":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r = np.where(count > 0, total / np.maximum(count, 1), nan)
-            # inf - inf sums are NaN in pandas too; nothing else to fix.
-        else:  # count
-            r = count
-        if s != "count":
-            r = np.where(present, r, nan)
-        if ids is not None:
-            full = np.zeros(K, dtype=r.dtype) if s == "count" else np.full(K, nan)
-            full[ids] = r
-            r = full
-        results[s] = r.reshape(R, T) if R and T else r.reshape(R, T)
-    return tags, results
-
-
-# --------------------------------------------------------------------------------------------
-# aggregate(): statistics across runs that differ only by seed.
-
-AGGREGATE_STATS = ("mean", "std", "min", "max", "count", "median", "var", "sem")
-
-
-def tag_matcher(tags: Any) -> Callable[[str], bool]:
-    """A Python predicate for a ``tags=`` filter (glob, compiled regex, or a list of them)."""
-    native = compile_filter(tags, "tags")
-    if native is None:
-        return lambda _t: True
-    # The native pattern is built from escapes and constructs Python's re reads the same way.
-    rx = re.compile(native)
-    return lambda t: rx.search(t) is not None
-
-
-def group_runs(by: str | re.Pattern[str], runs: Sequence[str], hparams: pd.DataFrame | None) -> dict[str, str]:
-    """Run name → group name for :meth:`Logdir.aggregate`; runs without a group are left out."""
-    import pandas as pd
-
-    if isinstance(by, str) and by.startswith("hparam:"):
-        if hparams is None:
-            raise ValueError("aggregate(by='hparam:...') needs hparams")
-        seed = by
-        cols = [c for c in hparams.columns if c.startswith("hparam:")]
-        if seed not in cols:
-            names = ", ".join(c.removeprefix("hparam:") for c in cols) or "none"
-            raise ValueError(f"no hyperparameter named {seed.removeprefix('hparam:')!r}; the runs have: {names}")
-        others = [c for c in cols if c != seed]
-        out: dict[str, str] = {}
-        for run, src, row in zip(hparams["run"], hparams["source"], hparams[others + [seed]].to_dict("records")):
-            if src is None or pd.isna(row[seed]) and all(pd.isna(row[c]) for c in others):
-                continue  # no hparams at all
-            name = ", ".join(f"{c.removeprefix('hparam:')}={row[c]}" for c in others if not pd.isna(row[c]))
-            # A Keras-style sub-run (run/train under the run holding the hparams) keeps its
-            # place, so train and validation curves are not averaged together.
-            suffix = run[len(src) + 1 :] if src not in (run, ".") else (run if src == "." and run != "." else "")
-            out[run] = f"{name}/{suffix}" if suffix else name
-        return out
-    if isinstance(by, str):
-        try:
-            rx = re.compile(by)
-        except re.error as e:
-            raise ValueError(f"by= is neither 'hparam:<name>' nor a valid regex: {e}") from e
-    elif isinstance(by, re.Pattern):
-        rx = by
-    else:
-        raise TypeError(f"by= takes a regex on run names or 'hparam:<name>'; got {type(by).__name__}")
-    out = {}
-    for run in runs:
-        m = rx.search(run)
-        if m is None:
-            continue
-        out[run] = "".join(g or "" for g in m.groups()) if rx.groups else m.group(0)
-    return out

@@ -1,4 +1,4 @@
-"""``tbscope.rewrite``: log surgery.
+"""``tbscope.rewrite()``: log surgery.
 
 A new logdir is written from an old one with tags, step ranges or the records a restart
 superseded left out, and each run's files merged into one. The new logdir is read back and
@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tbscope import _core, _mirror
 from tbscope._filters import Filter, compile_filter, parse_steps
+from tbscope._reader import KINDS, scan
+from tbscope._report import Problem, Report
 from tbscope.errors import RewriteError
-from tbscope.reader import KINDS, Problem, Report, scan
 
 if TYPE_CHECKING:
     import pyarrow as pa

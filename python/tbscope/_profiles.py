@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tbscope import _core
-from tbscope.frames import Frame
+from tbscope._frames import Frame
 
 if TYPE_CHECKING:
     import pandas as pd

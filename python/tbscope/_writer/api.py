@@ -860,7 +860,7 @@ class SummaryWriter:
         from its files; URL log_dirs cannot be read back and report none)."""
         if self._remote or not tags:
             return set()
-        from tbscope.reader import scan
+        from tbscope._reader import scan
 
         self.flush()
         exact = [re.compile("^" + re.escape(t) + "$") for t in tags]
@@ -906,7 +906,7 @@ class SummaryWriter:
         event files rather than kept in memory."""
         if self._remote:
             raise NotImplementedError("export_scalars_to_json reads the event files back: it needs a local log_dir")
-        from tbscope.reader import scan
+        from tbscope._reader import scan
 
         self.flush()
         out: dict[str, list[list[float]]] = {}

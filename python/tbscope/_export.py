@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tbscope.reader import Logdir, Problem, Report
+    from tbscope._reader import Logdir
+    from tbscope._report import Problem, Report
 
 __all__ = ["ExportStats", "FORMATS", "export"]
 
@@ -52,7 +53,7 @@ class ExportStats:
 
 
 def _empty_report() -> Report:
-    from tbscope.reader import Report
+    from tbscope._report import Report
 
     return Report(())
 
@@ -273,7 +274,7 @@ class _Sink:
 
         self.path = path
         self.fmt = fmt
-        self.file: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self.file: BinaryIO = open(path, "wb")  # closed in close()
         self.writer: Any
         if fmt == "parquet":
             import pyarrow.parquet as pq
@@ -372,7 +373,7 @@ def export(
     >>> tbscope.export("runs/", "scalars.parquet", tags="loss*")  # doctest: +SKIP
     """
     from tbscope._filters import kinds_list
-    from tbscope.reader import Logdir, scan
+    from tbscope._reader import Logdir, scan
 
     started = time.perf_counter()
     kl = kinds_list(kinds) or []
@@ -438,7 +439,7 @@ def export(
             stats.files = [str(out_path / os.path.relpath(f, staging)) for f in stats.files]
     finally:
         done()
-    from tbscope.reader import Report
+    from tbscope._report import Report
 
     stats.report = Report(tuple(problems))
     stats.seconds = time.perf_counter() - started
