@@ -5,7 +5,7 @@
  * so a spike logged once stays visible at every zoom level.
  */
 import { isAbort, type Api, type ScalarSeries, type ScalarsQuery } from "../api";
-import { emaSmooth, perPointWeight } from "../lib/smoothing";
+import { emaSmoothInto, perPointWeight } from "../lib/smoothing";
 import { mergeWindow, type SeriesColumns } from "../lib/merge";
 import { compileFilter } from "../lib/filter";
 import type { UrlState, XAxis } from "../lib/urlstate";
@@ -183,10 +183,17 @@ class ScalarCard {
   /** The longest series on the card, in logged points: the slider's weight is TensorBoard's
    * for a 1,000-point view of it, applied per logged point (see perPointWeight). */
   private longest(): number {
+    const o = this.overview;
+    if (!o) return 0;
+    // Asked once per series on every draw: computed once per overview.
+    if (this.longestOf?.map === o) return this.longestOf.n;
     let n = 0;
-    for (const d of (this.overview ?? new Map<string, RunData>()).values()) n = Math.max(n, d.total);
+    for (const d of o.values()) n = Math.max(n, d.total);
+    this.longestOf = { map: o, n };
     return n;
   }
+
+  private longestOf: { map: Map<string, RunData>; n: number } | null = null;
 
   private serverWeight(w: number): number {
     return perPointWeight(w, this.longest());
@@ -316,7 +323,8 @@ class ScalarCard {
     // as many logged points: each shown point of a downsampled series stands for total/shown.
     const shown = d.cols.value.length;
     const wp = this.serverWeight(w);
-    const ys = emaSmooth(d.cols.value, shown < d.total && shown > 0 ? Math.pow(wp, d.total / shown) : wp);
+    // The series' buffer from the last weight is reused: no garbage per slider step.
+    const ys = emaSmoothInto(d.cols.value, shown < d.total && shown > 0 ? Math.pow(wp, d.total / shown) : wp, c?.ys ?? new Float64Array(shown));
     this.smoothCache.set(d.cols, { w, ys });
     return ys;
   }
