@@ -127,7 +127,6 @@ class ScalarCard {
     this.stale = false;
     this.abort?.abort();
     const ac = (this.abort = new AbortController());
-    if (!smooth) this.el.dataset.state = "loading";
     let release: (() => void) | null = null;
     await this.view.store.runsLoaded;
     if (ac.signal.aborted) return;
@@ -141,6 +140,8 @@ class ScalarCard {
     }
     try {
       await this.view.scrollIdle(ac.signal);
+      // Loading from here: a card that a fling passes by waits without the animated bar.
+      if (!smooth) this.el.dataset.state = "loading";
       release = await this.view.queue.acquire(() => this.priority() + (smooth ? 1e8 : 0), ac.signal);
       const w = this.view.store.state.smoothing;
       const q = this.query({ smoothing: smooth ? this.serverWeight(w) : 0 });
@@ -552,14 +553,29 @@ export class ScalarsView implements View {
   }
 
   /** Resolves once the page has not scrolled for a moment: cards passing by during a fling
-   * neither fetch nor draw (the server's work and the parsing would take the frames' time). */
+   * neither fetch nor draw (the server's work and the parsing would take the frames' time). A
+   * whole animation frame must also pass without a scroll: on a busy machine frames come further
+   * apart than the pause, and a scroll that goes on every frame would look paused between two. */
   scrollIdle(signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (signal.aborted) return reject(new DOMException("aborted", "AbortError"));
-        const wait = 120 - (performance.now() - this.lastScroll);
-        if (wait <= 0) resolve();
-        else setTimeout(check, wait + 5);
+        const seen = this.lastScroll;
+        const since = performance.now() - seen;
+        // Long still (or never scrolled, as at the first load): no frame to wait for.
+        if (since > 1000) return resolve();
+        const wait = 120 - since;
+        if (wait > 0) {
+          setTimeout(check, wait + 5);
+          return;
+        }
+        requestAnimationFrame(() =>
+          setTimeout(() => {
+            if (signal.aborted) reject(new DOMException("aborted", "AbortError"));
+            else if (this.lastScroll === seen) resolve();
+            else check();
+          }, 0),
+        );
       };
       check();
     });
