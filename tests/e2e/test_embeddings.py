@@ -243,7 +243,9 @@ def test_embeddings_tab_greyed_out_only_without_embeddings(page: Page, server: S
     for srv, empty in ((server, True), (emb_server, False)):
         p.goto(srv.url + "#scalars")
         # The tabs are drawn again once the status has arrived: the scalars tab then has its count.
-        p.wait_for_function("() => /\\d+ tags?/.test(document.querySelector('.tab[data-view=\"scalars\"]')?.title ?? '')")
+        p.wait_for_function(
+            "() => /\\d+ tags?/.test(document.querySelector('.tab[data-view=\"scalars\"]')?.title ?? '')"
+        )
         classes = p.get_attribute(tab, "class") or ""
         assert ("empty" in classes.split()) is empty, classes
         assert p.get_attribute(tab, "title") == ("0 embeddings" if empty else "2 embeddings")
