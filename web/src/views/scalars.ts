@@ -98,7 +98,7 @@ class ScalarCard {
 
   private ensure(): void {
     if (this.stale) void this.load();
-    else if (!this.drawnOnce) this.view.requestDraw(this);
+    else if (!this.drawnOnce && this.display) this.view.requestDraw(this);
   }
 
   private runsToFetch(store: Store): string[] | null {
@@ -266,8 +266,9 @@ class ScalarCard {
     return false;
   }
 
-  draw(): void {
-    if (!this.display) return;
+  /** Draws the chart from the data at hand; false when there is none yet. */
+  draw(): boolean {
+    if (!this.display) return false;
     const store = this.view.store;
     const st = store.state;
     if (!this.chart) {
@@ -303,6 +304,7 @@ class ScalarCard {
       series.length === 0
         ? ""
         : `${series.length} run${series.length === 1 ? "" : "s"} · ${shown < total ? `${shown.toLocaleString()} of ${total.toLocaleString()} points (extremes kept)` : `${total.toLocaleString()} points`}${this.xWindow ? " · zoomed" : ""}`;
+    return true;
   }
 
   private x(cols: SeriesColumns, axis: XAxis): Float64Array {
@@ -550,6 +552,21 @@ export class ScalarsView implements View {
       this.content.appendChild(sec.el);
     }
     this.applyEnlarged();
+    this.startOnScreen();
+  }
+
+  /** The cards on screen start loading now rather than when the IntersectionObserver first
+   * reports them, a rendered frame later: the first chart's request follows the tags' answer. */
+  private startOnScreen(): void {
+    const main = document.getElementById("main");
+    if (!main) return;
+    const limit = main.getBoundingClientRect().bottom + 300; // the observer's margin
+    for (const el of this.content.querySelectorAll<HTMLElement>(".scalar-card")) {
+      const r = el.getBoundingClientRect();
+      if (r.top > limit) break;
+      if (r.height === 0 || r.bottom < 0) continue; // in a collapsed section, or above
+      this.cards.get(el.dataset.tag ?? "")?.setVisible(true);
+    }
   }
 
   /** Resolves once the page has not scrolled for a moment: cards passing by during a fling
@@ -608,8 +625,7 @@ export class ScalarsView implements View {
       if (performance.now() - t0 > 8 && c !== cards[0]) break;
       this.dirty.delete(c);
       const t = performance.now();
-      c.draw();
-      performance.measure("tbscope:chart-draw", { start: t, end: performance.now() });
+      if (c.draw()) performance.measure("tbscope:chart-draw", { start: t, end: performance.now() });
     }
     if (this.dirty.size > 0) this.drawRaf = requestAnimationFrame(() => this.drawFrame());
   }
