@@ -326,6 +326,25 @@ def test_url_state_round_trips(page: Page, server: Server) -> None:
     assert page.errors == []
 
 
+def test_url_follows_a_long_slider_drag(page: Page, server: Server) -> None:
+    """A drag sends an input per frame and the URL is written at most every 100 ms: it still
+    ends on the last value, and a pasted link of it restores it."""
+    open_scalars(page, server, "scalars?smoothing=0")
+    page.page.evaluate(
+        """() => { const s = document.querySelector('#smoothing');
+        for (let i = 1; i <= 300; i++) { s.value = String(0.2 + i / 1000); s.dispatchEvent(new Event('input', {bubbles: true})); } }"""
+    )
+    page.page.wait_for_function("() => location.hash.includes('smoothing=0.5')", timeout=5_000)
+    page.page.wait_for_timeout(300)  # nothing later overwrites it
+    assert "smoothing=0.5" in page.page.url
+    link = page.page.url
+    page.page.goto(server.url + "#scalars")
+    page.page.goto(link)
+    wait_card(page, "train/loss")
+    assert page.page.input_value("#smoothing") == "0.5"
+    assert page.errors == []
+
+
 def test_csv_and_png_downloads(page: Page, server: Server) -> None:
     """The CSV holds every logged point (not the downsampled ones on screen); the PNG is one."""
     open_scalars(
