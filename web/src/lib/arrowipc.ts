@@ -30,7 +30,8 @@ const TYPE_INT = 2;
 const TYPE_FLOAT = 3;
 const TYPE_UTF8 = 5;
 
-type FieldType = { kind: "int"; bits: number; signed: boolean } | { kind: "float"; bits: number } | { kind: "utf8" };
+type NumberType = { kind: "int"; bits: number; signed: boolean } | { kind: "float"; bits: number };
+type FieldType = NumberType | { kind: "utf8" };
 interface Field {
   name: string;
   type: FieldType;
@@ -151,7 +152,7 @@ function valid(v: DataView, validity: { at: number; length: number }, nulls: num
   return ((v.getUint8(validity.at + (i >> 3)) >> (i & 7)) & 1) === 1;
 }
 
-function readNumbers(v: DataView, batch: Batch, type: FieldType & { bits: number }): Float64Array {
+function readNumbers(v: DataView, batch: Batch, type: NumberType): Float64Array {
   const { length, nulls } = batch.nextNode();
   const validity = batch.nextBuffer();
   const data = batch.nextBuffer();
