@@ -176,6 +176,11 @@ export class Api {
   private pending = new Map<number, (r: ParseReply) => void>();
   private nextId = 1;
 
+  /** Start the parse worker ahead of its first answer (its script loads and compiles meanwhile). */
+  startWorker(): void {
+    this.getWorker();
+  }
+
   private getWorker(): Worker | null {
     if (this.worker === undefined) {
       try {

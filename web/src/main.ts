@@ -82,6 +82,9 @@ class App {
     // Status, runs and the view's first requests (tags, then charts) go out together: a chain
     // of round trips would come before the first chart.
     const statusP = this.api.status();
+    // The scalars' parse worker loads and starts while those requests are out, not after the
+    // first chart's answer has arrived.
+    if (this.store.state.view === "scalars") this.api.startWorker();
     const runsP = this.loadRuns().then(() => performance.mark("tbscope:runs"));
     void this.showView();
     try {
