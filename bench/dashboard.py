@@ -232,19 +232,45 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
+def cpu_session(page: Any) -> Any:
+    """A DevTools session whose duration metrics count the renderer main thread's CPU time
+    (thread ticks), which a loaded machine distorts far less than wall time."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+    return cdp
+
+
+def cpu_ms(cdp: Any) -> dict[str, float]:
+    """Main-thread CPU so far, ms: all tasks, script, style, layout."""
+    m = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
+    return {
+        "task": 1000 * m["TaskDuration"],
+        "script": 1000 * m["ScriptDuration"],
+        "style": 1000 * m["RecalcStyleDuration"],
+        "layout": 1000 * m["LayoutDuration"],
+    }
+
+
+def cpu_delta(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    return {k: b[k] - a[k] for k in a}
+
+
 def tbscope_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
     marks: list[float] = []
     polled: list[float] = []
     steps: list[dict[str, float]] = []
+    cpu: list[float] = []  # the page's main-thread CPU from navigation to the mark
     for i in range(repeat):
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
         page = ctx.new_page()
+        cdp = cpu_session(page) if i % 2 == 0 else None
         t0 = time.perf_counter()
         page.goto(url + "#scalars")
-        if i % 2 == 0:
+        if cdp is not None:
             page.wait_for_function(
                 "() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000
             )
+            cpu.append(cpu_ms(cdp)["task"])
             marks.append(
                 page.evaluate("() => performance.getEntriesByName('tbscope:first-chart-painted')[0].startTime")
             )
@@ -262,7 +288,7 @@ def tbscope_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
         else:
             polled.append(poll_first_chart(page, ".scalar-card .linechart", t0) * 1000)
         ctx.close()
-    return {"mark_ms": marks, "poll_ms": polled, "steps": steps}
+    return {"mark_ms": marks, "poll_ms": polled, "steps": steps, "cpu_ms": cpu}
 
 
 def tensorboard_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
@@ -280,13 +306,57 @@ def tensorboard_first_chart(browser: Any, url: str, repeat: int) -> dict[str, An
 SMOOTH_JS = """
 async (v) => {
   const s = document.querySelector('#smoothing');
+  performance.mark('bench:smooth-input');
   const t0 = performance.now();
   s.value = String(v);
   s.dispatchEvent(new Event('input', {bubbles: true}));
   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
-  return performance.now() - t0;
+  const ms = performance.now() - t0;
+  performance.mark('bench:smooth-painted');
+  return ms;
 }
 """
+
+
+# The trace events summed for each figure: every task, and within them the animation frame's
+# scripts and the commit.
+TRACED = {"task": "RunTask", "animation_frame": "FireAnimationFrame", "commit": "Commit"}
+TRACE_CATEGORIES = ["toplevel", "devtools.timeline", "disabled-by-default-devtools.timeline", "cc", "blink.user_timing"]
+
+
+def _thread_ms(events: list[dict[str, Any]], name: str) -> float:
+    return sum(e.get("tdur", 0) for e in events if e["name"] == name) / 1000
+
+
+def traced_smoothing_cpu(browser: Any, page: Any, repeat: int) -> list[dict[str, float]]:
+    """CPU of the renderer's main thread from each smoothing input to the end of its painted
+    frame, from a DevTools trace (thread time of the tasks in between): the input's handling,
+    the frame's scripts (the redraw) and its commit (where the canvas is rasterised)."""
+    browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
+    for i in range(repeat):
+        page.evaluate(SMOOTH_JS, 0.51 + 0.02 * (i % 10))
+        page.wait_for_timeout(300)
+    events = json.loads(browser.stop_tracing())["traceEvents"]
+    marks: dict[str, list[tuple[int, int]]] = {"bench:smooth-input": [], "bench:smooth-painted": []}
+    for e in events:
+        if e.get("name") in marks:
+            marks[e["name"]].append((e["pid"], e["ts"]))
+    if not marks["bench:smooth-input"]:
+        return []
+    pid = marks["bench:smooth-input"][0][0]
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
+    main = [
+        e
+        for e in events
+        if e.get("ph") == "X" and names.get((e["pid"], e["tid"])) == "CrRendererMain" and e["pid"] == pid
+    ]
+    out = []
+    for (_, t0), (_, t1) in zip(marks["bench:smooth-input"], marks["bench:smooth-painted"]):
+        inside = [e for e in main if e["ts"] < t1 and e["ts"] + e.get("dur", 0) > t0]
+        out.append({k: _thread_ms(inside, n) for k, n in TRACED.items()})
+    return out
 
 
 def tbscope_smoothing(browser: Any, url: str, repeat: int, runs: int) -> dict[str, Any]:
@@ -299,9 +369,18 @@ def tbscope_smoothing(browser: Any, url: str, repeat: int, runs: int) -> dict[st
     )
     page.wait_for_timeout(1500)
     foot = page.eval_on_selector(".scalar-card .card-foot", "e => e.textContent")
-    times = [page.evaluate(SMOOTH_JS, 0.5 + 0.02 * (i % 10)) for i in range(repeat)]
+    times: list[float] = []
+    draws: list[float] = []
+    for i in range(repeat):
+        page.evaluate("() => performance.clearMeasures('tbscope:chart-draw')")
+        times.append(page.evaluate(SMOOTH_JS, 0.5 + 0.02 * (i % 10)))
+        d = page.evaluate("() => performance.getEntriesByName('tbscope:chart-draw').map(e => e.duration)")
+        if d:
+            draws.append(d[0])
+    # Separately, traced (the tracing has a cost of its own): the same inputs' CPU.
+    cpu = traced_smoothing_cpu(browser, page, repeat)
     ctx.close()
-    return {"ms": times, "first_card": foot}
+    return {"ms": times, "first_card": foot, "cpu_ms": cpu, "draw_ms": draws}
 
 
 def tensorboard_smoothing(browser: Any, url: str, repeat: int) -> dict[str, Any]:
@@ -362,6 +441,8 @@ def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
     allv: list[float] = []
     p95s: list[float] = []
     floor: list[float] = []
+    cpu: list[float] = []  # main-thread CPU per frame of the scroll, ms
+    floor_cpu: list[float] = []
     for i in range(max(2, repeat // 2)):
         empty = i % 2 == 1
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -376,14 +457,25 @@ def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
         # Steady state: the charts on screen loaded and drawn (the scroll, not the first load).
         page.wait_for_load_state("networkidle")
         page.wait_for_timeout(1500)
+        cdp = cpu_session(page)
+        before = cpu_ms(cdp)
         r = page.evaluate(SCROLL_JS, 50)
+        per_frame = cpu_delta(before, cpu_ms(cdp))["task"] / max(1, len(r["intervals"]) + 1)
         if empty:
             floor.extend(r["intervals"])
+            floor_cpu.append(per_frame)
         else:
             allv.extend(r["intervals"])
             p95s.append(pct(r["intervals"], 0.95))
+            cpu.append(per_frame)
         ctx.close()
-    return {"intervals_ms": allv, "p95_per_run": p95s, "empty_intervals_ms": floor}
+    return {
+        "intervals_ms": allv,
+        "p95_per_run": p95s,
+        "empty_intervals_ms": floor,
+        "cpu_per_frame_ms": cpu,
+        "empty_cpu_per_frame_ms": floor_cpu,
+    }
 
 
 def bundle_size() -> dict[str, Any]:
@@ -497,12 +589,36 @@ def render(r: dict[str, Any]) -> str:
         ),
         ("initial JS + CSS gzipped", "<= 100 KB", f"{r['bundle']['initial_gzip_bytes'] / 1024:.1f} KB", "-"),
     ]
+    scpu = ts.get("cpu_ms", [])
+    cpu_rows = [
+        (
+            "first chart: main thread from navigation to the mark",
+            f"{med(tf.get('cpu_ms', [])):.0f} ms",
+        ),
+        (
+            "smoothing input -> painted frame: main thread (animation frame / commit)",
+            f"{med([c['task'] for c in scpu]):.1f} ms ({med([c['animation_frame'] for c in scpu]):.1f} / "
+            f"{med([c['commit'] for c in scpu]):.1f}); the first chart's redraw, in-page: "
+            f"{med(ts.get('draw_ms', [])):.1f} ms",
+        ),
+        (
+            "scrolling 50 cards: main thread per frame",
+            f"{med(sc.get('cpu_per_frame_ms', [])):.1f} ms (no run selected: "
+            f"{med(sc.get('empty_cpu_per_frame_ms', [])):.1f} ms)",
+        ),
+    ]
     out = [
         f"Dashboard bench: {c['runs']} runs x {c['tags']} tags x {c['steps']} steps, medians of {r['repeat']} (TensorBoard {r.get('tb_repeat', r['repeat'])}), load average {r['load'][0]:.1f} before / {r['load_after'][0]:.1f} after",
         "",
         "| figure | target | tbscope | TensorBoard 2.21 |",
         "|---|---|---|---|",
         *[f"| {a} | {b} | {x} | {y} |" for a, b, x, y in rows],
+        "",
+        "CPU time of the page's main thread (DevTools thread ticks; less distorted by load than wall time):",
+        "",
+        "| figure | tbscope |",
+        "|---|---|",
+        *[f"| {a} | {x} |" for a, x in cpu_rows],
         "",
         f"smoothing measured on: {ts.get('first_card', '')}",
         "first chart, where the time went (medians, ms after navigation): "

@@ -88,6 +88,40 @@ def test_scalars_chart_draws_every_selected_run(page: Page, server: Server) -> N
     assert page.errors == [] and page.dialogs == []
 
 
+def test_scalars_arrive_as_arrow_and_draw_the_same_points(page: Page, server: Server) -> None:
+    """The cards ask for Arrow IPC and read it into the points the JSON answer has."""
+    answers: list[tuple[str, str]] = []
+    page.page.on(
+        "response",
+        lambda r: answers.append((r.url, r.headers.get("content-type", ""))) if "/api/v1/scalars?" in r.url else None,
+    )
+    open_scalars(page, server, "scalars?smoothing=0&tags=train/loss")
+    loss = [(u, t) for u, t in answers if "tag=train%2Floss" in u]
+    assert loss and all(t.startswith("application/vnd.apache.arrow.stream") for _, t in loss), answers
+    with urllib.request.urlopen(loss[-1][0]) as r:  # the same request, as JSON
+        data = json.load(r)
+    shown = sum(len(s["columns"]["step"]) for s in data["series"])
+    total = sum(s["total_points"] for s in data["series"])
+    assert f"{shown:,} of {total:,} points" in card_foot(page, "train/loss")
+    cols = colors(server)
+    counts = page.page.evaluate(PIXELS_JS, ["train/loss", [cols[s["run"]] for s in data["series"]]])
+    assert all(n > 30 for n in counts), counts
+    assert page.errors == []
+
+
+def test_scalars_still_draw_from_a_json_answer(page: Page, server: Server) -> None:
+    """A proxy or server that answers the scalars request with JSON only: the chart is the same."""
+    page.page.route(
+        "**/api/v1/scalars?*",
+        lambda route: route.continue_(headers={**route.request.headers, "accept": "application/json"}),
+    )
+    open_scalars(page, server, "scalars?smoothing=0&tags=train/loss")
+    cols = colors(server)
+    counts = page.page.evaluate(PIXELS_JS, ["train/loss", [cols[r] for r in RUNS]])
+    assert all(n > 30 for n in counts), counts
+    assert page.errors == []
+
+
 def test_smoothing_slider_changes_the_line(page: Page, server: Server) -> None:
     open_scalars(page, server, "scalars?smoothing=0")
     before = page.page.evaluate(CANVAS_HASH_JS, "train/loss")
@@ -323,6 +357,25 @@ def test_url_state_round_trips(page: Page, server: Server) -> None:
     assert page.page.get_attribute('.segmented [data-x="relative"]', "aria-checked") == "true"
     assert page.page.is_checked("#log-y")
     assert "2 runs" in card_foot(page, "train/loss")
+    assert page.errors == []
+
+
+def test_url_follows_a_long_slider_drag(page: Page, server: Server) -> None:
+    """A drag sends an input per frame and the URL is written at most every 100 ms: it still
+    ends on the last value, and a pasted link of it restores it."""
+    open_scalars(page, server, "scalars?smoothing=0")
+    page.page.evaluate(
+        """() => { const s = document.querySelector('#smoothing');
+        for (let i = 1; i <= 300; i++) { s.value = String(0.2 + i / 1000); s.dispatchEvent(new Event('input', {bubbles: true})); } }"""
+    )
+    page.page.wait_for_function("() => location.hash.includes('smoothing=0.5')", timeout=5_000)
+    page.page.wait_for_timeout(300)  # nothing later overwrites it
+    assert "smoothing=0.5" in page.page.url
+    link = page.page.url
+    page.page.goto(server.url + "#scalars")
+    page.page.goto(link)
+    wait_card(page, "train/loss")
+    assert page.page.input_value("#smoothing") == "0.5"
     assert page.errors == []
 
 

@@ -228,3 +228,28 @@ def test_unavailable_method_says_why(page: Page, emb_server: Server) -> None:
     p.wait_for_selector(".emb-error")
     assert "pip install scikit-learn" in p.locator(".emb-error").inner_text()
     assert p.locator("#emb-canvas").get_attribute("data-state") == "error"
+
+
+def test_embeddings_tab_greyed_out_only_without_embeddings(page: Page, server: Server, emb_server: Server) -> None:
+    """Like the other kinds, the Embeddings tab is greyed out (class `empty`) when the logdir has
+    none; the session's main logdir has none, this module's has two."""
+    counts = api(server, "status")["kinds"]
+    if "embeddings" not in counts:
+        pytest.skip("this server's status does not count embeddings yet (kinds.embeddings)")
+    assert counts["embeddings"] == 0
+    assert api(emb_server, "status")["kinds"]["embeddings"] == 2
+    p = page.page
+    tab = '.tab[data-view="embeddings"]'
+    for srv, empty in ((server, True), (emb_server, False)):
+        p.goto(srv.url + "#scalars")
+        # The tabs are drawn again once the status has arrived: the scalars tab then has its count.
+        p.wait_for_function(
+            "() => /\\d+ tags?/.test(document.querySelector('.tab[data-view=\"scalars\"]')?.title ?? '')"
+        )
+        classes = p.get_attribute(tab, "class") or ""
+        assert ("empty" in classes.split()) is empty, classes
+        assert p.get_attribute(tab, "title") == ("0 embeddings" if empty else "2 embeddings")
+    # A greyed-out tab still opens its view (and says there is nothing to show).
+    p.goto(server.url + "#embeddings")
+    p.wait_for_selector(f"{tab}.active")
+    assert page.errors == []

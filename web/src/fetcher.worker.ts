@@ -4,33 +4,24 @@
  * (so the worker needs no network access, whatever policy its script is served with) and
  * transfers them here; the columns go back as Float64Arrays, transferred, not copied.
  */
-import { toFloat64, type JsonNumber } from "./lib/columns";
+import { parseScalarsBody } from "./lib/scalarbody";
 
 export interface ParseRequest {
   id: number;
   bytes: ArrayBuffer;
+  /** The bytes are the scalars endpoint's Arrow IPC stream, not JSON. */
+  arrow: boolean;
 }
 
 export type ParseReply = { id: number; ok: true; body: unknown } | { id: number; ok: false; message: string };
 
-const COLUMNS = ["step", "wall_time", "value", "smoothed", "relative"] as const;
-
 self.onmessage = (e: MessageEvent<ParseRequest>) => {
-  const { id, bytes } = e.data;
+  const { id, bytes, arrow } = e.data;
   const post = (reply: ParseReply, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(reply, transfer);
   try {
-    const body = JSON.parse(new TextDecoder().decode(bytes)) as { series?: { columns: Record<string, JsonNumber[] | Float64Array> }[] };
+    const body = parseScalarsBody(bytes, arrow) as { series?: { columns: Record<string, unknown> }[] };
     const transfer: Transferable[] = [];
-    for (const s of body.series ?? []) {
-      for (const k of COLUMNS) {
-        const col = s.columns[k];
-        if (col && !(col instanceof Float64Array)) {
-          const a = toFloat64(col);
-          s.columns[k] = a;
-          transfer.push(a.buffer);
-        }
-      }
-    }
+    for (const s of body.series ?? []) for (const c of Object.values(s.columns)) if (c instanceof Float64Array) transfer.push(c.buffer);
     post({ id, ok: true, body }, transfer);
   } catch (err) {
     post({ id, ok: false, message: String(err) });

@@ -18,6 +18,7 @@ interface Tab {
   id: string;
   label: string;
   kind?: string; // key in status.kinds
+  unit?: string; // what status.kinds counts for it ("tag" unless said)
   load?: () => Promise<ViewFactory>;
   later?: boolean;
 }
@@ -34,7 +35,7 @@ const TABS: Tab[] = [
   { id: "pr_curves", label: "PR curves", kind: "pr_curves", load: () => import("./views/prcurves").then((m) => m.default) },
   { id: "hparams", label: "HParams", kind: "hparams", load: () => import("./views/hparams").then((m) => m.default) },
   { id: "health", label: "Health", load: () => import("./views/health").then((m) => m.default) },
-  { id: "embeddings", label: "Embeddings", load: () => import("./views/embeddings").then((m) => m.default) },
+  { id: "embeddings", label: "Embeddings", kind: "embeddings", unit: "embedding", load: () => import("./views/embeddings").then((m) => m.default) },
   { id: "profile", label: "Profile", load: () => import("./views/profile").then((m) => m.default) },
 ];
 
@@ -81,6 +82,9 @@ class App {
     // Status, runs and the view's first requests (tags, then charts) go out together: a chain
     // of round trips would come before the first chart.
     const statusP = this.api.status();
+    // The scalars' parse worker loads and starts while those requests are out, not after the
+    // first chart's answer has arrived.
+    if (this.store.state.view === "scalars") this.api.startWorker();
     const runsP = this.loadRuns().then(() => performance.mark("tbscope:runs"));
     void this.showView();
     try {
@@ -182,8 +186,10 @@ class App {
     clear(this.nav);
     for (const t of TABS) {
       const n = this.count(t.kind);
-      const empty = t.later || (t.kind !== undefined && this.status !== null && !n);
-      const a = h("a", { href: `#${t.id}`, class: `tab${t.id === this.store.state.view ? " active" : ""}${empty ? " empty" : ""}`, "data-view": t.id, "aria-current": t.id === this.store.state.view ? "page" : null, title: t.later ? `${t.label}: coming in a later release` : typeof n === "number" ? `${n} tag${n === 1 ? "" : "s"}` : t.label }, t.label);
+      // A kind the server does not count (an older server without embeddings in its status)
+      // is not known to be empty.
+      const empty = t.later || (t.kind !== undefined && this.status !== null && n !== undefined && !n);
+      const a = h("a", { href: `#${t.id}`, class: `tab${t.id === this.store.state.view ? " active" : ""}${empty ? " empty" : ""}`, "data-view": t.id, "aria-current": t.id === this.store.state.view ? "page" : null, title: t.later ? `${t.label}: coming in a later release` : typeof n === "number" ? `${n} ${t.unit ?? "tag"}${n === 1 ? "" : "s"}` : t.label }, t.label);
       a.addEventListener("click", (e) => {
         e.preventDefault();
         this.store.update({ view: t.id, card: null });

@@ -7,6 +7,7 @@ import { buildTree, compact, flatten, type RunNode, type RunRow } from "./lib/ru
 import { button, clear, h, svgIcon } from "./dom";
 import { isHparamFilter } from "./lib/filter";
 import type { Store } from "./store";
+import type { UrlState } from "./lib/urlstate";
 
 const ROW = 24;
 const OVERSCAN = 8;
@@ -79,7 +80,11 @@ export class RunsPanel {
     });
     store.on("selection", () => this.refresh());
     store.on("hparams", () => this.fillColorBy());
-    store.on("state", () => {
+    store.on("state", (prev) => {
+      // Only the filter and the tree/list mode change this panel (a selection change comes as
+      // "selection"): a smoothing step or a new tab leaves it as it is.
+      const p = prev as UrlState | undefined;
+      if (p && p.runFilter === store.state.runFilter && p.tree === store.state.tree) return;
       if (this.input.value !== store.state.runFilter && document.activeElement !== this.input) this.input.value = store.state.runFilter;
       this.modeBtn.replaceChildren(svgIcon(store.state.tree ? "list" : "tree"));
       this.modeBtn.title = store.state.tree ? "Show a flat list" : "Show a tree by folder";

@@ -88,17 +88,53 @@ export class Store {
       patch.hidden !== undefined || patch.only !== undefined || patch.runFilter !== undefined;
     if (selectionChanged) this.syncDerived();
     const hash = formatHash(this.state);
-    if (hash !== location.hash && !(hash === "#scalars" && location.hash === "")) {
+    const shown = this.pendingHash ?? location.hash;
+    if (hash !== shown && !(hash === "#scalars" && shown === "")) {
       const navigation = (patch.view !== undefined && patch.view !== prev.view) || (patch.card !== undefined && patch.card !== prev.card);
-      if (opts.replace || !navigation) history.replaceState(null, "", hash);
-      else history.pushState(null, "", hash);
+      if (opts.replace || !navigation) this.replaceHash(hash);
+      else {
+        this.flushHash();
+        history.pushState(null, "", hash);
+      }
     }
     this.emit("state", prev);
     if (selectionChanged) this.emit("selection");
   }
 
+  private pendingHash: string | null = null;
+  private hashTimer = 0;
+  private lastHashWrite = -Infinity;
+
+  /** The URL follows the state at most every 100 ms (at once after a pause, and the last state
+   * always): a slider drag sends an input per frame, and writing the URL each time took part of
+   * the frame that should show the change. */
+  private replaceHash(hash: string): void {
+    const now = performance.now();
+    if (this.pendingHash === null && now - this.lastHashWrite >= 100) {
+      history.replaceState(null, "", hash);
+      this.lastHashWrite = now;
+      return;
+    }
+    this.pendingHash = hash;
+    if (!this.hashTimer) this.hashTimer = window.setTimeout(() => this.flushHash(), Math.max(0, 100 - (now - this.lastHashWrite)));
+  }
+
+  /** Writes a replaced URL still waiting, now. */
+  flushHash(): void {
+    window.clearTimeout(this.hashTimer);
+    this.hashTimer = 0;
+    if (this.pendingHash === null) return;
+    history.replaceState(null, "", this.pendingHash);
+    this.pendingHash = null;
+    this.lastHashWrite = performance.now();
+  }
+
   /** Back/forward or a pasted link. */
   fromHash(hash: string): void {
+    // The URL the user went to wins over one still waiting to be written.
+    window.clearTimeout(this.hashTimer);
+    this.hashTimer = 0;
+    this.pendingHash = null;
     const prev = this.state;
     this.state = parseHash(hash);
     this.syncDerived();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { emaSmooth } from "../src/lib/smoothing";
+import { emaSmooth, emaSmoothInto } from "../src/lib/smoothing";
 import { loadTensorBoardSmoother } from "./tbreference";
 
 const tb = loadTensorBoardSmoother();
@@ -33,6 +33,9 @@ describe("emaSmooth matches TensorBoard's own code", () => {
     ["constant infinity", [Infinity, Infinity]],
     ["negative and tiny", [-1e-300, 5e-324, -3, 1e308, 1e308]],
     ["noisy", Array.from({ length: 500 }, (_, i) => Math.sin(i / 7) + ((i * 7919) % 13) / 13)],
+    // Long enough for w^count to fall below 2^-54 (where the debiasing stops) at every weight
+    // below 0.99, with gaps before and after that point.
+    ["long with gaps", Array.from({ length: 5000 }, (_, i) => (i % 97 === 5 ? NaN : i % 1201 === 7 ? Infinity : Math.cos(i / 13) * 3 + (i % 5)))],
   ];
   const weights = [0, 0.1, 0.6, 0.95, 0.999, 1, -0.5, 1.5, NaN, Infinity];
   for (const [name, ys] of cases) {
@@ -46,6 +49,35 @@ describe("emaSmooth matches TensorBoard's own code", () => {
     const xs = [0, 1, 2, 100, 101, 10000];
     same(emaSmooth(ys, 0.6), reference(ys, 0.6, xs));
     same(emaSmooth(ys, 0.6), reference(ys, 0.6));
+  });
+});
+
+describe("emaSmoothInto (the slider's reused buffers)", () => {
+  const ys = [4, NaN, 1, 7, -Infinity, 2, 9, 3];
+  it("writes into the buffer it is given and returns it", () => {
+    const buf = new Float64Array(ys.length);
+    const out = emaSmoothInto(ys, 0.6, buf);
+    expect(out).toBe(buf);
+    same(out, reference(ys, 0.6));
+  });
+  it("overwrites what a previous weight left, in the same buffer", () => {
+    const buf = emaSmoothInto(ys, 0.95, new Float64Array(ys.length));
+    same(emaSmoothInto(ys, 0.3, buf), reference(ys, 0.3));
+    same(emaSmoothInto(ys, 0, buf), ys);
+  });
+  it("leaves the rest of a longer buffer alone", () => {
+    const buf = new Float64Array(ys.length + 2).fill(-1);
+    emaSmoothInto(ys, 0.6, buf);
+    same(buf.subarray(0, ys.length), reference(ys, 0.6));
+    expect(Array.from(buf.subarray(ys.length))).toEqual([-1, -1]);
+  });
+  it("refuses a buffer too short", () => {
+    expect(() => emaSmoothInto(ys, 0.6, new Float64Array(3))).toThrow(RangeError);
+  });
+  it("the first point of a constant or unsmoothed series is copied as is", () => {
+    const buf = new Float64Array(3);
+    expect(Array.from(emaSmoothInto([0.1, 0.1, 0.1], 0.6, buf))).toEqual([0.1, 0.1, 0.1]);
+    expect(Array.from(emaSmoothInto([5, 6, 7], 0, buf))).toEqual([5, 6, 7]);
   });
 });
 

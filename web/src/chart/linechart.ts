@@ -1,14 +1,17 @@
 /**
- * One scalar chart: every selected run as a line (raw faint behind, smoothed on top), drawn by
- * uPlot in its faceted mode (mode 2), where each series has its own x column. Runs downsampled
- * by the server do not share x values, and aligning 200 runs on a union of x values would cost
- * 200 times the points; per-series columns draw straight from what the server sent.
+ * One scalar chart: every selected run as a line (raw faint behind, smoothed on top). uPlot, in
+ * its faceted mode (mode 2), draws the axes and grid and handles the cursor and the zoom
+ * selection; the lines are stroked here, each run from its own x column. Runs downsampled by the
+ * server do not share x values (aligning 200 runs on a union of x values would cost 200 times the
+ * points), and uPlot's per-series Path2D building took most of a smoothing frame: one plain
+ * canvas path per run, from a multiply-add per coordinate, costs a fraction of it.
  */
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { XAxis } from "../lib/urlstate";
 import { nearestIndex } from "../lib/columns";
 import { yRange, type Slice } from "../lib/yrange";
+import { axisMap, tracePolyline, type AxisMap } from "../lib/polyline";
 import { fmtDuration, fmtNum, fmtStep, fmtTime } from "./format";
 import { h, clear } from "../dom";
 import { themeColors } from "../theme";
@@ -33,25 +36,8 @@ export interface LineChartOptions {
   onDraw?: () => void;
 }
 
-type FacetData = [null, ...[Float64Array, Float64Array | (number | null)[]][]];
-
-function drawable(ys: Float64Array, log: boolean): Float64Array | (number | null)[] {
-  // Non-finite values (and non-positive ones on a log axis) become gaps: drawn as nothing,
-  // never as a line to a made-up point; the tooltip still lists them. The usual all-finite
-  // series goes to uPlot as it is, without a copy.
-  let clean = true;
-  for (let i = 0; i < ys.length && clean; i++) {
-    const v = ys[i]!;
-    if (!Number.isFinite(v) || (log && v <= 0)) clean = false;
-  }
-  if (clean) return ys;
-  const out: (number | null)[] = new Array(ys.length);
-  for (let i = 0; i < ys.length; i++) {
-    const v = ys[i]!;
-    out[i] = Number.isFinite(v) && (!log || v > 0) ? v : null;
-  }
-  return out;
-}
+/** Vertices closer than this (canvas pixels, both directions) to the last one drawn merge into it. */
+const MERGE_PX = 0.5;
 
 function lowerBound(xs: Float64Array, x: number): number {
   let lo = 0;
@@ -96,19 +82,12 @@ export class LineChart {
   }
 
   setData(series: LineSeries[]): void {
-    const sameShape =
-      this.u !== null &&
-      series.length > 0 &&
-      series.length === this.series.length &&
-      series.every((s, i) => s.key === this.series[i]!.key && s.color === this.series[i]!.color && (s.smoothed === null) === (this.series[i]!.smoothed === null));
     this.series = series;
     this.empty.classList.toggle("show", series.length === 0);
-    if (sameShape) {
-      this.u!.setData(this.facetData() as unknown as uPlot.AlignedData, false);
-      this.rescale();
-    } else {
-      this.build();
-    }
+    // The lines are drawn from this.series in the draw hooks: new data needs no new uPlot, only
+    // a redraw (rescale draws, synchronously).
+    if (this.u === null) this.build();
+    else this.rescale();
   }
 
   /** The x extent of the data (all series). */
@@ -129,7 +108,23 @@ export class LineChart {
     return this.zoom ?? this.dataXRange();
   }
 
+  /** The last y range and what it was computed from: a smoothing change keeps both. */
+  private yCache: { values: Float64Array[]; xs: Float64Array[]; xw: [number, number] | null; ignore: boolean; log: boolean; range: [number, number] } | null = null;
+
   private yWindow(xw: [number, number] | null): [number, number] {
+    const c = this.yCache;
+    const ignore = this.opts.ignoreOutliers;
+    const log = this.opts.logY;
+    if (
+      c &&
+      c.ignore === ignore &&
+      c.log === log &&
+      (c.xw === xw || (c.xw !== null && xw !== null && c.xw[0] === xw[0] && c.xw[1] === xw[1])) &&
+      c.values.length === this.series.length &&
+      this.series.every((s, i) => s.value === c.values[i] && s.x === c.xs[i])
+    ) {
+      return c.range;
+    }
     const slices: Slice[] = [];
     for (const s of this.series) {
       const a = xw ? lowerBound(s.x, xw[0]) : 0;
@@ -139,15 +134,53 @@ export class LineChart {
       // layer be drawn once and reused while the slider moves.
       slices.push({ values: s.value, start: a, end: b });
     }
-    return yRange(slices, { ignoreOutliers: this.opts.ignoreOutliers, log: this.opts.logY }) ?? (this.opts.logY ? [0.1, 10] : [0, 1]);
+    const range = yRange(slices, { ignoreOutliers: ignore, log }) ?? (log ? [0.1, 10] : [0, 1]);
+    this.yCache = { values: this.series.map((s) => s.value), xs: this.series.map((s) => s.x), xw: xw ? [xw[0], xw[1]] : null, ignore, log, range };
+    return range;
   }
 
-  private facetData(): FacetData {
-    const log = this.opts.logY;
+  /** Pixel maps of the current scales, in canvas pixels. */
+  private maps(u: uPlot): [AxisMap, AxisMap] {
+    const { left, top, width, height } = u.bbox;
+    const sx = u.scales.x!;
+    const sy = u.scales.y!;
+    return [axisMap(sx.min!, sx.max!, left, left + width, false), axisMap(sy.min!, sy.max!, top + height, top, this.opts.logY)];
+  }
+
+  /** Strokes each series' ys as one path, clipped to the plot. */
+  private strokeLines(ctx: CanvasRenderingContext2D, u: uPlot, lines: { s: LineSeries; ys: Float64Array; color: string }[], width: number): void {
+    if (lines.length === 0) return;
+    const [ax, ay] = this.maps(u);
+    const { left, top, width: w, height } = u.bbox;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, w, height);
+    ctx.clip();
+    ctx.lineWidth = width;
+    ctx.lineJoin = "round";
+    ctx.lineCap = "butt";
+    for (const { s, ys, color } of lines) {
+      ctx.strokeStyle = color;
+      ctx.beginPath();
+      tracePolyline(s.x, ys, Math.min(s.x.length, ys.length), ax, ay, MERGE_PX, ctx);
+      ctx.stroke();
+    }
+    ctx.restore();
+  }
+
+  /** Many lines: one device pixel wide, which software rasterisers draw as hairlines, several
+   * times faster than wider antialiased strokes; few lines: a little heavier, easier to read. */
+  private lineWidth(): number {
+    return this.series.length > 20 ? 1 / devicePixelRatio : 1.5;
+  }
+
+  /** The lines in front: smoothed where there is smoothing, raw otherwise (runs first, then smoothed ones on top). */
+  private drawLines(u: uPlot): void {
     const smoothing = this.series.some((s) => s.smoothed);
-    const raw = this.series.filter((s) => !(smoothing && s.smoothed)).map((s) => [s.x, drawable(s.value, log)] as [Float64Array, Float64Array | (number | null)[]]);
-    const sm = this.series.filter((s) => s.smoothed).map((s) => [s.x, drawable(s.smoothed!, log)] as [Float64Array, Float64Array | (number | null)[]]);
-    return [null, ...raw, ...sm];
+    const lines: { s: LineSeries; ys: Float64Array; color: string }[] = [];
+    for (const s of this.series) if (!(smoothing && s.smoothed)) lines.push({ s, ys: s.value, color: s.color });
+    for (const s of this.series) if (s.smoothed) lines.push({ s, ys: s.smoothed, color: s.color });
+    this.strokeLines(u.ctx, u, lines, this.lineWidth());
   }
 
   /**
@@ -169,32 +202,7 @@ export class LineChart {
       canvas.height = u.ctx.canvas.height;
       const ctx = canvas.getContext("2d")!;
       ctx.clearRect(0, 0, canvas.width, canvas.height);
-      const { left, top, width, height } = u.bbox;
-      ctx.save();
-      ctx.beginPath();
-      ctx.rect(left, top, width, height);
-      ctx.clip();
-      ctx.lineWidth = 1;
-      const log = this.opts.logY;
-      for (const s of smoothed) {
-        ctx.strokeStyle = s.color + "40";
-        ctx.beginPath();
-        let pen = false;
-        for (let i = 0; i < s.x.length; i++) {
-          const y = s.value[i]!;
-          if (!Number.isFinite(y) || (log && y <= 0)) {
-            pen = false;
-            continue;
-          }
-          const px = u.valToPos(s.x[i]!, "x", true);
-          const py = u.valToPos(y, "y", true);
-          if (pen) ctx.lineTo(px, py);
-          else ctx.moveTo(px, py);
-          pen = true;
-        }
-        ctx.stroke();
-      }
-      ctx.restore();
+      this.strokeLines(ctx, u, smoothed.map((s) => ({ s, ys: s.value, color: s.color + "40" })), 1);
       this.rawLayer = { canvas, key, data: smoothed };
     }
     u.ctx.drawImage(this.rawLayer!.canvas, 0, 0);
@@ -228,35 +236,9 @@ export class LineChart {
     this.width = Math.max(100, Math.floor(rect.width));
     this.height = Math.max(80, Math.floor(rect.height));
     const t = themeColors();
-    const smoothing = this.series.some((s) => s.smoothed);
-    // Many lines: one device pixel wide, which software rasterisers draw as hairlines, several
-    // times faster than wider antialiased strokes; few lines: a little heavier, easier to read.
-    const lineWidth = this.series.length > 20 ? 1 / devicePixelRatio : 1.5;
-    const seriesOpts: uPlot.Series[] = [{}];
-    for (const s of this.series) {
-      if (smoothing && s.smoothed) continue; // its raw line is in the cached faint layer
-      seriesOpts.push({
-        label: s.key,
-        stroke: s.color,
-        width: lineWidth,
-        points: { show: false },
-        facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }],
-      } as uPlot.Series);
-    }
-    for (const s of this.series) {
-      if (!s.smoothed) continue;
-      seriesOpts.push({
-        label: s.key,
-        stroke: s.color,
-        width: lineWidth,
-        points: { show: false },
-        facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }],
-      } as uPlot.Series);
-    }
-    // uPlot's faceted mode needs one series to take the x scale from: an empty chart (no
-    // selected run has this tag) gets an invisible one.
-    const empty = seriesOpts.length === 1;
-    if (empty) seriesOpts.push({ show: false, points: { show: false }, facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }] } as uPlot.Series);
+    // uPlot's faceted mode takes the x scale from a series: one invisible, empty one. The lines
+    // are stroked in the draw hooks (drawLines), not by uPlot.
+    const seriesOpts: uPlot.Series[] = [{}, { show: false, points: { show: false }, facets: [{ scale: "x", auto: false }, { scale: "y", auto: false }] } as uPlot.Series];
     const axisFont = `11px ${t.font}`;
     const xfmt = this.xFormatter();
     const isTime = this.opts.xAxis === "wall_time";
@@ -302,10 +284,10 @@ export class LineChart {
         setSelect: [(u) => this.onSelect(u)],
         setCursor: [(u) => this.onCursor(u)],
         drawAxes: [(u) => this.drawRawLayer(u)],
-        draw: [(u) => this.drawMarks(u), () => this.opts.onDraw?.()],
+        draw: [(u) => this.drawLines(u), (u) => this.drawMarks(u), () => this.opts.onDraw?.()],
       },
     };
-    const data = empty ? [null, [new Float64Array(0), new Float64Array(0)]] : this.facetData();
+    const data = [null, [new Float64Array(0), new Float64Array(0)]];
     this.u = new uPlot(opts, data as unknown as uPlot.AlignedData, (u, init) => {
       this.root.insertBefore(u.root, this.tooltip);
       init();

@@ -5,8 +5,16 @@
  * debiasing would otherwise add float noise to a flat line).
  */
 export function emaSmooth(values: ArrayLike<number>, weight: number): Float64Array {
+  return emaSmoothInto(values, weight, new Float64Array(values.length));
+}
+
+/**
+ * emaSmooth into `out` (at least as long as `values`), which is returned: a slider move smooths
+ * every series of the charts on screen, and reusing their buffers keeps that free of garbage.
+ */
+export function emaSmoothInto(values: ArrayLike<number>, weight: number, out: Float64Array): Float64Array {
   const n = values.length;
-  const out = new Float64Array(n);
+  if (out.length < n) throw new RangeError(`emaSmoothInto: a buffer of ${out.length} for ${n} values`);
   let w = Number.isFinite(weight) ? weight : 0;
   w = Math.min(1, Math.max(0, w));
   const first = n > 0 ? values[0]! : NaN;
@@ -24,6 +32,10 @@ export function emaSmooth(values: ArrayLike<number>, weight: number): Float64Arr
   }
   let last = 0;
   let count = 0;
+  // TensorBoard divides by 1 - w^count. Once w^count is below 2^-54, 1 - w^count rounds to
+  // exactly 1 and stays there (w < 1), so Math.pow, the loop's dearest step, stops there with
+  // bit-identical results.
+  let debiasing = w < 1;
   for (let i = 0; i < n; i++) {
     const y = values[i]!;
     if (!Number.isFinite(y)) {
@@ -32,8 +44,13 @@ export function emaSmooth(values: ArrayLike<number>, weight: number): Float64Arr
     }
     last = last * w + (1 - w) * y;
     count++;
-    const debias = w === 1 ? 1 : 1 - Math.pow(w, count);
-    out[i] = last / debias;
+    if (debiasing) {
+      const p = Math.pow(w, count);
+      if (p < 2 ** -54) debiasing = false;
+      out[i] = last / (1 - p);
+    } else {
+      out[i] = last;
+    }
   }
   return out;
 }

@@ -5,7 +5,7 @@
  * so a spike logged once stays visible at every zoom level.
  */
 import { isAbort, type Api, type ScalarSeries, type ScalarsQuery } from "../api";
-import { emaSmooth, perPointWeight } from "../lib/smoothing";
+import { emaSmoothInto, perPointWeight } from "../lib/smoothing";
 import { mergeWindow, type SeriesColumns } from "../lib/merge";
 import { compileFilter } from "../lib/filter";
 import type { UrlState, XAxis } from "../lib/urlstate";
@@ -98,7 +98,7 @@ class ScalarCard {
 
   private ensure(): void {
     if (this.stale) void this.load();
-    else if (!this.drawnOnce) this.view.requestDraw(this);
+    else if (!this.drawnOnce && this.display) this.view.requestDraw(this);
   }
 
   private runsToFetch(store: Store): string[] | null {
@@ -127,7 +127,6 @@ class ScalarCard {
     this.stale = false;
     this.abort?.abort();
     const ac = (this.abort = new AbortController());
-    if (!smooth) this.el.dataset.state = "loading";
     let release: (() => void) | null = null;
     await this.view.store.runsLoaded;
     if (ac.signal.aborted) return;
@@ -141,6 +140,8 @@ class ScalarCard {
     }
     try {
       await this.view.scrollIdle(ac.signal);
+      // Loading from here: a card that a fling passes by waits without the animated bar.
+      if (!smooth) this.el.dataset.state = "loading";
       release = await this.view.queue.acquire(() => this.priority() + (smooth ? 1e8 : 0), ac.signal);
       const w = this.view.store.state.smoothing;
       const q = this.query({ smoothing: smooth ? this.serverWeight(w) : 0 });
@@ -183,10 +184,17 @@ class ScalarCard {
   /** The longest series on the card, in logged points: the slider's weight is TensorBoard's
    * for a 1,000-point view of it, applied per logged point (see perPointWeight). */
   private longest(): number {
+    const o = this.overview;
+    if (!o) return 0;
+    // Asked once per series on every draw: computed once per overview.
+    if (this.longestOf?.map === o) return this.longestOf.n;
     let n = 0;
-    for (const d of (this.overview ?? new Map<string, RunData>()).values()) n = Math.max(n, d.total);
+    for (const d of o.values()) n = Math.max(n, d.total);
+    this.longestOf = { map: o, n };
     return n;
   }
+
+  private longestOf: { map: Map<string, RunData>; n: number } | null = null;
 
   private serverWeight(w: number): number {
     return perPointWeight(w, this.longest());
@@ -258,8 +266,9 @@ class ScalarCard {
     return false;
   }
 
-  draw(): void {
-    if (!this.display) return;
+  /** Draws the chart from the data at hand; false when there is none yet. */
+  draw(): boolean {
+    if (!this.display) return false;
     const store = this.view.store;
     const st = store.state;
     if (!this.chart) {
@@ -295,6 +304,7 @@ class ScalarCard {
       series.length === 0
         ? ""
         : `${series.length} run${series.length === 1 ? "" : "s"} · ${shown < total ? `${shown.toLocaleString()} of ${total.toLocaleString()} points (extremes kept)` : `${total.toLocaleString()} points`}${this.xWindow ? " · zoomed" : ""}`;
+    return true;
   }
 
   private x(cols: SeriesColumns, axis: XAxis): Float64Array {
@@ -316,7 +326,8 @@ class ScalarCard {
     // as many logged points: each shown point of a downsampled series stands for total/shown.
     const shown = d.cols.value.length;
     const wp = this.serverWeight(w);
-    const ys = emaSmooth(d.cols.value, shown < d.total && shown > 0 ? Math.pow(wp, d.total / shown) : wp);
+    // The series' buffer from the last weight is reused: no garbage per slider step.
+    const ys = emaSmoothInto(d.cols.value, shown < d.total && shown > 0 ? Math.pow(wp, d.total / shown) : wp, c?.ys ?? new Float64Array(shown));
     this.smoothCache.set(d.cols, { w, ys });
     return ys;
   }
@@ -541,17 +552,47 @@ export class ScalarsView implements View {
       this.content.appendChild(sec.el);
     }
     this.applyEnlarged();
+    this.startOnScreen();
+  }
+
+  /** The cards on screen start loading now rather than when the IntersectionObserver first
+   * reports them, a rendered frame later: the first chart's request follows the tags' answer. */
+  private startOnScreen(): void {
+    const main = document.getElementById("main");
+    if (!main) return;
+    const limit = main.getBoundingClientRect().bottom + 300; // the observer's margin
+    for (const el of this.content.querySelectorAll<HTMLElement>(".scalar-card")) {
+      const r = el.getBoundingClientRect();
+      if (r.top > limit) break;
+      if (r.height === 0 || r.bottom < 0) continue; // in a collapsed section, or above
+      this.cards.get(el.dataset.tag ?? "")?.setVisible(true);
+    }
   }
 
   /** Resolves once the page has not scrolled for a moment: cards passing by during a fling
-   * neither fetch nor draw (the server's work and the parsing would take the frames' time). */
+   * neither fetch nor draw (the server's work and the parsing would take the frames' time). A
+   * whole animation frame must also pass without a scroll: on a busy machine frames come further
+   * apart than the pause, and a scroll that goes on every frame would look paused between two. */
   scrollIdle(signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (signal.aborted) return reject(new DOMException("aborted", "AbortError"));
-        const wait = 120 - (performance.now() - this.lastScroll);
-        if (wait <= 0) resolve();
-        else setTimeout(check, wait + 5);
+        const seen = this.lastScroll;
+        const since = performance.now() - seen;
+        // Long still (or never scrolled, as at the first load): no frame to wait for.
+        if (since > 1000) return resolve();
+        const wait = 120 - since;
+        if (wait > 0) {
+          setTimeout(check, wait + 5);
+          return;
+        }
+        requestAnimationFrame(() =>
+          setTimeout(() => {
+            if (signal.aborted) reject(new DOMException("aborted", "AbortError"));
+            else if (this.lastScroll === seen) resolve();
+            else check();
+          }, 0),
+        );
       };
       check();
     });
@@ -584,8 +625,7 @@ export class ScalarsView implements View {
       if (performance.now() - t0 > 8 && c !== cards[0]) break;
       this.dirty.delete(c);
       const t = performance.now();
-      c.draw();
-      performance.measure("tbscope:chart-draw", { start: t, end: performance.now() });
+      if (c.draw()) performance.measure("tbscope:chart-draw", { start: t, end: performance.now() });
     }
     if (this.dirty.size > 0) this.drawRaf = requestAnimationFrame(() => this.drawFrame());
   }
