@@ -29,7 +29,7 @@ use crate::event_file::{Cursor, Options, SeriesMeta, SessionEvent, Severity, Unt
 
 pub use plan::file_may_grow;
 pub(crate) use plan::{may_grow, stat_found};
-pub(crate) use tables::{empty_schema, hparams_of, no_runs_entry};
+pub(crate) use tables::{empty_schema, hparams_of, no_runs_entry, SeriesPick};
 
 /// A piece of a file to parse: run, path, where to start, where to stop.
 type Segment = (String, PathBuf, Cursor, Until);

@@ -16,6 +16,11 @@ use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::{SessionEvent, Severity};
 
+/// Per (run, tag, state, kind): whether the series is listed and with which (points, first
+/// step, last step), as `Reader::series_with` takes it. Defined here, beside its user, so that
+/// `runstats` depends on `load` and not the other way round.
+pub(crate) type SeriesPick<'a> = &'a dyn Fn(&str, &str, &TagState, Kind) -> Option<(u64, i64, i64)>;
+
 impl Reader {
     fn plugin_id(&mut self, run: i32, tag: i32) -> i32 {
         let run_name = &self.run_names[run as usize];
@@ -120,7 +125,7 @@ impl Reader {
 
     /// The series table with `pick` deciding, per (run, tag, state, kind), whether the row is
     /// there and with which (points, first step, last step).
-    pub(crate) fn series_with(&self, pick: crate::runstats::SeriesPick<'_>) -> RecordBatch {
+    pub(crate) fn series_with(&self, pick: SeriesPick<'_>) -> RecordBatch {
         let mut run = Vec::new();
         let mut tag = Vec::new();
         let mut kind = Vec::new();
