@@ -222,19 +222,43 @@ fn list(dir: &Path, meta: &fs::Metadata, mtime: (i64, u64)) -> io::Result<Listin
     })
 }
 
-/// A run's name from its directory below the root ("." for the root).
+/// The name of a path below the logdir: its components joined with `/` on every OS (lossily
+/// for names that are not UTF-8), `.` for the logdir itself. TensorBoard's rule for runs: the
+/// run of an event file is its directory relative to the logdir, so a run's name is this of
+/// its directory. The `file` columns name files by the same rule ([`rel_name`]). The one
+/// implementation of path to name: discovery, loading, the cache and rewrites all come here.
 pub(crate) fn run_name(rel: &Path) -> String {
-    if rel.as_os_str().is_empty() {
-        return ".".into();
+    use std::path::Component;
+    let mut out = String::new();
+    for c in rel.components() {
+        let part = match c {
+            Component::Normal(s) => s.to_string_lossy(),
+            Component::ParentDir => "..".into(),
+            // `.`, and a root or prefix (not below a logdir): nothing to name.
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => continue,
+        };
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(&part);
     }
-    // Built by joining names: already in normal form.
-    if let Some(s) = rel.to_str() {
-        return s.to_string();
+    if out.is_empty() {
+        out.push('.');
     }
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    out
+}
+
+/// A file's name in `file`/`blob_file` columns: its path below the logdir `root` by
+/// [`run_name`]'s rule, or its file name when the logdir is that one file (a path not below
+/// `root` keeps its whole path).
+pub(crate) fn rel_name(root: &Path, root_is_file: bool, path: &Path) -> String {
+    if root_is_file {
+        return path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    }
+    path.strip_prefix(root)
+        .map_or_else(|_| path.to_string_lossy().into_owned(), run_name)
 }
 
 /// Seconds and nanoseconds since the epoch, for times before it too.
@@ -292,6 +316,73 @@ mod tests {
         assert_eq!(
             discover(&tmp.join("missing"), None).unwrap_err().kind(),
             io::ErrorKind::NotFound
+        );
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn names_paths_below_the_logdir_like_tensorboard() {
+        // The run of a file is its directory relative to the logdir, "." for the logdir.
+        assert_eq!(run_name(Path::new("")), ".");
+        assert_eq!(run_name(Path::new(".")), ".");
+        assert_eq!(run_name(Path::new("a")), "a");
+        assert_eq!(run_name(Path::new("a/b/c")), "a/b/c");
+        // Spellings of the same path give the same name.
+        assert_eq!(run_name(Path::new("./a//b/./c/")), "a/b/c");
+        // Not UTF-8: lossy, never dropped.
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new(std::ffi::OsStr::from_bytes(b"a/\xffb"));
+        assert_eq!(run_name(odd), "a/\u{fffd}b");
+
+        let root = Path::new("/logs/exp");
+        let f = Path::new("/logs/exp/lr=0.1/train/events.out.tfevents.1.h");
+        assert_eq!(
+            rel_name(root, false, f),
+            "lr=0.1/train/events.out.tfevents.1.h"
+        );
+        assert_eq!(
+            rel_name(
+                Path::new("/logs/exp/"),
+                false,
+                Path::new("/logs/exp//x/events.out.tfevents.1.h")
+            ),
+            "x/events.out.tfevents.1.h"
+        );
+        // A logdir that is one event file names it by its file name.
+        assert_eq!(rel_name(f, true, f), "events.out.tfevents.1.h");
+    }
+
+    #[test]
+    fn discovered_runs_are_named_by_their_directory() {
+        let tmp = std::env::temp_dir().join(format!("tbscope-runname-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        for p in ["x/y z", "x/ü"] {
+            fs::create_dir_all(tmp.join(p)).unwrap();
+        }
+        for f in [
+            "events.out.tfevents.1.h",
+            "x/y z/events.out.tfevents.1.h",
+            "x/ü/events.out.tfevents.1.h",
+        ] {
+            fs::write(tmp.join(f), b"").unwrap();
+        }
+        let (found, _) = discover(&tmp, None).unwrap();
+        for (run, files) in &found {
+            for f in files {
+                let dir = f.parent().unwrap().strip_prefix(&tmp).unwrap();
+                assert_eq!(*run, run_name(dir));
+                let name = rel_name(&tmp, false, f);
+                let expect = if run == "." {
+                    String::new()
+                } else {
+                    format!("{run}/")
+                };
+                assert_eq!(name, expect + "events.out.tfevents.1.h");
+            }
+        }
+        assert_eq!(
+            found.keys().cloned().collect::<Vec<_>>(),
+            vec![".", "x/y z", "x/ü"]
         );
         fs::remove_dir_all(&tmp).unwrap();
     }

@@ -28,6 +28,8 @@ use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Options, SeriesMeta, SessionEvent, Severity, Until};
 
 pub use plan::file_may_grow;
+// The one path-to-name rule lives in `logdir`; the cache and rewrites take it from here too.
+pub(crate) use crate::logdir::rel_name;
 pub(crate) use plan::{may_grow, stat_found};
 pub(crate) use tables::{empty_schema, hparams_of, no_runs_entry, SeriesPick};
 
@@ -231,31 +233,6 @@ pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, 
     names.push(s.to_string());
     index.insert(s.to_string(), i);
     i
-}
-
-/// A file's name in `file`/`blob_file` columns: its path below the logdir with `/`, or its
-/// file name when the logdir is one file.
-pub(crate) fn rel_name(root: &Path, root_is_file: bool, path: &Path) -> String {
-    if root_is_file {
-        return path
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    }
-    path.strip_prefix(root).map_or_else(
-        |_| path.to_string_lossy().into_owned(),
-        |p| {
-            // Paths built by joining names (all of ours) are already in normal form.
-            if let Some(s) = p.to_str() {
-                if !s.contains("//") && !s.contains("./") && !s.ends_with('/') {
-                    return s.to_string();
-                }
-            }
-            p.components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/")
-        },
-    )
 }
 
 /// Most worker threads a read uses, whatever is asked: a pool is made per call, and asking for
