@@ -2,12 +2,12 @@
 //! a boundary, the second upwards, so the pair's rows end up contiguous without an appending
 //! copy and no row's memory is backed twice.
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 use crate::columns::{populate, PlacedScalars, Scalars, Tables};
-use crate::event_file::{read_file_into, FileChunk, Known, Options};
+use crate::event_file::{read_file_into, FileChunk, Options};
 
+use super::read::RunKnown;
 use super::Segment;
 
 /// Where a segment's scalar rows went in a pair's shared columns.
@@ -93,7 +93,7 @@ pub(super) fn place(
     down: bool,
     dest: &Dest,
     opts: &Options,
-    known: &HashMap<String, HashMap<String, Known>>,
+    known: &RunKnown,
     cancel: &AtomicBool,
 ) -> Parsed {
     let mut scratch = Scalars::default();
@@ -127,7 +127,7 @@ pub(super) fn place(
         for (run, path, cur, end) in work.iter().rev() {
             let mut t = Tables::default();
             std::mem::swap(&mut t.scalars, &mut scratch);
-            let mut chunk = read_file_into(path, *cur, *end, opts, &known[run], cancel, &mut t);
+            let mut chunk = read_file_into(path, *cur, *end, opts, known.of(run), cancel, &mut t);
             let piece = put(&mut t, &mut scratch, &mut chunk);
             segs.push((t, chunk, piece));
         }
@@ -161,7 +161,7 @@ pub(super) fn place(
         for (run, path, cur, end) in work {
             std::mem::swap(&mut tables.scalars, &mut scratch);
             let mut chunk =
-                read_file_into(path, *cur, *end, opts, &known[run], cancel, &mut tables);
+                read_file_into(path, *cur, *end, opts, known.of(run), cancel, &mut tables);
             let piece = put(&mut tables, &mut scratch, &mut chunk);
             chunks.push((chunk, piece));
         }

@@ -26,21 +26,22 @@ impl Reader {
         work: Vec<(String, PathBuf, Cursor)>,
         cancel: &AtomicBool,
     ) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
-        // What each run already knows about its tags, so later files resolve at once.
-        let known: HashMap<String, HashMap<String, Known>> = work
-            .iter()
-            .map(|(run, _, _)| run.clone())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .map(|run| {
-                let k = self.runs[&run]
-                    .tags
-                    .iter()
-                    .filter_map(|(t, s)| s.kind.map(|kind| (t.to_string(), Known { kind })))
-                    .collect();
-                (run, k)
-            })
-            .collect();
+        // What each run already knows about its tags, so later files resolve at once. Only
+        // runs that know some: a first read of many runs would otherwise clone every name.
+        let mut known = RunKnown::default();
+        for (run, _, _) in &work {
+            if known.by_run.contains_key(run) {
+                continue;
+            }
+            let k: HashMap<String, Known> = self.runs[run]
+                .tags
+                .iter()
+                .filter_map(|(t, s)| s.kind.map(|kind| (t.to_string(), Known { kind })))
+                .collect();
+            if !k.is_empty() {
+                known.by_run.insert(run.clone(), k);
+            }
+        }
         let t0 = std::time::Instant::now();
         let threads = thread_count(self.opts.threads);
         // A pool per load: nothing outlives the call, so fork() in between is safe.
@@ -76,10 +77,10 @@ impl Reader {
             .zip(untils)
             .map(|((r, p, c), u)| (r, p, c, u))
             .collect();
-        // Large files are cut at record boundaries so several threads can share them.
-        let last_until: HashMap<PathBuf, Until> = work.iter().map(|w| (w.1.clone(), w.3)).collect();
-        let work = self.split_large(work, threads, pool.as_ref());
-        let mut groups = self.parse_groups(&work, threads, pool.as_ref(), &known, cancel);
+        // Large files are cut at record boundaries so several threads can share them. Each
+        // file is stat'ed once here, for its size: what the split and the balancing go by.
+        let (work, bytes) = self.split_large(work, threads, pool.as_ref());
+        let mut groups = self.parse_groups(&work, &bytes, threads, pool.as_ref(), &known, cancel);
         // Two rare cases need a second pass over the work, with what the first one learnt:
         // values of undecided kind (tensors before any metadata) are filed once every file of
         // their run has had its say, a tag no file decides being a tensor; and a file whose
@@ -95,7 +96,7 @@ impl Reader {
         let work = if deferred || !dirty.is_empty() {
             let mut known2 = known.clone();
             for ((run, _, _, _), c) in work.iter().zip(chunks()) {
-                let k = known2.get_mut(run).unwrap();
+                let k = known2.by_run.entry(run.clone()).or_default();
                 for t in &c.tags {
                     if let Some(kind) = t.kind {
                         k.entry(t.name.clone()).or_insert(Known { kind });
@@ -103,7 +104,7 @@ impl Reader {
                 }
             }
             for ((run, _, _, _), c) in work.iter().zip(chunks()) {
-                let k = known2.get_mut(run).unwrap();
+                let k = known2.by_run.entry(run.clone()).or_default();
                 for t in &c.tags {
                     k.entry(t.name.clone()).or_insert(Known {
                         kind: Kind::Tensors,
@@ -114,13 +115,18 @@ impl Reader {
             for seg in work {
                 if !dirty.contains(&seg.1) {
                     redo.push(seg);
-                } else if !redo.iter().any(|s| s.1 == seg.1) {
-                    // The first segment of a file starts where its read starts.
-                    let until = last_until[&seg.1];
-                    redo.push((seg.0, seg.1, seg.2, until));
+                } else if let Some(first) = redo.iter_mut().rev().find(|s| s.1 == seg.1) {
+                    // One piece: from where the first segment starts to where the file's read
+                    // ends (the last segment's end is the file's).
+                    if !matches!(seg.3, Until::Cut(_)) {
+                        first.3 = seg.3;
+                    }
+                } else {
+                    redo.push(seg);
                 }
             }
-            groups = self.parse_groups(&redo, threads, pool.as_ref(), &known2, cancel);
+            let bytes = segment_bytes(&redo);
+            groups = self.parse_groups(&redo, &bytes, threads, pool.as_ref(), &known2, cancel);
             redo
         } else {
             work
@@ -195,22 +201,13 @@ impl Reader {
     fn parse_groups(
         &self,
         work: &[Segment],
+        bytes: &[u64],
         threads: usize,
         pool: Option<&rayon::ThreadPool>,
-        known: &HashMap<String, HashMap<String, Known>>,
+        known: &RunKnown,
         cancel: &AtomicBool,
     ) -> Vec<(Tables, Vec<FileChunk>)> {
         let opts = &self.opts.file;
-        let bytes: Vec<u64> = work
-            .iter()
-            .map(|(_, path, cursor, end)| {
-                match end {
-                    Until::Cut(c) => *c,
-                    Until::Live | Until::Final => std::fs::metadata(path).map_or(0, |m| m.len()),
-                }
-                .saturating_sub(cursor.offset)
-            })
-            .collect();
         let total: u64 = bytes.iter().sum();
         let n = threads.clamp(1, work.len().max(1));
         let mut ranges = Vec::with_capacity(n);
@@ -239,7 +236,15 @@ impl Reader {
             let chunks: Vec<FileChunk> = work[a..b]
                 .iter()
                 .map(|(run, path, cursor, end)| {
-                    read_file_into(path, *cursor, *end, opts, &known[run], cancel, &mut tables)
+                    read_file_into(
+                        path,
+                        *cursor,
+                        *end,
+                        opts,
+                        known.of(run),
+                        cancel,
+                        &mut tables,
+                    )
                 })
                 .collect();
             (tables, chunks)
@@ -306,25 +311,25 @@ impl Reader {
         out
     }
 
-    /// Splits files with much left to read into segments for parallel parsing.
+    /// Splits files with much left to read into segments for parallel parsing; with each
+    /// segment, the bytes it spans (files are stat'ed once, here).
     fn split_large(
         &self,
         work: Vec<Segment>,
         threads: usize,
         pool: Option<&rayon::ThreadPool>,
-    ) -> Vec<Segment> {
+    ) -> (Vec<Segment>, Vec<u64>) {
         // Files smaller than this are not worth a header scan; TBSCOPE_SPLIT_BYTES overrides it
         // (tests use it to split small files).
         let split_above: u64 = std::env::var("TBSCOPE_SPLIT_BYTES")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(64 << 20);
-        let plan = |(run, path, cursor, until): Segment| -> Vec<Segment> {
-            let left = std::fs::metadata(&path)
-                .map_or(0, |m| m.len())
-                .saturating_sub(cursor.offset);
+        let plan = |(run, path, cursor, until): Segment| -> Vec<(Segment, u64)> {
+            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+            let left = size.saturating_sub(cursor.offset);
             if threads <= 1 || left <= split_above {
-                return vec![(run, path, cursor, until)];
+                return vec![((run, path, cursor, until), left)];
             }
             let piece = (left / (threads as u64 * 4)).max(split_above / 4).max(1);
             let cuts = split_points(&path, cursor.offset, piece, self.opts.file.max_len);
@@ -332,19 +337,25 @@ impl Reader {
             let mut start = cursor.offset;
             for c in cuts {
                 out.push((
-                    run.clone(),
-                    path.clone(),
-                    Cursor { offset: start },
-                    Until::Cut(c),
+                    (
+                        run.clone(),
+                        path.clone(),
+                        Cursor { offset: start },
+                        Until::Cut(c),
+                    ),
+                    c.saturating_sub(start),
                 ));
                 start = c;
             }
-            out.push((run, path, Cursor { offset: start }, until));
+            out.push((
+                (run, path, Cursor { offset: start }, until),
+                size.saturating_sub(start),
+            ));
             out
         };
         match pool {
-            Some(p) => p.install(|| work.into_par_iter().flat_map_iter(plan).collect()),
-            None => work.into_iter().flat_map(plan).collect(),
+            Some(p) => p.install(|| work.into_par_iter().flat_map_iter(plan).unzip()),
+            None => work.into_iter().flat_map(plan).unzip(),
         }
     }
 
@@ -361,6 +372,16 @@ impl Reader {
         };
         let mut work = work.into_iter();
         let mut out = Vec::with_capacity(groups.len());
+        // Tag names, file versions and writers repeat in every run: one copy each.
+        let mut shared: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+        let mut share = |s: &str| -> Arc<str> {
+            if let Some(a) = shared.get(s) {
+                return a.clone();
+            }
+            let a: Arc<str> = Arc::from(s);
+            shared.insert(a.clone());
+            a
+        };
         for (tables, chunks) in groups {
             let mut jobs = Vec::with_capacity(chunks.len());
             for chunk in chunks {
@@ -380,10 +401,10 @@ impl Reader {
                     f.pending = chunk.tail_pending;
                     f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
                     if let Some(v) = &chunk.file_version {
-                        f.file_version = Some(Arc::from(v.as_str()));
+                        f.file_version = Some(share(v));
                     }
                     if let Some(v) = &chunk.writer {
-                        f.writer = Some(Arc::from(v.as_str()));
+                        f.writer = Some(share(v));
                     }
                     file_id = f.id;
                     rel = self.file_names[f.id as usize].clone();
@@ -433,7 +454,7 @@ impl Reader {
                     let state = self.runs.get_mut(&run).unwrap();
                     if !state.tags.contains_key(lt.name.as_str()) {
                         state.tags.insert(
-                            Arc::from(lt.name.as_str()),
+                            share(&lt.name),
                             TagState {
                                 kind: None,
                                 meta: None,
@@ -448,7 +469,7 @@ impl Reader {
                         && ts.kind.is_none()
                         && !state.tag_order.iter().any(|t| **t == *lt.name)
                     {
-                        state.tag_order.push(Arc::from(lt.name.as_str()));
+                        state.tag_order.push(share(&lt.name));
                     }
                     if ts.meta.is_none() {
                         ts.meta = lt.meta.clone().map(Arc::new);
@@ -495,4 +516,31 @@ pub(crate) struct Finish {
     tag_map: Vec<i32>,
     run: i32,
     file: i32,
+}
+
+/// What each run of a read already knows about its tags (see `read_file_into`); runs that
+/// know nothing, all of them on a first read, share one empty map.
+#[derive(Default, Clone)]
+pub(super) struct RunKnown {
+    by_run: HashMap<String, HashMap<String, Known>>,
+    empty: HashMap<String, Known>,
+}
+
+impl RunKnown {
+    pub(super) fn of(&self, run: &str) -> &HashMap<String, Known> {
+        self.by_run.get(run).unwrap_or(&self.empty)
+    }
+}
+
+/// The bytes each segment spans, up to its cut or its file's end (stat'ed here).
+fn segment_bytes(work: &[Segment]) -> Vec<u64> {
+    work.iter()
+        .map(|(_, path, cursor, end)| {
+            match end {
+                Until::Cut(c) => *c,
+                Until::Live | Until::Final => std::fs::metadata(path).map_or(0, |m| m.len()),
+            }
+            .saturating_sub(cursor.offset)
+        })
+        .collect()
 }
