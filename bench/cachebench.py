@@ -49,6 +49,8 @@ HERE = Path(__file__).resolve()
 TARGET_OPEN = 5.0  # warm open of the main corpus at least this many times faster than a cold read
 TARGET_CLI = 10.0  # warm ls/summary on 100,000 runs at least this many times faster than cold
 TARGET_APPEND = 1.0  # seconds: one run of 100,000 appended to, then `tbscope summary` again
+TARGET_COLD_SUMMARY = 4.0  # issue 15: cold `tbscope summary` on 100,000 runs under this many seconds
+TARGET_COLD_RSS = 1e9  # ... with a peak resident memory under 1 GB
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,7 +96,13 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
         lg.series().to_arrow()
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         info = lg.cache_info
-        return {"seconds": seconds, "cpu_seconds": cpu, "runs": runs.num_rows, "status": info.status if info else "off"}
+        return {
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+            "peak_rss": _peak_rss(),
+            "runs": runs.num_rows,
+            "status": info.status if info else "off",
+        }
     if kind == "cli":
         args = [task["cmd"], task["logdir"], "--format", "csv"] + (["--cache-dir", cache] if cache else [])
         out_path = task["out"]
@@ -111,10 +119,21 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
         return {
             "seconds": seconds,
             "cpu_seconds": cpu,
+            "peak_rss": _peak_rss(),
             "output_sha256": digest,
             "output_bytes": os.path.getsize(out_path),
         }
     raise ValueError(f"unknown task {kind!r}")
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes (VmHWM: the imports included, as a user's
+    command pays them)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 _DURATION = re.compile(r"([0-9.]+)(ns|µs|us|ms|s)\b")
@@ -441,8 +460,8 @@ def render(
             f"{c['runs']:,} runs × 100 scalar events, commands called in-process after imports "
             "(`tbscope._cli.main.main([...], standalone_mode=False)`, stdout to a file), median:",
             "",
-            "| command | cold (s) | warm (s) | cold / warm | output |",
-            "|---|---:|---:|---:|---|",
+            "| command | cold (s) | cold CPU (s) | cold peak RSS | warm (s) | cold / warm | output |",
+            "|---|---:|---:|---:|---:|---:|---|",
         ]
         names = {
             "read": "the read alone: `scan().reload()`, `run_info()`, `series()`",
@@ -452,12 +471,16 @@ def render(
         for cmd in ("read", "ls", "summary"):
             r = c[cmd]
             cold, warm = _median(r["cold"]), _median(r["warm"])
-            lines.append(f"| {names[cmd]} | {_fmt(cold)} | {_fmt(warm)} | {cold / warm:.1f}× | {r['check']} |")
+            cpu = _median(r["cold"], "cpu_seconds")
+            rss = max(x.get("peak_rss", 0) for x in r["cold"])
+            lines.append(
+                f"| {names[cmd]} | {_fmt(cold)} | {_fmt(cpu)} | {mib(rss)} | {_fmt(warm)} | {cold / warm:.1f}× | {r['check']} |"
+            )
         if "append" in c:
             a = c["append"]
             lines.append(
                 f"| one run appended to, then `tbscope summary LOGDIR --format csv` (each repeat appends again; "
-                f"{_fmt(_median(a['runs'], 'cpu_seconds'))} s CPU) | | {_fmt(_median(a['runs']))} | | {a['check']} |"
+                f"{_fmt(_median(a['runs'], 'cpu_seconds'))} s CPU) | | | | {_fmt(_median(a['runs']))} | | {a['check']} |"
             )
             phases = [r.get("phases", {}) for r in a["runs"]]
             names = sorted({k for p in phases for k in p if isinstance(p[k], float)})
@@ -510,6 +533,16 @@ def targets(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | Non
                     "met" if t < TARGET_APPEND and cli_result["append"]["check"] == "PASS" else "missed",
                 )
             )
+        cold = cli_result["summary"]["cold"]
+        seconds = _median(cold)
+        rss = max(x.get("peak_rss", 0) for x in cold)
+        rows.append(
+            (
+                f"cold `tbscope summary` on {cli_result['runs']:,} runs < {TARGET_COLD_SUMMARY:.0f} s, peak RSS < 1 GB",
+                f"{seconds:.2f} s, {rss / 1e9:.2f} GB",
+                "met" if seconds < TARGET_COLD_SUMMARY and 0 < rss < TARGET_COLD_RSS else "missed",
+            )
+        )
     return rows
 
 

@@ -108,7 +108,7 @@ pub(crate) fn walk(
         },
         seen: HashSet::new(),
     };
-    w.walk(PathBuf::new());
+    w.walk(PathBuf::new(), None);
     w.out
 }
 
@@ -122,41 +122,62 @@ struct Walker<'a, 'r> {
 }
 
 impl Walker<'_, '_> {
-    fn walk(&mut self, rel: PathBuf) {
+    /// Walks the directory `rel` below the root. `id`: its device and inode when its parent's
+    /// listing already told them (a real directory, not a link) and nothing needs its
+    /// metadata (no `reuse`): a logdir of many runs then costs no stat per directory.
+    fn walk(&mut self, rel: PathBuf, id: Option<(u64, u64)>) {
         let dir = if rel.as_os_str().is_empty() {
             self.root.to_path_buf()
         } else {
             self.root.join(&rel)
         };
-        let meta = match self
-            .stats
-            .remove(&rel)
-            .unwrap_or_else(|| fs::metadata(&dir))
-        {
-            Ok(m) => m,
-            Err(e) => {
-                self.out.errors.push((dir, e));
-                return;
-            }
-        };
-        if !self.seen.insert((meta.dev(), meta.ino())) {
-            return;
-        }
-        let mtime = meta.modified().map_or((0, 0), time_parts);
         let name = run_name(&rel);
-        let reused = self
-            .reuse
-            .as_mut()
-            .and_then(|f| f(&rel, &meta, mtime, &name));
-        let mut listing = match reused {
-            Some(l) => l,
-            None => match list(&dir, &meta, mtime) {
-                Ok(l) => l,
-                Err(e) => {
-                    self.out.errors.push((dir, e));
+        // With the listing, each subdirectory's inode when it is a real directory.
+        let (mut listing, inos, dev) = match id {
+            Some((dev, ino)) if self.reuse.is_none() && !self.stats.contains_key(&rel) => {
+                if !self.seen.insert((dev, ino)) {
                     return;
                 }
-            },
+                match list(&dir, None, (0, 0)) {
+                    Ok((l, inos)) => (l, inos, dev),
+                    Err(e) => {
+                        self.out.errors.push((dir, e));
+                        return;
+                    }
+                }
+            }
+            _ => {
+                let meta = match self
+                    .stats
+                    .remove(&rel)
+                    .unwrap_or_else(|| fs::metadata(&dir))
+                {
+                    Ok(m) => m,
+                    Err(e) => {
+                        self.out.errors.push((dir, e));
+                        return;
+                    }
+                };
+                if !self.seen.insert((meta.dev(), meta.ino())) {
+                    return;
+                }
+                let mtime = meta.modified().map_or((0, 0), time_parts);
+                let reused = self
+                    .reuse
+                    .as_mut()
+                    .and_then(|f| f(&rel, &meta, mtime, &name));
+                let (listing, inos) = match reused {
+                    Some(l) => (l, Vec::new()),
+                    None => match list(&dir, Some(&meta), mtime) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            self.out.errors.push((dir, e));
+                            return;
+                        }
+                    },
+                };
+                (listing, inos, meta.dev())
+            }
         };
         for odd in &listing.odd {
             self.out.errors.push((dir.join(odd), io::Error::other(ODD)));
@@ -166,18 +187,37 @@ impl Walker<'_, '_> {
                 .found
                 .insert(name, std::mem::take(&mut listing.files));
         }
-        let subs: Vec<PathBuf> = listing.subdirs.iter().map(|s| rel.join(s)).collect();
+        // A real subdirectory is on its parent's device (a mount point below the logdir is
+        // taken as one too: only a link's target needs a stat to be known).
+        let subs: Vec<(PathBuf, Option<(u64, u64)>)> = listing
+            .subdirs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    rel.join(s),
+                    inos.get(i).copied().flatten().map(|n| (dev, n)),
+                )
+            })
+            .collect();
         if self.reuse.is_some() {
             self.out.listings.insert(rel, listing);
         }
-        for sub in subs {
-            self.walk(sub);
+        for (sub, id) in subs {
+            self.walk(sub, id);
         }
     }
 }
 
-/// Reads the directory `dir` (whose metadata and mtime are given).
-fn list(dir: &Path, meta: &fs::Metadata, mtime: (i64, u64)) -> io::Result<Listing> {
+/// Reads the directory `dir` (whose metadata and mtime are given, when known: a listing
+/// without them is not one to keep). With it, each subdirectory's inode when it is a real
+/// directory (not a link), from the directory entry itself.
+fn list(
+    dir: &Path,
+    meta: Option<&fs::Metadata>,
+    mtime: (i64, u64),
+) -> io::Result<(Listing, Vec<Option<u64>>)> {
+    use std::os::unix::fs::DirEntryExt;
     let listed_at = SystemTime::now();
     let mut files = Vec::new();
     let mut subdirs = Vec::new();
@@ -189,7 +229,7 @@ fn list(dir: &Path, meta: &fs::Metadata, mtime: (i64, u64)) -> io::Result<Listin
         links |= ft.is_symlink();
         let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
         if is_dir {
-            subdirs.push(entry.file_name());
+            subdirs.push((entry.file_name(), ft.is_dir().then(|| entry.ino())));
         } else if is_event_file_name(&entry.file_name().to_string_lossy()) {
             // Only regular files (or links to them): opening a FIFO or device would block or
             // read forever. A dangling link is kept: reading it fails and is reported against
@@ -206,35 +246,60 @@ fn list(dir: &Path, meta: &fs::Metadata, mtime: (i64, u64)) -> io::Result<Listin
     subdirs.sort();
     odd.sort();
     let settled = meta
-        .modified()
-        .ok()
+        .and_then(|m| m.modified().ok())
         .and_then(|m| listed_at.duration_since(m).ok())
         .is_some_and(|age| age >= SETTLED);
-    Ok(Listing {
-        dev: meta.dev(),
-        ino: meta.ino(),
+    let (subdirs, inos) = subdirs.into_iter().unzip();
+    let listing = Listing {
+        dev: meta.map_or(0, |m| m.dev()),
+        ino: meta.map_or(0, |m| m.ino()),
         mtime,
         unsure: links || !settled,
         has_files: !files.is_empty(),
         files,
         subdirs,
         odd,
-    })
+    };
+    Ok((listing, inos))
 }
 
-/// A run's name from its directory below the root ("." for the root).
+/// The name of a path below the logdir: its components joined with `/` on every OS (lossily
+/// for names that are not UTF-8), `.` for the logdir itself. TensorBoard's rule for runs: the
+/// run of an event file is its directory relative to the logdir, so a run's name is this of
+/// its directory. The `file` columns name files by the same rule ([`rel_name`]). The one
+/// implementation of path to name: discovery, loading, the cache and rewrites all come here.
 pub(crate) fn run_name(rel: &Path) -> String {
-    if rel.as_os_str().is_empty() {
-        return ".".into();
+    use std::path::Component;
+    let mut out = String::new();
+    for c in rel.components() {
+        let part = match c {
+            Component::Normal(s) => s.to_string_lossy(),
+            Component::ParentDir => "..".into(),
+            // `.`, and a root or prefix (not below a logdir): nothing to name.
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => continue,
+        };
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(&part);
     }
-    // Built by joining names: already in normal form.
-    if let Some(s) = rel.to_str() {
-        return s.to_string();
+    if out.is_empty() {
+        out.push('.');
     }
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    out
+}
+
+/// A file's name in `file`/`blob_file` columns: its path below the logdir `root` by
+/// [`run_name`]'s rule, or its file name when the logdir is that one file (a path not below
+/// `root` keeps its whole path).
+pub(crate) fn rel_name(root: &Path, root_is_file: bool, path: &Path) -> String {
+    if root_is_file {
+        return path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    }
+    path.strip_prefix(root)
+        .map_or_else(|_| path.to_string_lossy().into_owned(), run_name)
 }
 
 /// Seconds and nanoseconds since the epoch, for times before it too.
@@ -292,6 +357,90 @@ mod tests {
         assert_eq!(
             discover(&tmp.join("missing"), None).unwrap_err().kind(),
             io::ErrorKind::NotFound
+        );
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn a_link_back_up_the_tree_is_walked_once() {
+        // Real directories are told apart by the inode of their directory entry (no stat);
+        // links by their target's: a cycle through a link must still end.
+        let tmp = std::env::temp_dir().join(format!("tbscope-cycle-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.join("a/b")).unwrap();
+        fs::write(tmp.join("a/b/events.out.tfevents.1.h"), b"").unwrap();
+        std::os::unix::fs::symlink("../..", tmp.join("a/b/up")).unwrap();
+        std::os::unix::fs::symlink("b", tmp.join("a/again")).unwrap();
+        let (found, errors) = discover(&tmp, None).unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        // "a/again" (sorted before "a/b") reaches b first; "a/b" is then the same directory.
+        assert_eq!(found.keys().cloned().collect::<Vec<_>>(), vec!["a/again"]);
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn names_paths_below_the_logdir_like_tensorboard() {
+        // The run of a file is its directory relative to the logdir, "." for the logdir.
+        assert_eq!(run_name(Path::new("")), ".");
+        assert_eq!(run_name(Path::new(".")), ".");
+        assert_eq!(run_name(Path::new("a")), "a");
+        assert_eq!(run_name(Path::new("a/b/c")), "a/b/c");
+        // Spellings of the same path give the same name.
+        assert_eq!(run_name(Path::new("./a//b/./c/")), "a/b/c");
+        // Not UTF-8: lossy, never dropped.
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new(std::ffi::OsStr::from_bytes(b"a/\xffb"));
+        assert_eq!(run_name(odd), "a/\u{fffd}b");
+
+        let root = Path::new("/logs/exp");
+        let f = Path::new("/logs/exp/lr=0.1/train/events.out.tfevents.1.h");
+        assert_eq!(
+            rel_name(root, false, f),
+            "lr=0.1/train/events.out.tfevents.1.h"
+        );
+        assert_eq!(
+            rel_name(
+                Path::new("/logs/exp/"),
+                false,
+                Path::new("/logs/exp//x/events.out.tfevents.1.h")
+            ),
+            "x/events.out.tfevents.1.h"
+        );
+        // A logdir that is one event file names it by its file name.
+        assert_eq!(rel_name(f, true, f), "events.out.tfevents.1.h");
+    }
+
+    #[test]
+    fn discovered_runs_are_named_by_their_directory() {
+        let tmp = std::env::temp_dir().join(format!("tbscope-runname-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        for p in ["x/y z", "x/ü"] {
+            fs::create_dir_all(tmp.join(p)).unwrap();
+        }
+        for f in [
+            "events.out.tfevents.1.h",
+            "x/y z/events.out.tfevents.1.h",
+            "x/ü/events.out.tfevents.1.h",
+        ] {
+            fs::write(tmp.join(f), b"").unwrap();
+        }
+        let (found, _) = discover(&tmp, None).unwrap();
+        for (run, files) in &found {
+            for f in files {
+                let dir = f.parent().unwrap().strip_prefix(&tmp).unwrap();
+                assert_eq!(*run, run_name(dir));
+                let name = rel_name(&tmp, false, f);
+                let expect = if run == "." {
+                    String::new()
+                } else {
+                    format!("{run}/")
+                };
+                assert_eq!(name, expect + "events.out.tfevents.1.h");
+            }
+        }
+        assert_eq!(
+            found.keys().cloned().collect::<Vec<_>>(),
+            vec![".", "x/y z", "x/ü"]
         );
         fs::remove_dir_all(&tmp).unwrap();
     }

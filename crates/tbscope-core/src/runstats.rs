@@ -20,11 +20,9 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
-use crate::load::{Reader, TagState};
-
-/// Per (run, tag, state, kind): whether the series is listed and with which (points, first
-/// step, last step), as `Reader::series_with` takes it.
-pub(crate) type SeriesPick<'a> = &'a dyn Fn(&str, &str, &TagState, Kind) -> Option<(u64, i64, i64)>;
+use crate::load::Reader;
+// Re-exported: the cache's views take it from here.
+pub(crate) use crate::load::SeriesPick;
 
 /// The columns `run_facts` adds after the runs table's.
 pub const FACT_COLUMNS: [&str; 4] = ["last_modified", "series", "first_step", "last_step"];

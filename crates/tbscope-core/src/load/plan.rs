@@ -1,0 +1,273 @@
+//! Which files a load reads and from where: discovery, the change check against what was read
+//! before, and whether a file may still be written (its tail then stays pending).
+
+use std::path::{Path, PathBuf};
+
+use super::{rel_name, FileState, Found, Reader, ReportEntry, RunState, TAIL_TIMEOUT};
+use crate::error::{Error, Result};
+use crate::event_file::{Cursor, Severity};
+use crate::logdir::discover;
+
+/// Stats every discovered event file once (links followed, as reading does).
+pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
+    found
+        .into_iter()
+        .map(|(run, files)| {
+            let files = files
+                .into_iter()
+                .map(|p| {
+                    let m = std::fs::metadata(&p).ok();
+                    (p, m)
+                })
+                .collect();
+            (run, files)
+        })
+        .collect()
+}
+
+impl Reader {
+    /// The files with bytes to read, each with where to start: discovery plus change checks.
+    /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
+    pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
+        let (found, errors) =
+            discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
+        self.plan_found(stat_found(found), errors)
+    }
+
+    /// [`Reader::plan`] cut into pieces of about `max_bytes` of event file bytes still to read
+    /// (a piece holds at least one file), in plan order: [`Reader::read`] on each in turn
+    /// streams a logdir in bounded memory.
+    pub fn plan_pieces(&mut self, max_bytes: u64) -> Result<Vec<Vec<(String, PathBuf, Cursor)>>> {
+        let mut pieces = Vec::new();
+        let mut piece = Vec::new();
+        let mut bytes = 0u64;
+        for item in self.plan()? {
+            let left = std::fs::metadata(&item.1)
+                .map_or(0, |m| m.len())
+                .saturating_sub(item.2.offset);
+            if !piece.is_empty() && bytes.saturating_add(left) > max_bytes {
+                pieces.push(std::mem::take(&mut piece));
+                bytes = 0;
+            }
+            bytes = bytes.saturating_add(left);
+            piece.push(item);
+        }
+        if !piece.is_empty() {
+            pieces.push(piece);
+        }
+        Ok(pieces)
+    }
+
+    /// [`Reader::plan`] on runs already discovered and stat'ed (`found` possibly holding only
+    /// those that may have changed).
+    pub(crate) fn plan_found(
+        &mut self,
+        found: Found,
+        errors: Vec<(PathBuf, std::io::Error)>,
+    ) -> Result<Vec<(String, PathBuf, Cursor)>> {
+        for (path, e) in errors {
+            let rel = self.rel(&path);
+            let (run, file, severity, reason) = if path.is_dir() {
+                (
+                    rel,
+                    String::new(),
+                    Severity::Error,
+                    format!("cannot list directory: {e}"),
+                )
+            } else {
+                (String::new(), rel, Severity::Warning, e.to_string())
+            };
+            let entry = ReportEntry {
+                run,
+                file,
+                severity,
+                offset: 0,
+                length: 0,
+                reason,
+            };
+            // Reloads find the same problem again; report it once.
+            if !self.report.contains(&entry) {
+                self.report.push(entry);
+            }
+        }
+        // (A logdir without runs is not a problem found in it: `report_entries` says so while
+        // it lasts.)
+        // Which files changed: new ones, ones whose size or mtime moved, and ones left with a
+        // pending tail that are final now.
+        let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
+        let mut root_is_file: Option<bool> = None;
+        let now = std::time::SystemTime::now();
+        for (run, files) in &found {
+            // This run's files to read, in order; `true`: only if no longer pending.
+            let mut todo: Vec<(&PathBuf, Cursor, bool)> = Vec::new();
+            if !self.runs.contains_key(run) {
+                let id = self.run_names.len() as i32;
+                self.run_names.push(run.clone());
+                self.runs.insert(
+                    run.clone(),
+                    RunState {
+                        id,
+                        ..Default::default()
+                    },
+                );
+            }
+            for (path, meta) in files {
+                use std::os::unix::fs::MetadataExt;
+                let size = meta.as_ref().map_or(0, |m| m.len());
+                let mtime = meta.as_ref().and_then(|m| m.modified().ok());
+                let (dev, ino) = meta.as_ref().map_or((0, 0), |m| (m.dev(), m.ino()));
+                let state = self.runs.get_mut(run).unwrap();
+                match state.files.get(path) {
+                    Some(f) if !f.failed && f.size == size && f.mtime == mtime => {
+                        if f.pending {
+                            todo.push((path, f.cursor, true));
+                        }
+                        continue;
+                    }
+                    Some(f) => todo.push((path, f.cursor, false)),
+                    None => {
+                        // Named only when new: a logdir of many runs re-planned through the
+                        // cache would otherwise pay a stat (root.is_file) per known file.
+                        let rel = rel_name(
+                            &self.root,
+                            *root_is_file.get_or_insert_with(|| self.root.is_file()),
+                            path,
+                        );
+                        let id = self.file_names.len() as i32;
+                        self.file_names.push(rel);
+                        state.files.insert(FileState {
+                            path: path.clone(),
+                            id,
+                            cursor: Cursor::default(),
+                            size: 0,
+                            mtime: None,
+                            dev,
+                            ino,
+                            records: 0,
+                            tail: 0,
+                            pending: false,
+                            file_version: None,
+                            writer: None,
+                            failed: false,
+                        });
+                        todo.push((path, Cursor::default(), false));
+                    }
+                }
+                let f = state.files.get_mut(path).unwrap();
+                f.mtime = mtime;
+                f.dev = dev;
+                f.ino = ino;
+            }
+            let live = if todo.iter().any(|t| t.2) {
+                self.live_files(run, now)
+            } else {
+                Vec::new()
+            };
+            for (path, cursor, if_final) in todo {
+                if !if_final || !live.iter().any(|(p, l)| *p == path && *l) {
+                    work.push((run.clone(), path.clone(), cursor));
+                }
+            }
+        }
+        Ok(work)
+    }
+
+    /// Which of `run`'s files may still be written ([`may_grow`]), as of `now`.
+    pub(super) fn live_files(
+        &self,
+        run: &str,
+        now: std::time::SystemTime,
+    ) -> Vec<(&PathBuf, bool)> {
+        let Some(state) = self.runs.get(run) else {
+            return Vec::new();
+        };
+        let files: Vec<(&Path, Option<std::time::SystemTime>)> = state
+            .files
+            .values()
+            .map(|f| (f.path.as_path(), f.mtime))
+            .collect();
+        let live = may_grow(&files, now, self.opts.tail_timeout);
+        state.files.keys().zip(live).collect()
+    }
+}
+
+/// When an event file's writer created it: the seconds in its name
+/// (`events.out.tfevents.<seconds>.<host>...`, what every writer names its files), if any.
+fn started(path: &Path) -> Option<f64> {
+    let name = path.file_name()?.to_str()?;
+    let rest = &name[name.find("tfevents.")? + "tfevents.".len()..];
+    let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse::<u64>().ok().map(|s| s as f64)
+}
+
+/// Which of a run's event files (path, mtime) may still be written, as of `now`.
+///
+/// Writers never append to an existing file after a restart (they start a new one), so a file
+/// may still grow only while it is the newest of its run and it grew within `timeout`. "Newest"
+/// is judged by when the others were started (the seconds in their names, rounded down): a file
+/// is superseded once another file of its run was started after it last grew, so writers that
+/// run side by side in one directory (several ranks) do not finalise each other's files. A
+/// zero timeout makes every file final.
+pub(crate) fn may_grow(
+    files: &[(&Path, Option<std::time::SystemTime>)],
+    now: std::time::SystemTime,
+    timeout: std::time::Duration,
+) -> Vec<bool> {
+    if timeout.is_zero() {
+        return vec![false; files.len()];
+    }
+    // The two latest starts, so each file compares with the latest of the others.
+    let starts: Vec<Option<f64>> = files.iter().map(|(p, _)| started(p)).collect();
+    let mut best: [(f64, usize); 2] = [(f64::NEG_INFINITY, usize::MAX); 2];
+    for (i, s) in starts.iter().enumerate() {
+        let Some(s) = *s else { continue };
+        if s > best[0].0 {
+            best = [(s, i), best[0]];
+        } else if s > best[1].0 {
+            best[1] = (s, i);
+        }
+    }
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, (_, mtime))| {
+            let Some(mtime) = mtime else {
+                // Not stat'ed: nothing says it stopped.
+                return true;
+            };
+            // A modification time ahead of the clock counts as just now.
+            if now.duration_since(*mtime).is_ok_and(|age| age >= timeout) {
+                return false;
+            }
+            let grew = match mtime.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => d.as_secs_f64(),
+                Err(e) => -e.duration().as_secs_f64(),
+            };
+            let newest_other = if best[0].1 == i { best[1].0 } else { best[0].0 };
+            newest_other <= grew
+        })
+        .collect()
+}
+
+/// Whether one event file may still be written ([`may_grow`] with the default timeout), its
+/// directory's event files taken as its run.
+pub fn file_may_grow(path: &Path) -> bool {
+    let siblings: Vec<PathBuf> = path
+        .parent()
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().contains("tfevents"))
+                        && p.as_path() != path
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut files: Vec<(&Path, Option<std::time::SystemTime>)> = vec![(path, mtime(path))];
+    files.extend(siblings.iter().map(|p| (p.as_path(), mtime(p))));
+    may_grow(&files, std::time::SystemTime::now(), TAIL_TIMEOUT)[0]
+}
