@@ -1,6 +1,6 @@
 """A/B of two builds over the rows of `make bench` (issue 11, "Nothing gets slower").
 
-    .venv/bin/python bench/ab.py --a A/bin/python --b B/bin/python --aa B2/bin/python --runs 9
+    .venv/bin/python bench/ab.py --a A/bin/python --b B/bin/python --aa B2/bin/python --repeat 9
 
 Each interpreter has its own venv and its own tbscope build; ``--aa`` is a second path to one of
 them (a symlink to B's venv), so A/A shows the spread of a build against itself. Every run is a
@@ -138,7 +138,8 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
         wall, cpu, _ = _timed(write)
         return {"wall": wall, "cpu": cpu, "result": int(tbscope.scan(root).series().to_pandas()["points"].sum())}
     if row == "crafted":
-        wall, cpu, report = _timed(lambda: tbscope.scan(logdir, tail_timeout=0).report)
+        # The file is an hour old: read as finished by every build (older ones have no tail_timeout).
+        wall, cpu, report = _timed(lambda: tbscope.scan(logdir).report)
         return {"wall": wall, "cpu": cpu, "result": len(report)}
     raise ValueError(f"unknown row {row!r}")
 
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--a", required=True, help="A's interpreter (the baseline build)")
     parser.add_argument("--b", required=True, help="B's interpreter (the build under test)")
     parser.add_argument("--aa", required=True, help="a second path to B's venv (the A/A pair)")
-    parser.add_argument("--runs", type=int, default=9, help="fresh-process runs per row and interpreter")
+    parser.add_argument("--repeat", type=int, default=9, help="fresh-process runs per row and interpreter")
     parser.add_argument("--rows", default="", help="comma-separated subset of the rows (default: all)")
     parser.add_argument("--cold-cli", action="store_true", help="also `tbscope summary` on 100,000 runs, no cache")
     parser.add_argument("--json", type=Path, default=None, help="write every run here")
@@ -197,13 +198,17 @@ def main(argv: list[str] | None = None) -> int:
     pythons = {"A": args.a, "B": args.b, "A/A": args.aa}
     scratch = Path(tempfile.mkdtemp(prefix="tbscope-ab-", dir=args.corpus_root))
     try:
+        wanted = set(args.rows.split(",")) if args.rows else None
         grown = scratch / "grown"
-        shutil.copytree(main_corpus.logdir, grown)
-        sizes = snapshot_sizes(grown)
+        sizes: dict[str, int] = {}
+        if wanted is None or wanted & {"reload_append", "reload_new_files"}:
+            shutil.copytree(main_corpus.logdir, grown)
+            sizes = snapshot_sizes(grown)
         crafted_dir = scratch / "crafted"
-        import crafted
+        if wanted is None or "crafted" in wanted:
+            import crafted
 
-        crafted.crafted(crafted_dir / "run" / "events.out.tfevents.1.crafted", 100 << 20)
+            crafted.crafted(crafted_dir / "run" / "events.out.tfevents.1.crafted", 100 << 20)
         caches = {name: scratch / f"cache-{i}" for i, name in enumerate(pythons)}
         tag0 = corpus.tag_names(spec.tags)[0]
         rows: dict[str, tuple[str, dict[str, Any]]] = {
@@ -251,12 +256,13 @@ def main(argv: list[str] | None = None) -> int:
                 if "error" in r:
                     raise SystemExit(f"{name}: writing the many-runs cache: {r['error']}")
         warm_page_cache(main_corpus.logdir)
-        warm_page_cache(many)
+        if any(k.startswith("cli_") for k in rows):
+            warm_page_cache(many)
         runs: dict[str, dict[str, list[dict[str, Any]]]] = {k: {n: [] for n in pythons} for k in rows}
         load = [os.getloadavg()[0]]
         started = time.perf_counter()
         order = list(pythons)
-        for i in range(args.runs):
+        for i in range(args.repeat):
             for key in rows:
                 for name in order if i % 2 == 0 else order[::-1]:
                     r = run_one(pythons[name], task_for(key, name), args.timeout)
@@ -265,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                     if "error" in r:
                         raise SystemExit(f"{key} ({name}): {r['error']}")
                     runs[key][name].append(r)
-                    log(f"  round {i + 1}/{args.runs} {key} {name}: {r['wall']:.3f} s wall, {r['cpu']:.3f} s CPU")
+                    log(f"  round {i + 1}/{args.repeat} {key} {name}: {r['wall']:.3f} s wall, {r['cpu']:.3f} s CPU")
             order = order[1:] + order[:1]  # who goes first rotates too
             load.append(os.getloadavg()[0])
         elapsed = time.perf_counter() - started
@@ -276,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         return float(statistics.median(r[what] for r in runs[key][name]))
 
     lines = [
-        f"A/B over {args.runs} interleaved fresh-process runs per row and interpreter "
+        f"A/B over {args.repeat} interleaved fresh-process runs per row and interpreter "
         f"(A = `{args.a}`, B = `{args.b}`, A/A = B's venv by a second path `{args.aa}`); "
         f"load average {min(load):.1f}-{max(load):.1f} during the {elapsed / 60:.0f} min run.",
         "",
