@@ -152,12 +152,15 @@ def run_one(python: str, task: dict[str, Any], timeout: float) -> dict[str, Any]
     with tempfile.TemporaryDirectory(prefix="tbscope-ab-") as tmp:
         out = Path(tmp) / "result.json"
         task = {**task, "out": str(Path(tmp) / "stdout.txt"), "tmp": str(Path(tmp) / "logdir")}
-        proc = subprocess.run(
-            [python, str(Path(__file__).resolve()), "--task", json.dumps(task), str(out)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        try:
+            proc = subprocess.run(
+                [python, str(Path(__file__).resolve()), "--task", json.dumps(task), str(out)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return {"error": f"took longer than --timeout {timeout:.0f} s"}
         if out.is_file():
             return json.loads(out.read_text())  # type: ignore[no-any-return]
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
@@ -262,18 +265,26 @@ def main(argv: list[str] | None = None) -> int:
         load = [os.getloadavg()[0]]
         started = time.perf_counter()
         order = list(pythons)
+        failed: dict[str, str] = {}  # a row that failed once leaves the rounds, with its reason
         for i in range(args.repeat):
             for key in rows:
                 for name in order if i % 2 == 0 else order[::-1]:
+                    if key in failed:
+                        break
                     r = run_one(pythons[name], task_for(key, name), args.timeout)
                     if key in ("reload_append", "reload_new_files"):
                         restore_snapshot(grown, sizes)
                     if "error" in r:
-                        raise SystemExit(f"{key} ({name}): {r['error']}")
+                        failed[key] = f"{name}: {r['error']}"
+                        log(f"  {key} dropped: {failed[key]}")
+                        break
                     runs[key][name].append(r)
                     log(f"  round {i + 1}/{args.repeat} {key} {name}: {r['wall']:.3f} s wall, {r['cpu']:.3f} s CPU")
             order = order[1:] + order[:1]  # who goes first rotates too
             load.append(os.getloadavg()[0])
+            if args.json is not None:
+                # After every round: a run cut short still leaves its data.
+                args.json.write_text(json.dumps({"pythons": pythons, "runs": runs, "failed": failed}))
         elapsed = time.perf_counter() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -290,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for key, (label, _) in rows.items():
+        if key in failed:
+            lines.append(f"| {label} | failed: {failed[key]} | | | | | | | | |")
+            continue
         a_w, a_c, b_w, b_c = med(key, "A", "wall"), med(key, "A", "cpu"), med(key, "B", "wall"), med(key, "B", "cpu")
         aa_w, aa_c = med(key, "A/A", "wall"), med(key, "A/A", "cpu")
         same = len({json.dumps(r["result"]) for n in pythons for r in runs[key][n]}) == 1
@@ -302,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         lines.append("- 100,000 runs, cold `tbscope summary`: 15-20 s a run under load; `--cold-cli` adds it.")
     print("\n".join(lines))
     if args.json is not None:
-        args.json.write_text(json.dumps({"pythons": pythons, "rows": {k: v[0] for k, v in rows.items()}, "runs": runs}))
+        args.json.write_text(
+            json.dumps({"pythons": pythons, "rows": {k: v[0] for k, v in rows.items()}, "runs": runs, "failed": failed})
+        )
     return 0
 
 
