@@ -6,7 +6,10 @@
    - local: ``tbscope.scan(logdir).scalars().to_arrow()`` with a warm page cache;
    - s3: the same over ``s3://`` with an empty mirror (every byte fetched);
    - raw-GET floor: the same objects, the same ranged GETs (piece size and concurrency of
-     tbscope's fetcher, same client), bytes discarded.
+     tbscope's fetcher, same client), bytes discarded;
+   - the s3 read's fetch alone (a mirror refresh), which shows how the read splits into
+     fetching and parsing.
+   Wall and CPU time (user + system, every thread) of the measured call.
 2. Dask on a warm LocalCluster (worker processes, nthreads=1, one tbscope thread each), median
    of 5 ``compute()``: ``read_scalars(...).map_partitions(len).sum()`` and ``to_parquet`` with
    1 and 2 workers.
@@ -44,9 +47,13 @@ mode, target, endpoint, mirror = sys.argv[1:5]
 opts = {"endpoint_url": endpoint}
 # Imports are not what is measured.
 import fsspec, s3fs, tbscope, tbscope._mirror
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 rows = 0
-if mode == "local":
+if mode == "mirror":
+    # The fetch alone: the s3 read's first half (its second is a local read of the mirror).
+    m = tbscope._mirror.Mirror(target, {**opts, "mirror": mirror})
+    rows = m.sync(first=True).bytes_fetched
+elif mode == "local":
     import tbscope
     rows = tbscope.scan(target).scalars().to_arrow().num_rows
 elif mode == "s3":
@@ -66,11 +73,11 @@ elif mode == "floor":
         return len(fs.cat_file(p, start=s, end=e))
     with ThreadPoolExecutor(_mirror.CONCURRENCY) as pool:
         rows = sum(pool.map(get, pieces))
-seconds = time.perf_counter() - t0
+seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forking parent (the bench,
 # which held the uploaded corpus), while VmHWM belongs to this process's own memory.
 hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
-print(json.dumps({"seconds": seconds, "rows": rows, "peak_rss": hwm}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "rows": rows, "peak_rss": hwm}))
 """
 
 
@@ -113,7 +120,7 @@ def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[
     import s3fs
 
     proc, endpoint = start_s3()
-    results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": []}
+    results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": [], "mirror": []}
     try:
         os.environ.update(AWS_ENV)
         fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
@@ -126,11 +133,12 @@ def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[
             warm_page_cache(logdir)
             results["local"].append(child("local", str(logdir), endpoint, ""))
             results["floor"].append(child("floor", url, endpoint, ""))
-            mirror = tempfile.mkdtemp(prefix="tbscope-bench-mirror-")
-            try:
-                results["s3"].append(child("s3", url, endpoint, mirror))
-            finally:
-                shutil.rmtree(mirror, ignore_errors=True)
+            for mode in ("s3", "mirror"):
+                mirror = tempfile.mkdtemp(prefix="tbscope-bench-mirror-")
+                try:
+                    results[mode].append(child(mode, url, endpoint, mirror))
+                finally:
+                    shutil.rmtree(mirror, ignore_errors=True)
             print(
                 f"  repeat {i + 1}: " + ", ".join(f"{k} {v[-1]['seconds']:.2f} s" for k, v in results.items()),
                 file=sys.stderr,
@@ -199,18 +207,19 @@ def main() -> int:
         f"### Remote logdirs ({corpus.events:,} scalar events, {corpus.files} files, {human_bytes(corpus.bytes)}; "
         f"moto S3 server on loopback; load average {load[0]:.1f} at start, a shared 2-CPU machine)",
         "",
-        "| read | time (s, median) | × raw-GET floor | peak RSS | × local peak RSS | rows (floor: bytes) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| read | time (s, median) | CPU (s, median) | × raw-GET floor | peak RSS | × local peak RSS | rows (floor, fetch: bytes) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     floor, local_rss = med("floor", "seconds"), med("local", "peak_rss")
     for kind, name in (
         ("floor", "raw-GET floor (same pieces and concurrency, bytes discarded)"),
         ("s3", "tbscope over s3:// (empty mirror)"),
+        ("mirror", "its fetch alone (mirror refresh, no read)"),
         ("local", "tbscope local (warm page cache)"),
     ):
-        t, rss = med(kind, "seconds"), med(kind, "peak_rss")
+        t, cpu, rss = med(kind, "seconds"), med(kind, "cpu"), med(kind, "peak_rss")
         lines.append(
-            f"| {name} | {t:.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |"
+            f"| {name} | {t:.2f} | {cpu:.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |"
         )
     lines += ["", *log]
     if not args.skip_dask:

@@ -22,6 +22,7 @@ __all__ = [
     "read_trace",
     "record_heads",
     "rewrite",
+    "split_points",
     "to_csv",
 ]
 
@@ -313,6 +314,17 @@ def read_records(
     (both CRCs checked, damage skipped, a record still being written left out): the records
     starting at ``offsets`` (OSError if one does not), else every record, or only those whose
     payload contains ``containing``."""
+
+def split_points(
+    path: str | PathLike[str],
+    start: int,
+    piece: int,
+    *,
+    max_record_bytes: int = ...,
+) -> list[int]:
+    """Record boundaries of one event file after ``start``, about ``piece`` bytes apart, found
+    by hopping from record header to record header (length and its CRC; payloads unread). Stops
+    early at a header that does not check out (the piece after the last cut holds the rest)."""
 
 def record_heads(
     path: str | PathLike[str],

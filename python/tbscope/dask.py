@@ -1,27 +1,34 @@
-"""Reading logdirs on a Dask cluster: ``dask.dataframe`` collections, one partition per run.
+"""Reading logdirs on a Dask cluster: ``dask.dataframe`` collections, one partition per event
+file, or per byte range of a large one.
 
 >>> import tbscope.dask                                    # doctest: +SKIP
 >>> ddf = tbscope.dask.read_scalars("s3://bucket/runs/")    # doctest: +SKIP
 >>> ddf.groupby("tag").value.max().compute()               # doctest: +SKIP
 
 The event files are listed once, here; nothing else is read to build the collection: its schema
-(``meta``) is the reader's own, taken from an empty read. Each partition is one run, read by the
-Rust reader on a worker (a remote run through the worker's own mirror, see ``docs/scale.md``):
-its event file, or all of its files when it has several, because the kind of a series can come
-from metadata in another file of the run (TF1-style writers) and TensorBoard's restart rule
-(``restarts="preempt"``) spans them. Rows come in the single-process order (run, file, record).
-Categories are known per partition only, so categorical columns (``run``, ``tag``...) have
-unknown categories in ``meta`` (``.cat.as_known()`` computes them).
+(``meta``) is the reader's own, taken from an empty read. Each partition is one event file, read
+by the Rust reader on a worker (a remote file through the worker's own mirror, see
+``docs/scale.md``); a local file larger than ``partition_bytes`` is cut at record boundaries
+(found by hopping from record header to record header, ``_core.split_points``) and each piece
+is a partition. With ``restarts="preempt"`` a partition is a whole run instead: TensorBoard's
+rule drops records across a run's files in order. A series whose kind is decided by metadata
+the partition does not hold (a TF2 tensor summary carries it in its first record only, which
+may be in another piece or file of the run) is detected and that partition reads its run
+whole and keeps its own rows, so every partition equals its slice of the single-process read.
+Rows come in the single-process order (run, file, record). Categories are known per partition
+only, so categorical columns (``run``, ``tag``...) have unknown categories in ``meta``
+(``.cat.as_known()`` computes them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
 import tempfile
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tbscope import _mirror
 from tbscope._filters import compile_filter
@@ -29,6 +36,10 @@ from tbscope._filters import compile_filter
 if TYPE_CHECKING:
     import dask.dataframe as dd
     import pandas as pd
+    import pyarrow as pa
+
+    from tbscope._frames import Frame
+    from tbscope._reader import Logdir
 
 __all__ = [
     "event_files",
@@ -45,6 +56,24 @@ __all__ = [
 
 #: scan() arguments a partition passes on to the reader of its file.
 _PASSED = ("tags", "steps", "restarts", "verify", "max_record_bytes", "threads", "tail_timeout")
+
+#: Local event files larger than this are cut into pieces of about this size, one partition
+#: each (the reader's own threads split files above the same size).
+PARTITION_BYTES = 64 << 20
+
+
+class Part(NamedTuple):
+    """One partition: the rows of ``path`` (an event file, or with ``restarts="preempt"`` a run
+    directory) from byte ``start`` to ``end`` (None: to the end), as run ``run``. ``run_path``:
+    the run that ``path`` is a part of (its directory, or the file itself when it is the run's
+    only file), read whole when the part alone cannot decide a series' kind; None when ``path``
+    is the whole run."""
+
+    run: str
+    path: str
+    start: int = 0
+    end: int | None = None
+    run_path: str | None = None
 
 
 def event_files(
@@ -93,35 +122,103 @@ def event_files(
     return out
 
 
-def _frame(
-    kind: str, path: str, run: str, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], blobs: bool
-) -> pd.DataFrame:
-    """One partition: the rows of ``kind`` in one event file (or run directory), as run ``run``."""
-    import pandas as pd
+def _is_remote(path: str) -> bool:
+    return _mirror.split_url(path)[1]
 
+
+def _scan(
+    path: str, kinds: list[str], options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], **extra: Any
+) -> Logdir:
     from tbscope._reader import scan
 
     # runs=".": a run directory (restarts="preempt") without the runs nested in it.
-    lg = scan(
-        path, kinds=[kind], runs=".", storage_options=options if _mirror.split_url(path)[1] else None, **scan_args
+    return scan(
+        path, kinds=kinds, runs=".", storage_options=options if _is_remote(path) else None, **scan_args, **extra
     )
-    frame = lg._frame(kind)
-    df = frame.to_pandas(blobs=blobs) if kind in ("images", "audio", "blobs") else frame.to_pandas()  # type: ignore[call-arg]
+
+
+def _copy_range(src: str, dst: str, start: int, end: int | None) -> None:
+    """Bytes [start, end) of ``src`` into a new file ``dst`` with ``src``'s mtime (which decides
+    whether a record cut short at the end is a pending or a stopped tail)."""
+    st = os.stat(src)
+    stop = st.st_size if end is None else min(end, st.st_size)
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        offset = start
+        while offset < stop:
+            n = os.copy_file_range(f.fileno(), g.fileno(), stop - offset, offset)
+            if n == 0:
+                break
+            offset += n
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _undecided(lg: Logdir) -> bool:
+    """Whether a series of this read is a tensor only because no metadata said otherwise: the
+    rest of its run may hold the metadata (a plugin name) that makes it another kind."""
+    series = lg.series().to_arrow()
+    kinds, plugins = series.column("kind").to_pylist(), series.column("plugin").to_pylist()
+    return any(k == "tensors" and not p for k, p in zip(kinds, plugins))
+
+
+@contextlib.contextmanager
+def _part_frame(
+    kind: str, part: Part, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any]
+) -> Iterator[tuple[Frame, int]]:
+    """The reader's frame of ``kind`` for one partition, and what to add to its blob offsets.
+    The frame's blobs can be read until the context exits."""
+    if part.run_path is None:
+        yield _scan(part.path, [kind], options, scan_args)._frame(kind), 0
+        return
+    # Read with tensors too: a series of undecided kind shows there (see _undecided).
+    kinds = [kind] if kind == "tensors" else [kind, "tensors"]
+    with tempfile.TemporaryDirectory(prefix="tbscope-part-") as tmp:
+        shift, path = 0, part.path
+        if part.start or part.end is not None:
+            path, shift = os.path.join(tmp, os.path.basename(part.path)), part.start
+            _copy_range(part.path, path, part.start, part.end)
+        lg = _scan(path, kinds, options, scan_args)
+        if not _undecided(lg):
+            yield lg._frame(kind), shift
+            return
+    # The run decides: read it whole and keep this part's rows (by file and record offset).
+    import pyarrow.compute as pc
+
+    frame = _scan(part.run_path, [kind], options, scan_args, provenance=True)._frame(kind)
+    t = frame.to_arrow()
+    name = part.path.rstrip("/").rsplit("/", 1)[-1] if _is_remote(part.path) else os.path.basename(part.path)
+    files = pc.cast(t.column("file"), "string")
+    keep = pc.equal(files, name)
+    keep = pc.and_(keep, pc.greater_equal(t.column("offset"), part.start))
+    if part.end is not None:
+        keep = pc.and_(keep, pc.less(t.column("offset"), part.end))
+    t = t.filter(keep).drop_columns(["file", "offset"])
+    yield type(frame)(t, frame.name, frame._blob_path), 0
+
+
+def _frame(
+    kind: str, part: Part, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], blobs: bool
+) -> pd.DataFrame:
+    """One partition: the rows of ``kind`` in its file, byte range or run, as run ``part.run``."""
+    import pandas as pd
+
+    with _part_frame(kind, part, options, scan_args) as (frame, shift):
+        df = frame.to_pandas(blobs=blobs) if kind in ("images", "audio", "blobs") else frame.to_pandas()  # type: ignore[call-arg]
+    run = part.run
     df["run"] = pd.Categorical([run] * len(df), categories=[run])
-    if run != "." and "blob_file" in df:
-        # Named relative to the logdir, as a whole read names them.
-        df["blob_file"] = df["blob_file"].cat.rename_categories(lambda name: f"{run}/{name}")
+    if "blob_file" in df:
+        if shift:
+            df["blob_offset"] += shift
+        if run != ".":
+            # Named relative to the logdir, as a whole read names them.
+            df["blob_file"] = df["blob_file"].cat.rename_categories(lambda name: f"{run}/{name}")
     return df
 
 
 def _read_part(
-    part: tuple[str, list[tuple[str, str]], Mapping[str, Any] | None, Mapping[str, Any], bool, dict[str, Any]],
+    part: tuple[str, Part, Mapping[str, Any] | None, Mapping[str, Any], bool, dict[str, Any]],
 ) -> pd.DataFrame:
-    import pandas as pd
-
-    kind, files, options, scan_args, blobs, dtypes = part
-    frames = [_frame(kind, path, run, options, scan_args, blobs) for run, path in files]
-    df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    kind, p, options, scan_args, blobs, dtypes = part
+    df = _frame(kind, p, options, scan_args, blobs)
     for c, dtype in dtypes.items():
         # meta's dtype, whatever this partition's values (see _meta).
         if df[c].dtype != dtype:
@@ -129,21 +226,38 @@ def _read_part(
     return df
 
 
-def _parts(files: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
-    """``(run, path)`` per partition: a run's event file, or its directory when it has several
-    (the kind of a series can come from metadata in another file of the run, and TensorBoard's
-    restart rule spans them)."""
+def _parts(
+    files: list[tuple[str, str, str]], restarts: str = "all", partition_bytes: int = PARTITION_BYTES
+) -> list[Part]:
+    """The partitions, in the single-process order: one per event file, a local file larger
+    than ``partition_bytes`` cut at record boundaries; with ``restarts="preempt"`` one per run
+    (its event file, or its directory when it has several)."""
+    from tbscope import _core
+
+    if partition_bytes < 1:
+        raise ValueError(f"partition_bytes={partition_bytes} must be at least 1")
     by_run: dict[tuple[str, str], list[str]] = {}
     for root, run, path in files:
         by_run.setdefault((root, run), []).append(path)
-    parts: list[tuple[str, str]] = []
+    parts: list[Part] = []
     for (_, run), paths in by_run.items():
-        if len(paths) == 1:
-            parts.append((run, paths[0]))
-        else:
-            parts.append(
-                (run, paths[0].rsplit("/", 1)[0] if _mirror.split_url(paths[0])[1] else os.path.dirname(paths[0]))
-            )
+        run_path = (
+            paths[0]
+            if len(paths) == 1
+            else (paths[0].rsplit("/", 1)[0] if _is_remote(paths[0]) else os.path.dirname(paths[0]))
+        )
+        if restarts == "preempt":
+            parts.append(Part(run, run_path))
+            continue
+        for path in paths:
+            cuts: list[int] = []
+            if not _is_remote(path) and os.path.getsize(path) > partition_bytes:
+                cuts = _core.split_points(path, 0, partition_bytes)
+            if not cuts:
+                parts.append(Part(run, path, run_path=None if len(paths) == 1 else run_path))
+                continue
+            bounds = [0, *cuts, None]
+            parts.extend(Part(run, path, a, b, run_path) for a, b in zip(bounds[:-1], bounds[1:]))  # type: ignore[arg-type]
     return parts
 
 
@@ -155,7 +269,7 @@ def _meta(kind: str, scan_args: Mapping[str, Any], blobs: bool) -> pd.DataFrame:
     from tbscope._reader import scan
 
     with tempfile.TemporaryDirectory(prefix="tbscope-meta-") as empty:
-        df = _frame(kind, empty, ".", None, scan_args, blobs).iloc[:0]
+        df = _frame(kind, Part(".", empty), None, scan_args, blobs).iloc[:0]
         schema = scan(empty, kinds=[kind], **scan_args)._frame(kind).to_arrow().schema
     for c in df.columns:
         # An empty read gives float64 for columns of Python objects (lists, bytes) that have no
@@ -176,12 +290,14 @@ def read_kind(
     storage_options: Mapping[str, Any] | None = None,
     runs: Any = None,
     blobs: bool = True,
+    partition_bytes: int = PARTITION_BYTES,
     **filters: Any,
 ) -> dd.DataFrame:
     """A ``dask.dataframe`` of one kind (``"scalars"``, ``"histograms"``...), one partition per
-    run: its event file, or its directory when it has several. Filters as in :func:`tbscope.scan`
-    (``runs``, ``tags``, ``steps``, ``restarts``, ``verify``, ``threads``: the reader's threads
-    in each task); ``storage_options`` for URLs as there."""
+    event file, a local file larger than ``partition_bytes`` cut at record boundaries into
+    pieces of about that size (with ``restarts="preempt"``: one partition per run). Filters as
+    in :func:`tbscope.scan` (``runs``, ``tags``, ``steps``, ``restarts``, ``verify``,
+    ``threads``: the reader's threads in each task); ``storage_options`` for URLs as there."""
     try:
         import dask.dataframe as dd
     except ImportError:
@@ -197,7 +313,7 @@ def read_kind(
         )
     options = dict(storage_options) if storage_options is not None else (dict(_mirror._default_options) or None)
     files = event_files(logdir_or_urls, runs=runs, storage_options=options)
-    parts = [[p] for p in _parts(files)]
+    parts = _parts(files, filters.get("restarts", "all"), partition_bytes)
     import dask
     import pandas as pd
 
@@ -249,21 +365,22 @@ def read_hparams_records(logdir_or_urls: Any, **kwargs: Any) -> dd.DataFrame:
     return read_kind("hparams", logdir_or_urls, **kwargs)
 
 
-def _arrow_part(kind: str, run: str, path: str, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any]) -> Any:
-    """One partition as the reader's Arrow table (NaN stays NaN, nulls stay null), as run ``run``."""
+def _arrow_part(kind: str, part: Part, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any]) -> pa.Table:
+    """One partition as the reader's Arrow table (NaN stays NaN, nulls stay null), as run ``part.run``."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    from tbscope._reader import scan
-
-    lg = scan(
-        path, kinds=[kind], runs=".", storage_options=options if _mirror.split_url(path)[1] else None, **scan_args
-    )
-    table = lg._frame(kind).to_arrow()
+    with _part_frame(kind, part, options, scan_args) as (frame, shift):
+        table = frame.to_arrow()
+    run = part.run
     i = table.schema.get_field_index("run")
     field = table.schema.field(i)
     codes = pa.array([0] * table.num_rows, field.type.index_type)
     table = table.set_column(i, field, pa.DictionaryArray.from_arrays(codes, pa.array([run], field.type.value_type)))
     j = table.schema.get_field_index("blob_file")
+    if j >= 0 and shift:
+        k = table.schema.get_field_index("blob_offset")
+        table = table.set_column(k, table.schema.field(k), pc.add(table.column(k), shift))
     if run != "." and j >= 0:
         col = table.column(j).combine_chunks()
         named = pa.DictionaryArray.from_arrays(
@@ -274,11 +391,11 @@ def _arrow_part(kind: str, run: str, path: str, options: Mapping[str, Any] | Non
 
 
 def _write_part(
-    kind: str, run: str, path: str, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], target: str
+    kind: str, part: Part, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], target: str
 ) -> int:
     import pyarrow.parquet as pq
 
-    table = _arrow_part(kind, run, path, options, scan_args)
+    table = _arrow_part(kind, part, options, scan_args)
     pq.write_table(table, target)
     return int(table.num_rows)
 
@@ -291,10 +408,12 @@ def to_parquet(
     scheduler: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     runs: Any = None,
+    partition_bytes: int = PARTITION_BYTES,
     **filters: Any,
 ) -> dict[str, Any]:
     """Write a Parquet dataset with Dask: ``out`` (one kind) or ``out/<kind>`` (several), one
-    file per run (``part.NNNNNN.parquet`` in run order), written by the workers straight from
+    file per partition of :func:`read_kind` (``part.NNNNNN.parquet`` in the single-process
+    order), written by the workers straight from
     the reader's Arrow tables. ``scheduler``: a scheduler's address (else the current client
     or Dask's default scheduler). Returns what was written."""
     import dask
@@ -314,7 +433,9 @@ def to_parquet(
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise FileExistsError(f"{out} exists; write the dataset to a new directory")
     options = dict(storage_options) if storage_options is not None else (dict(_mirror._default_options) or None)
-    parts = _parts(event_files(logdir_or_urls, runs=runs, storage_options=options))
+    parts = _parts(
+        event_files(logdir_or_urls, runs=runs, storage_options=options), filters.get("restarts", "all"), partition_bytes
+    )
     client = None
     if scheduler is not None:
         from distributed import Client
@@ -325,10 +446,10 @@ def to_parquet(
         for kind in kinds:
             target = out if len(kinds) == 1 else os.path.join(out, kind)
             os.makedirs(target, exist_ok=True)
-            for i, (run, path) in enumerate(parts):
+            for i, part in enumerate(parts):
                 tasks.append(
                     dask.delayed(_write_part)(
-                        kind, run, path, options, filters, os.path.join(target, f"part.{i:06d}.parquet")
+                        kind, part, options, filters, os.path.join(target, f"part.{i:06d}.parquet")
                     )
                 )
         rows = dask.compute(*tasks)

@@ -1,7 +1,10 @@
 """tbscope.dask on a distributed.LocalCluster with separate worker processes: every kind equals
-the single-process read row for row, locally and over a real S3 API; export --dask."""
+the single-process read row for row, with partitions per file and per byte range, locally and
+over a real S3 API; export --dask."""
 
 from __future__ import annotations
+
+import os
 
 import pandas as pd
 import pyarrow.dataset as pads
@@ -10,6 +13,7 @@ import tbscope
 import tbscope.dask as tdask
 from click.testing import CliRunner
 from s3_util import AWS_ENV, environ, s3_server
+from tbscope import _core
 from tbscope._cli.main import main
 from tbscope._reader import KINDS
 
@@ -48,9 +52,11 @@ def _same_rows(got: pd.DataFrame, want: pd.DataFrame) -> None:
 def test_every_kind_equals_the_single_process_read(cluster, which, tbx_logdir, tb_logdir):
     logdir = {"tbx": tbx_logdir, "tb": tb_logdir}[which]
     local = tbscope.scan(logdir)
+    files = tdask.event_files(logdir)
     for kind in KINDS:
         ddf = tdask.read_kind(kind, logdir)
-        assert ddf.npartitions == len(local.runs)
+        # One partition per event file.
+        assert ddf.npartitions == len(files) > len(local.runs)
         want = local._frame(kind).to_pandas(**({"blobs": True} if kind in ("images", "audio", "blobs") else {}))
         # The schema is known without reading: meta has the columns and dtypes of the result.
         assert list(ddf._meta.columns) == list(want.columns)
@@ -61,10 +67,47 @@ def test_every_kind_equals_the_single_process_read(cluster, which, tbx_logdir, t
         _same_rows(got, want)
 
 
+def test_split_points_are_record_boundaries(tb_logdir):
+    path = max((f for _, _, f in tdask.event_files(tb_logdir)), key=os.path.getsize)
+    starts = [offset for offset, _ in _core.read_records(path)]
+    cuts = _core.split_points(path, 0, 300)
+    assert len(cuts) >= 3
+    assert set(cuts) <= set(starts[1:])
+    # About a piece apart: each cut is the first record start at least 300 bytes past the last.
+    for before, cut in zip([0, *cuts], cuts):
+        assert cut == min(s for s in starts if s >= before + 300)
+    assert _core.split_points(path, cuts[-1], 1 << 40) == []
+    with pytest.raises(ValueError, match="piece"):
+        _core.split_points(path, 0, 0)
+
+
+@pytest.mark.parametrize("which", ["tbx", "tb"])
+def test_byte_range_partitions_equal_the_single_process_read(cluster, which, tbx_logdir, tb_logdir):
+    """Files cut into pieces of ~1 KiB: the TensorBoard-writer logdir's tensor summaries carry
+    their metadata in the first record only (and its second file none at all), so later pieces
+    cannot decide their kind alone."""
+    logdir = {"tbx": tbx_logdir, "tb": tb_logdir}[which]
+    local = tbscope.scan(logdir)
+    files = tdask.event_files(logdir)
+    for kind in KINDS:
+        ddf = tdask.read_kind(kind, logdir, partition_bytes=1024)
+        assert ddf.npartitions > len(files)
+        want = local._frame(kind).to_pandas(**({"blobs": True} if kind in ("images", "audio", "blobs") else {}))
+        _same_rows(ddf.compute(), want)
+    parts = tdask._parts(files, partition_bytes=1024)
+    assert any(p.start > 0 for p in parts)
+    # Pieces of one file cover it end to end, in order, at record boundaries.
+    for _, _, f in files:
+        mine = [p for p in parts if p.path == f]
+        assert mine[0].start == 0 and mine[-1].end is None
+        assert all(a.end == b.start for a, b in zip(mine, mine[1:]))
+
+
 def test_filters_and_restarts(cluster, tbx_logdir):
     got = tdask.read_scalars(tbx_logdir, runs="train/*", tags="loss*", steps=(0, 5)).compute()
     _same_rows(got, tbscope.read_scalars(tbx_logdir, runs="train/*", tags="loss*", steps=(0, 5)))
-    pre = tdask.read_scalars(tbx_logdir, restarts="preempt")
+    # TensorBoard's restart rule spans a run's files: a partition per run.
+    pre = tdask.read_scalars(tbx_logdir, restarts="preempt", partition_bytes=1024)
     assert pre.npartitions == len(tbscope.scan(tbx_logdir).runs)
     _same_rows(pre.compute(), tbscope.read_scalars(tbx_logdir, restarts="preempt"))
     assert tdask.read_scalars(tbx_logdir).map_partitions(len).sum().compute() == len(tbscope.read_scalars(tbx_logdir))
@@ -104,7 +147,7 @@ def test_export_dask_writes_a_parquet_dataset(cluster, tbx_logdir, tmp_path):
     assert r.exit_code == 0, r.output
     for kind in ("scalars", "histograms"):
         parts = sorted((out / kind).glob("*.parquet"))
-        assert len(parts) == len(tbscope.scan(tbx_logdir).runs)
+        assert len(parts) == len(tdask.event_files(tbx_logdir))
         got = pads.dataset(parts, format="parquet").to_table().to_pandas()
         _same_rows(got, tbscope.scan(tbx_logdir)._frame(kind).to_pandas())
     again = CliRunner().invoke(main, ["export", str(tbx_logdir), "-o", str(out), "--dask", cluster.scheduler.address])

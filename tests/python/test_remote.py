@@ -198,6 +198,46 @@ def test_reload_fetches_only_the_grown_bytes(s3, tbx_logdir, tmp_path):
         tbscope.scan(f"s3://{BUCKET}/grow", storage_options=s3.options)
 
 
+def test_large_objects_are_fetched_in_bounded_concurrent_ranges(s3, tmp_path, monkeypatch):
+    """An object several pieces long is fetched as ranged requests of at most PIECE_BYTES,
+    several in flight at once, that cover it exactly; never one whole-object request."""
+    with tbscope.SummaryWriter(tmp_path / "big") as w:
+        for i in range(30_000):
+            w.add_scalar("loss", i * 0.5, i)
+    src = next((tmp_path / "big").glob("*tfevents*"))
+    size = src.stat().st_size
+    piece = 64 << 10
+    assert size > 8 * piece
+    monkeypatch.setattr(_mirror, "PIECE_BYTES", piece)
+    monkeypatch.setattr(_mirror, "CONCURRENCY", 4)
+    s3.fs().put(str(tmp_path / "big") + "/", f"{BUCKET}/big", recursive=True)
+    mirror = _mirror.Mirror(f"s3://{BUCKET}/big", s3.options)
+    requests: list[tuple[int, int]] = []
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+    cat_file = mirror.fs.cat_file
+
+    def watched(path, start=None, end=None, **kw):
+        with lock:
+            requests.append((start, end))
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            time.sleep(0.02)  # a store's latency, so that requests overlap
+            return cat_file(path, start=start, end=end, **kw)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(mirror.fs, "cat_file", watched)
+    mirror.sync(first=True)
+    assert all(s is not None and e is not None and 0 < e - s <= piece for s, e in requests)
+    assert sorted(requests) == [(s, min(s + piece, size)) for s in range(0, size, piece)]
+    assert 1 < most[0] <= 4
+    assert (Path(mirror.files_dir) / src.name).read_bytes() == src.read_bytes()
+    pd.testing.assert_frame_equal(tbscope.read_scalars(mirror.path), tbscope.read_scalars(tmp_path / "big"))
+
+
 def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, monkeypatch):
     """The S3 server dies after the first file is fetched: that file is read, every other is
     reported (its URL, why) and none is read half-fetched."""

@@ -700,6 +700,33 @@ fn record_heads<'py>(
     ))
 }
 
+/// Record boundaries of one event file after `start`, about `piece` bytes apart, found by
+/// hopping from record header to record header (`event_file::split_points`): where
+/// `tbscope.dask` cuts a large file into partitions.
+#[pyfunction]
+#[pyo3(signature = (path, start, piece, *, max_record_bytes=256 << 20))]
+fn split_points(
+    py: Python<'_>,
+    path: PathBuf,
+    start: u64,
+    piece: u64,
+    max_record_bytes: u64,
+) -> Outcome<Vec<u64>> {
+    if piece == 0 {
+        return Err(Failure::Value("piece must be at least 1 byte".into()));
+    }
+    py.detach(|| {
+        guarded(|| {
+            Ok(tbscope_core::event_file::split_points(
+                &path,
+                start,
+                piece,
+                max_record_bytes,
+            ))
+        })
+    })
+}
+
 /// A Chrome trace file (gzip or not) as a table of events (`tbscope_core::profile`).
 #[pyfunction]
 fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
@@ -746,6 +773,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;
     m.add_function(wrap_pyfunction!(read_records, m)?)?;
     m.add_function(wrap_pyfunction!(record_heads, m)?)?;
+    m.add_function(wrap_pyfunction!(split_points, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(event_files, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
