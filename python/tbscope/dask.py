@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tbscope import _mirror
+from tbscope import _core, _mirror
 from tbscope._filters import compile_filter
 
 if TYPE_CHECKING:
@@ -109,11 +109,9 @@ def event_files(
         elif os.path.isfile(path):
             found["."] = [path]
         elif os.path.isdir(path):
-            for d, _, names in os.walk(path, followlinks=True):
-                files = sorted(n for n in names if "tfevents" in n)
-                if files:
-                    rel = os.path.relpath(d, path)
-                    found[rel.replace(os.sep, "/") if rel != "." else "."] = [os.path.join(d, n) for n in files]
+            # The reader's own discovery and run names, so partitions name runs as a scan does.
+            for run, file, _ in _core.event_files(path):
+                found.setdefault(run, []).append(file)
         else:
             raise FileNotFoundError(f"{path}: no such logdir or event file")
         for run in sorted(found):
