@@ -61,7 +61,11 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
     import pandas  # noqa: F401 - every tool's imports come before the clock starts
     import pyarrow  # noqa: F401
     import tbscope
-    from tbscope._cli.main import main as cli_main
+
+    try:
+        from tbscope._cli.main import main as cli_main
+    except ImportError:  # a build from before the CLI became private, for A/B runs
+        from tbscope.cli import main as cli_main  # type: ignore[no-redef]
 
     kind = task["task"]
     cache = task.get("cache")
