@@ -21,6 +21,8 @@ pub mod hparams;
 pub mod load;
 pub mod logdir;
 pub mod masked_crc;
+pub mod media;
+pub mod mem;
 pub mod profile;
 pub mod proto;
 pub mod restarts;
