@@ -16,8 +16,10 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::data_compat::Kind;
 
-pub(crate) use crate::mem::populate;
-pub use crate::mem::{both, join, prefault, reserve};
+use crate::media::IMAGE_TYPES;
+use crate::mem::{both, join, prefault};
+// load/ still imports these two from here; they live in `mem`.
+pub(crate) use crate::mem::{populate, reserve};
 
 /// A growable list of variable-length values: `offsets[i]..offsets[i+1]` is row i.
 #[derive(Debug, Clone)]
@@ -446,8 +448,6 @@ impl Default for Tables {
         }
     }
 }
-
-pub use crate::media::{sniff_image, IMAGE_TYPES};
 
 impl Tables {
     pub fn rows(&self) -> [usize; 8] {

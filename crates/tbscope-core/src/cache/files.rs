@@ -122,7 +122,7 @@ fn read_into(f: &File, len: usize) -> std::io::Result<Buffer> {
     // the file into them.
     let mut buf = arrow_buffer::MutableBuffer::from_len_zeroed(len);
     let bytes = buf.as_slice_mut();
-    crate::columns::populate(bytes.as_mut_ptr() as usize, len);
+    crate::mem::populate(bytes.as_mut_ptr() as usize, len);
     let mut at = 0;
     while at < len {
         match f.read_at(&mut bytes[at..], at as u64) {

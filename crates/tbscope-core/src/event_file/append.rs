@@ -1,8 +1,9 @@
 //! One decoded value into its kind's table: the classic summary forms and the tensor forms.
 
 use super::model::{lossy, SeriesMeta};
-use crate::columns::{sniff_image, Tables};
+use crate::columns::Tables;
 use crate::data_compat::Kind;
+use crate::media::sniff_image;
 use crate::proto::{Audio, HistogramProto, Image, Metadata, SummaryValue, ValueKind};
 use crate::tensor::{base_dtype, element_f64, Elements, Tensor, DT_FLOAT, DT_STRING};
 

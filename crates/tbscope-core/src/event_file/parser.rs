@@ -111,7 +111,7 @@ pub fn read_file_into(
         // columns never reallocate. Untouched capacity costs address space, not memory.
         let rows = ((stop - start.offset) / 40) as usize;
         p.tables.scalars.c.reserve_chunk(rows, opts.provenance);
-        crate::columns::reserve(&mut p.tables.scalars.value, rows);
+        crate::mem::reserve(&mut p.tables.scalars.value, rows);
     }
     if size == 0 {
         p.problem(
@@ -445,7 +445,7 @@ impl<'o> Parser<'o> {
 
     /// Backs the scalar columns with memory for the rows `bytes` more bytes could hold (rows
     /// are at least 40 bytes), ahead of writing them: one system call per column per step
-    /// instead of a page fault per 4 KiB (see [`crate::columns::prefault`]). Only as far as
+    /// instead of a page fault per 4 KiB (see [`crate::mem::prefault`]). Only as far as
     /// the bytes read so far can reach, so a file of images backs almost nothing.
     fn populate_ahead(&mut self, bytes: usize) {
         if !self.opts.kinds.contains(Kind::Scalars) {
