@@ -18,24 +18,16 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::Schema;
 
 use super::lease;
+// manifest.rs (another engineer's this session) still imports FileSum from here.
+pub(super) use super::stamp::FileSum;
 use super::stamp::{Identity, Stamps};
-
-/// What the manifest says about one file of a generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FileSum {
-    pub(super) rows: u64,
-    pub(super) bytes: u64,
-    pub(super) crc: u32,
-}
 
 /// Counts and checksums what goes through it.
 struct Summing<W> {
@@ -316,16 +308,6 @@ impl RestoreError {
             RestoreError::Bad(e.to_string())
         }
     }
-}
-
-/// A name no other file of the cache has: time, process, and a counter.
-pub(super) fn unique_name(prefix: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}{now:016x}-{:x}-{n:x}", std::process::id())
 }
 
 #[cfg(test)]

@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 
-use super::files::{hold, map_bytes, read_ipc_file, unique_name, write_ipc, FileSum, RestoreError};
+use super::files::{hold, map_bytes, read_ipc_file, write_ipc, RestoreError};
 use super::manifest::{decode_body, decode_header, encode_manifest};
 use super::pending::Pending;
 use super::segments::Segment;
+use super::stamp::FileSum;
 use super::stamp::Stamps;
+use super::unique_name;
 use super::Cache;
 use crate::data_compat::Kind;
 use crate::load::{thread_count, Reader};

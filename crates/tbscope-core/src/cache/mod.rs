@@ -56,9 +56,9 @@ mod view;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -71,11 +71,21 @@ use crate::load::{
 use crate::runstats::summary_of;
 
 use self::check::{discover_with, same_listing, stale_runs, stat_found_with, DirListing};
-use self::files::{read_ipc_file, unique_name, RestoreError};
+use self::files::{read_ipc_file, RestoreError};
 use self::generation::{clean_tmp, segment_file, Restore};
 use self::pending::{decode_state, Pending};
 use self::segments::{merge_pieces, run_pieces, Piece, Segment};
 use self::view::View;
+
+/// A name no other file of the cache has: time, process, and a counter.
+fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}{now:016x}-{:x}-{n:x}", std::process::id())
+}
 
 /// What the cache did on the last load.
 #[derive(Debug, Clone, Default)]

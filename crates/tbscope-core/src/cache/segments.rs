@@ -11,7 +11,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use arrow_array::{Array, ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray};
 
-use super::files::{unique_name, FileSum};
+use super::stamp::FileSum;
+use super::unique_name;
 use super::view::{compact_dicts, is_string_dict};
 use super::Cache;
 use crate::data_compat::Kind;

@@ -34,7 +34,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::files::{unique_name, FileSum};
+use super::unique_name;
+
+/// What the manifest says about one file of a generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FileSum {
+    pub(super) rows: u64,
+    pub(super) bytes: u64,
+    pub(super) crc: u32,
+}
 
 /// The name of the stamp file in a generation's directory.
 pub(super) const STAMP_FILE: &str = "verified";
