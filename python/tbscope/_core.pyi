@@ -22,6 +22,7 @@ __all__ = [
     "read_trace",
     "record_heads",
     "rewrite",
+    "run_name",
     "split_points",
     "to_csv",
 ]
@@ -284,6 +285,10 @@ def read_trace(path: str | PathLike[str]) -> Table:
     """A Chrome trace file (gzip-compressed or not) as a table of events: name, category,
     phase, start, duration, self_duration, process, thread, pid, tid, args. ValueError when the
     file is not a Chrome trace."""
+
+def run_name(rel: str | PathLike[str]) -> str:
+    """The run name of a path relative to the logdir (its components joined with ``/``, lossily
+    for names that are not UTF-8, ``.`` for the logdir itself): the reader's one rule."""
 
 def event_files(path: str | PathLike[str]) -> list[tuple[str, str, int]]:
     """The event files below ``path`` as the reader finds them (its run discovery): (run,

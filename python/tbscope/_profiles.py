@@ -76,10 +76,6 @@ def _session_time(name: str) -> float | None:
         return None
 
 
-def _run_name(rel: Path) -> str:
-    return "." if rel == Path(".") or not rel.parts else rel.as_posix()
-
-
 def find_profiles(logdir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every profile file under ``logdir``, one dict per file with the keys of ``COLUMNS``
     (``time`` in seconds since the epoch: from the file name when it carries one, else the
@@ -99,7 +95,7 @@ def find_profiles(logdir: str | os.PathLike[str]) -> list[dict[str, Any]]:
             m = _TORCH.match(name)
             if m is not None:
                 entry = {
-                    "run": _run_name(rel_dir),
+                    "run": _core.run_name(rel_dir),
                     "session": "",
                     "host": m.group("worker"),
                     "time": _epoch_seconds(m.group("time")) if m.group("time") else None,
@@ -110,7 +106,7 @@ def find_profiles(logdir: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 for suffix, fmt in PLUGIN_FILES.items():
                     if name.endswith("." + suffix) and len(name) > len(suffix) + 1:
                         entry = {
-                            "run": _run_name(Path(*parts[:-3])),
+                            "run": _core.run_name(Path(*parts[:-3])),
                             "session": parts[-1],
                             "host": name[: -len(suffix) - 1],
                             "time": _session_time(parts[-1]),
@@ -128,7 +124,10 @@ def find_profiles(logdir: str | os.PathLike[str]) -> list[dict[str, Any]]:
             if entry["time"] is None:
                 entry["time"] = st.st_mtime
             entry["size"] = st.st_size
-            entry["path"] = (rel_dir / name).as_posix()
+            # Named by the reader's rule (as the `file` columns are); the file itself is kept
+            # apart, for a name that is not UTF-8 is not its path.
+            entry["path"] = _core.run_name(rel_dir / name)
+            entry["_file"] = path
             found.append(entry)
     found.sort(key=lambda e: (e["run"], e["time"], e["path"]))
     return found
@@ -226,13 +225,14 @@ def open_profile(logdir: str | os.PathLike[str], which: str | int) -> Profile:
             )
         info = listing[which]
     else:
-        want = Path(os.fspath(which)).as_posix()
+        want_path = Path(os.fspath(which))
         root = Path(logdir).resolve()
-        if Path(want).is_absolute():
+        if want_path.is_absolute():
             try:
-                want = Path(want).resolve().relative_to(root).as_posix()
+                want_path = want_path.resolve().relative_to(root)
             except ValueError:
                 raise ValueError(f"{which} is not inside the logdir {os.fspath(logdir)}") from None
+        want = _core.run_name(want_path)
         matches = [e for e in listing if e["path"] == want]
         if not matches:
             raise FileNotFoundError(f"no profile file {want!r} in {os.fspath(logdir)}; Logdir.profiles() lists them")
@@ -242,5 +242,5 @@ def open_profile(logdir: str | os.PathLike[str], which: str | int) -> Profile:
             f"{info['path']} is a {info['format']} file of the profile plugin; tbscope opens Chrome traces "
             "(*.trace.json.gz, *.pt.trace.json): open the one of the same session"
         )
-    table = _core.read_trace(str(Path(logdir) / info["path"]))
-    return Profile(Frame(table, "profile"), dict(info))
+    table = _core.read_trace(info["_file"])
+    return Profile(Frame(table, "profile"), {k: info[k] for k in COLUMNS})

@@ -283,3 +283,22 @@ def test_server_sql_has_the_new_tables(server, logdir):
     for name in ("blobs", "meshes", "logs"):
         n = get_json(server.url, "api/v1/sql?q=" + quote(f"SELECT count(*) AS n FROM {name}"))["columns"]["n"][0]
         assert n == len(getattr(tbscope.scan(logdir), name)()), name
+
+
+def test_profiles_name_runs_as_the_reader_does(tmp_path):
+    # One run-name rule: a directory whose name is not UTF-8 names the same run for the
+    # profiles and for the event logs (and can be put in the table at all).
+    import os
+
+    root = tmp_path / "logs"
+    run = root / os.fsdecode(b"caf\xe9") / "a"
+    run.mkdir(parents=True)
+    shutil.copy(TRACE, run / TRACE.name)
+    with tbscope.SummaryWriter(run) as w:
+        w.add_scalar("loss", 1.0, 0)
+    (nested := root / "top").mkdir()
+    shutil.copy(TRACE, nested / TRACE.name)
+    runs = tbscope.scan(root).runs
+    assert len(runs) == 1 and runs[0].endswith("/a")
+    df = tbscope.scan(root).profiles().to_pandas()
+    assert sorted(df["run"]) == sorted([runs[0], "top"])

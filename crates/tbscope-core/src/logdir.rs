@@ -268,7 +268,7 @@ fn list(
 /// run of an event file is its directory relative to the logdir, so a run's name is this of
 /// its directory. The `file` columns name files by the same rule ([`rel_name`]). The one
 /// implementation of path to name: discovery, loading, the cache and rewrites all come here.
-pub(crate) fn run_name(rel: &Path) -> String {
+pub fn run_name(rel: &Path) -> String {
     use std::path::Component;
     let mut out = String::new();
     for c in rel.components() {

@@ -738,6 +738,13 @@ fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
     })
 }
 
+/// The run name of `rel`, a path relative to the logdir (`tbscope_core::logdir::run_name`, the
+/// one rule), for Python code that lists files of a logdir itself (profiles).
+#[pyfunction]
+fn run_name(rel: PathBuf) -> String {
+    tbscope_core::logdir::run_name(&rel)
+}
+
 /// The event files below `path` as the reader finds them (TensorBoard's run discovery, the
 /// one `tbscope_core::logdir::discover`): (run, file, bytes) for each, runs and files by name.
 /// A file that cannot be stat'ed counts 0 bytes; a directory that cannot be listed is
@@ -776,6 +783,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split_points, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(event_files, m)?)?;
+    m.add_function(wrap_pyfunction!(run_name, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     m.add_function(wrap_pyfunction!(series::group_rows, m)?)?;
