@@ -255,6 +255,22 @@ fn typed_field(dtype: i32) -> u32 {
     }
 }
 
+/// Calls `push` with each value of a varint field occurrence, packed (`Bytes`) or not; any other
+/// wire type is the error `wrong`.
+fn each_varint(w: Wire<'_>, wrong: &'static str, mut push: impl FnMut(u64)) -> Result<()> {
+    match w {
+        Wire::Varint(v) => push(v),
+        Wire::Bytes(b) => {
+            let mut pos = 0;
+            while pos < b.len() {
+                push(read_varint(b, &mut pos)?);
+            }
+        }
+        _ => return Err(DecodeError(wrong)),
+    }
+    Ok(())
+}
+
 /// Appends one occurrence of a typed field (packed or not) in the dtype's element width.
 fn append_typed(dtype: i32, w: Wire<'_>, out: &mut Vec<u8>) -> Result<()> {
     let fixed = |width: usize, out: &mut Vec<u8>| -> Result<()> {
@@ -276,34 +292,14 @@ fn append_typed(dtype: i32, w: Wire<'_>, out: &mut Vec<u8>) -> Result<()> {
             }
             _ => Err(DecodeError("float8_val has the wrong wire type")),
         },
-        DT_HALF | DT_BFLOAT16 => {
-            let mut push = |v: u64| out.extend_from_slice(&half_val_bits(dtype, v).to_le_bytes());
-            match w {
-                Wire::Varint(v) => push(v),
-                Wire::Bytes(b) => {
-                    let mut pos = 0;
-                    while pos < b.len() {
-                        push(read_varint(b, &mut pos)?);
-                    }
-                }
-                _ => return Err(DecodeError("half_val has the wrong wire type")),
-            }
-            Ok(())
-        }
+        DT_HALF | DT_BFLOAT16 => each_varint(w, "half_val has the wrong wire type", |v| {
+            out.extend_from_slice(&half_val_bits(dtype, v).to_le_bytes())
+        }),
         _ => {
             let width = element_size(dtype).unwrap_or(8);
-            let mut push = |v: u64| out.extend_from_slice(&v.to_le_bytes()[..width]);
-            match w {
-                Wire::Varint(v) => push(v),
-                Wire::Bytes(b) => {
-                    let mut pos = 0;
-                    while pos < b.len() {
-                        push(read_varint(b, &mut pos)?);
-                    }
-                }
-                _ => return Err(DecodeError("typed tensor field has the wrong wire type")),
-            }
-            Ok(())
+            each_varint(w, "typed tensor field has the wrong wire type", |v| {
+                out.extend_from_slice(&v.to_le_bytes()[..width])
+            })
         }
     }
 }

@@ -282,19 +282,8 @@ impl Cache {
         })()
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         marks.push(("manifest written", t0.elapsed()));
-        if std::env::var_os("TBSCOPE_TRACE").is_some() {
-            // Where a publish spends its time: on a logdir of many runs, most of a small change.
-            let mut last = std::time::Duration::ZERO;
-            let parts: Vec<String> = marks
-                .iter()
-                .map(|(what, at)| {
-                    let d = *at - last;
-                    last = *at;
-                    format!("{what} {d:?}")
-                })
-                .collect();
-            eprintln!("tbscope cache publish: {}", parts.join(", "));
-        }
+        // Where a publish spends its time: on a logdir of many runs, most of a small change.
+        super::trace_marks("publish", &marks);
         Ok(sums)
     }
 

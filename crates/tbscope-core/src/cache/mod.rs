@@ -77,6 +77,24 @@ use self::pending::{decode_state, Pending};
 use self::segments::{merge_pieces, run_pieces, Piece, Segment};
 use self::view::View;
 
+/// `TBSCOPE_TRACE=1`: the time between successive `marks` (each an elapsed time since the
+/// start of `what`), as one line `tbscope cache <what>: <mark> <time>, ...` on stderr.
+fn trace_marks(what: &str, marks: &[(&str, Duration)]) {
+    if std::env::var_os("TBSCOPE_TRACE").is_none() {
+        return;
+    }
+    let mut last = Duration::ZERO;
+    let parts: Vec<String> = marks
+        .iter()
+        .map(|(mark, at)| {
+            let d = *at - last;
+            last = *at;
+            format!("{mark} {d:?}")
+        })
+        .collect();
+    eprintln!("tbscope cache {what}: {}", parts.join(", "));
+}
+
 /// A name no other file of the cache has: time, process, and a counter.
 fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -425,19 +443,7 @@ impl Cache {
 
     /// `TBSCOPE_TRACE=1`: where the load spent its time.
     fn trace(&self, marks: &[(&str, Duration)]) {
-        if std::env::var_os("TBSCOPE_TRACE").is_none() {
-            return;
-        }
-        let mut last = Duration::ZERO;
-        let parts: Vec<String> = marks
-            .iter()
-            .map(|(what, at)| {
-                let d = *at - last;
-                last = *at;
-                format!("{what} {d:?}")
-            })
-            .collect();
-        eprintln!("tbscope cache {}: {}", self.info.status, parts.join(", "));
+        trace_marks(self.info.status, marks);
     }
 
     /// Forgets everything restored (a generation that turned out unusable): the load then
