@@ -166,10 +166,9 @@ def test_a_verified_file_is_trusted_until_it_changes(
     is checked again and found: a warning and the logdir's values, never the damaged ones."""
     cache = tmp_path / "cache"
     shutil.copytree(pristine, cache)
-    # Files settle (may be stamped) 0.1 s after their last change here rather than 2 s.
-    monkeypatch.setenv("TBSCOPE_CACHE_TEST_SETTLE", "0.1")
     monkeypatch.setenv("TBSCOPE_TRACE", "1")
-    time.sleep(0.3)
+    # A file is stamped only once its last change (the copy) lies 2 s in the past.
+    time.sleep(2.2)
 
     def open_all() -> tuple[tbscope.Logdir, dict[str, Any], dict[str, str]]:
         capfd.readouterr()

@@ -49,18 +49,10 @@ pub(super) const STAMP_FILE: &str = "verified";
 
 const MAGIC: &str = "tbscope-verified 1";
 
-/// A file's ctime must be this far in the past for a stamp to be recorded.
+/// A file's ctime must be this far in the past for a stamp to be recorded. Not adjustable from
+/// outside: a value under the filesystem clock's tick would make stamps unsound (unit tests
+/// pass their own to [`Stamps::record_with`]).
 const SETTLE: Duration = Duration::from_secs(2);
-
-/// `TBSCOPE_CACHE_TEST_SETTLE=<seconds>` shortens `SETTLE` (tests that need a stamp to be
-/// recorded without waiting 2 s; a value under the clock's tick would make stamps unsound).
-fn settle() -> Duration {
-    std::env::var("TBSCOPE_CACHE_TEST_SETTLE")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(SETTLE, Duration::from_secs_f64)
-}
 
 /// What identifies one state of a file's bytes, and the checksum they were checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +133,7 @@ impl Stamps {
     /// Records that file `name` was verified against `sum` in identity `id`, if that identity is
     /// settled (see the module docs); written by [`Stamps::flush`].
     pub(super) fn record(&self, name: &str, id: &Identity, sum: &FileSum) {
-        self.record_with(name, id, sum, settle());
+        self.record_with(name, id, sum, SETTLE);
     }
 
     pub(super) fn record_with(&self, name: &str, id: &Identity, sum: &FileSum, settle: Duration) {
