@@ -294,10 +294,9 @@ class Logdir:
 
     def _local_root(self) -> str | None:
         """The directory projector configs are looked for in (None for an object store)."""
-        if "://" in self.path and not self.path.startswith("file://"):
-            return None
-        path = self.path[len("file://") :] if self.path.startswith("file://") else self.path
-        return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        from tbscope._projector import local_root
+
+        return local_root(self.path)
 
     def hparams_records(self) -> Frame:
         """Raw hparams plugin records (experiment, session start and end) per run."""

@@ -117,7 +117,7 @@ def source_embeddings(
     from tbscope import _projector
 
     snap = snap or store.snapshot
-    root = None if st.logdir is None else st.logdir._local_root()
+    root = None if st.logdir is None else _projector.local_root(st.logdir.path)
     if root is None:
         return "", []
     runs = _local_runs(snap, st)
