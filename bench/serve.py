@@ -237,7 +237,7 @@ def latency(logdir: Path, tag: str, repeats: int, clients: int, per_client: int,
                     r = conn.getresponse()
                     r.read()
                     ok = r.status == 200
-                except Exception:  # noqa: BLE001 - counted as an error
+                except Exception:  # counted as an error
                     ok = False
                     conn.close()
                     conn = hc.HTTPConnection("127.0.0.1", port, timeout=120)

@@ -335,7 +335,7 @@ class Store:
         t0 = time.monotonic()
         try:
             self._first_load()
-        except Exception:  # noqa: BLE001 - a reader failure must not kill the server thread
+        except Exception:  # a reader failure must not kill the server thread
             log.exception("reading the logdirs failed")
         self.load_seconds = time.monotonic() - t0
         runs = self.snapshot.runs
@@ -347,7 +347,7 @@ class Store:
         while interval > 0 and not self._stop.wait(interval):
             try:
                 self.reload()
-            except Exception:  # noqa: BLE001 - same: log, try again next time
+            except Exception:  # same: log, try again next time
                 log.exception("reloading the logdirs failed")
 
     def _first_load(self) -> None:
@@ -495,7 +495,7 @@ class Store:
         for fn in list(self._listeners):
             try:
                 fn(change)
-            except Exception:  # noqa: BLE001 - a listener's failure is its own
+            except Exception:  # a listener's failure is its own
                 log.exception("change listener failed")
         return change
 
