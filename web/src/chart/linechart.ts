@@ -201,10 +201,13 @@ export class LineChart {
     const same = this.rawLayer && this.rawLayer.key === key && this.rawLayer.data.length === smoothed.length && this.rawLayer.data.every((s, i) => s.value === smoothed[i]!.value && s.x === smoothed[i]!.x && s.color === smoothed[i]!.color);
     if (!same && !now && this.rawFrame === 0) {
       // New raw lines (new data, zoom, size): the smoothed lines are painted first and the
-      // faint layer behind them a frame later, so a chart shows its lines sooner.
+      // faint layer behind them in the frame after the next (that next frame's callbacks, the
+      // first-paint mark among them, run before its work), so a chart shows its lines sooner.
       this.rawFrame = requestAnimationFrame(() => {
-        this.rawFrame = -1; // the redraw this asks for (uPlot draws in a microtask) draws the layer
-        this.u?.redraw(false);
+        this.rawFrame = requestAnimationFrame(() => {
+          this.rawFrame = -1; // the redraw this asks for (uPlot draws in a microtask) draws the layer
+          this.u?.redraw(false);
+        });
       });
       return;
     }
