@@ -3,10 +3,12 @@ mirror of their event files, kept up to date with concurrent ranged reads, that 
 reader then reads like any logdir (``docs/scale.md`` says why).
 
 A refresh lists the logdir once, compares sizes with the mirror's manifest, fetches the new
-bytes of every new or grown file in pieces on a thread pool (each piece written where it
-belongs as soon as it arrives, so no object is ever held whole in memory), retries a failed
-piece with backoff, and rolls a file that still fails back to the bytes it had: it is reported,
-the rest is read. ``file://`` URLs are plain paths and need no mirror.
+bytes of every new or grown file in pieces on a thread pool (each response written where it
+belongs as it arrives, so no object is ever held whole in memory), retries a failed piece with
+backoff, and rolls a file that still fails back to the bytes it had: it is reported, the rest
+is read. A scan's first refresh runs in the background (:meth:`Mirror.start`): new files enter
+the mirror whole and in the reader's order, and the first read parses them in rounds as they
+arrive (:meth:`Mirror.follow`). ``file://`` URLs are plain paths and need no mirror.
 """
 
 from __future__ import annotations
