@@ -83,6 +83,13 @@ class NativeReader:
     def run_names(self) -> list[str]: ...
     def report(self) -> list[tuple[str, str, str, int, int, str]]: ...
     def file_path(self, rel: str) -> str | None: ...
+    def defer_cache_writes(self) -> None:
+        """Loads publish their rows without writing the cache; write_cache() writes it."""
+    def write_cache(self) -> str | None:
+        """Writes the generation loads left unwritten (GIL released; the reader held only to
+        copy its state and take the outcome back); the generation published, else None."""
+    def abandon_cache_write(self) -> None:
+        """A deferred write running stops before its next file; later ones do nothing."""
     def cache_info(self) -> tuple[str, str, str | None, bool, int, list[str]] | None:
         """(dir, status, generation, written, runs dropped, warnings) of the last load through
         the cache; None for a reader without one."""

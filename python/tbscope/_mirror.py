@@ -351,7 +351,7 @@ class Mirror:
                 raise FileNotFoundError(f"{self.url}: no such logdir or event file") from None
             # A store has no directories: a logdir whose objects were all removed is not there.
             remote = {}
-        except Exception as e:  # noqa: BLE001 - any store error: raised on the first read, reported later
+        except Exception as e:  # any store error: raised on the first read, reported later
             if first and not have:
                 raise OSError(f"could not list {self.url}: {type(e).__name__}: {e}") from e
             stats.problems.append(

@@ -121,6 +121,26 @@ class Logdir:
         """Read what was written since the last read; returns what was read."""
         return self._load()
 
+    def _defer_cache_writes(self) -> None:
+        """(For ``tbscope serve``.) Reads from now on publish their rows without writing the
+        cache; :meth:`_write_cache` writes it afterwards, on another thread (docs/cache.md,
+        "Written after the read"). A scan without a cache ignores it."""
+        self._native.defer_cache_writes()
+
+    def _write_cache(self) -> str | None:
+        """Writes the cache generation that deferred reads left unwritten, without holding the
+        reader but to copy its state (reads and tables go on meanwhile; the GIL is released).
+        Returns the generation published, else None (nothing to write, abandoned, or failed:
+        then a warning on the ``tbscope.cache`` logger)."""
+        generation = self._native.write_cache()
+        self._log_cache()
+        return generation
+
+    def _abandon_cache_write(self) -> None:
+        """Stops a deferred cache write: one running publishes nothing and removes what it
+        wrote (checked before each file), later ones do nothing."""
+        self._native.abandon_cache_write()
+
     @property
     def cache_info(self) -> CacheInfo | None:
         """What the cache did on the last read (None when the scan has no cache)."""
@@ -287,10 +307,9 @@ class Logdir:
 
     def _local_root(self) -> str | None:
         """The directory projector configs are looked for in (None for an object store)."""
-        if "://" in self.path and not self.path.startswith("file://"):
-            return None
-        path = self.path[len("file://") :] if self.path.startswith("file://") else self.path
-        return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        from tbscope._projector import local_root
+
+        return local_root(self.path)
 
     def hparams_records(self) -> Frame:
         """Raw hparams plugin records (experiment, session start and end) per run."""

@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -78,6 +79,8 @@ type Inner = Box<dyn Scan>;
 #[pyclass(module = "tbscope._core", frozen)]
 struct NativeReader {
     inner: Arc<Mutex<Inner>>,
+    /// Set by `abandon_cache_write`: a deferred cache write running or to come stops.
+    abandon: Arc<AtomicBool>,
 }
 
 #[pymethods]
@@ -170,7 +173,47 @@ impl NativeReader {
         })?;
         Ok(NativeReader {
             inner: Arc::new(Mutex::new(reader)),
+            abandon: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Loads from now on publish their rows without writing the cache; `write_cache` writes
+    /// it (`tbscope serve`: the first answer does not wait for the cache).
+    fn defer_cache_writes(&self) -> Outcome<()> {
+        self.with(|r| {
+            r.defer_writes(true);
+            Ok(())
+        })
+    }
+
+    /// Writes the cache generation that loads left unwritten, holding the reader only to take
+    /// a copy of its state and to hand the outcome back (requests and loads go on meanwhile;
+    /// the GIL is released). Returns the generation published, None when there was nothing
+    /// to write, another write was running, it failed (a warning in `cache_info`) or it was
+    /// abandoned.
+    fn write_cache(&self, py: Python<'_>) -> Outcome<Option<String>> {
+        py.detach(|| {
+            guarded(|| {
+                let write = {
+                    let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                    r.take_write()
+                };
+                let Some(write) = write else {
+                    return Ok(None);
+                };
+                let done = write.run(&self.abandon);
+                let generation = done.generation().map(str::to_string);
+                let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                r.finish_write(done);
+                Ok(generation)
+            })
+        })
+    }
+
+    /// Stops a deferred cache write: one running abandons before its next file (its temporary
+    /// directory removed, nothing published), later ones do nothing.
+    fn abandon_cache_write(&self) {
+        self.abandon.store(true, Ordering::Relaxed);
     }
 
     /// Reads what is new; returns (files read, bytes read, records, rows).
