@@ -152,7 +152,9 @@ def start_tbscope(logdir: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
-def start_tensorboard(logdir: Path, runs: int, tags: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_tensorboard(
+    logdir: Path, runs: int, tags: int, load_cap: float
+) -> tuple[subprocess.Popen[bytes], str, float, bool]:
     import socket
 
     with socket.socket() as s:
@@ -170,7 +172,8 @@ def start_tensorboard(logdir: Path, runs: int, tags: int) -> tuple[subprocess.Po
     # Loaded = every run lists every tag with its last step (RustBoard fills reservoirs as it goes).
     last = -1
     stable = 0
-    while time.perf_counter() - t0 < 1800:
+    loaded = False
+    while time.perf_counter() - t0 < load_cap:
         try:
             tags_by_run = get_json(url + "data/plugin/scalars/tags")
             n = sum(len(v) for v in tags_by_run.values())
@@ -183,12 +186,14 @@ def start_tensorboard(logdir: Path, runs: int, tags: int) -> tuple[subprocess.Po
                 stable = stable + 1 if pts and pts[-1][1] == last else 0
                 last = pts[-1][1] if pts else -1
                 if stable >= 2:
+                    loaded = True
                     break
-        except Exception:
+        except Exception:  # not answering yet
             pass
         time.sleep(2)
-    print(f"tensorboard loaded in {time.perf_counter() - t0:.0f} s: {url}", flush=True)
-    return proc, url
+    took = time.perf_counter() - t0
+    print(f"tensorboard {'loaded' if loaded else 'NOT loaded'} in {took:.0f} s: {url}", flush=True)
+    return proc, url, took, loaded
 
 
 # Measurements -------------------------------------------------------------------------------
@@ -223,6 +228,22 @@ def poll_first_chart(page: Any, selector: str, t_nav: float, timeout: float = 60
 
 def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else math.nan
+
+
+def capped(xs: list[float | None], cap_ms: float, unit: str = "s") -> str:
+    """Median of samples where None is "more than the cap": the median itself is "> cap" when
+    half or more were capped; the count of capped samples is said."""
+    if not xs:
+        return "no sample"
+    vals = sorted(math.inf if x is None else x for x in xs)
+    m = statistics.median(vals)
+    n_cap = sum(1 for x in xs if x is None)
+    scale, fmt = (1000, "{:.1f} s") if unit == "s" else (1, "{:.0f} ms")
+    text = f"> {fmt.format(cap_ms / scale)}" if math.isinf(m) else fmt.format(m / scale)
+    lo = fmt.format(vals[0] / scale) if not math.isinf(vals[0]) else f"> {fmt.format(cap_ms / scale)}"
+    hi = fmt.format(vals[-1] / scale) if not math.isinf(vals[-1]) else f"> {fmt.format(cap_ms / scale)}"
+    extra = f"; {n_cap} of {len(xs)} over the cap" if n_cap else ""
+    return f"{text} (n={len(xs)}, {lo} to {hi}{extra})"
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -291,16 +312,26 @@ def tbscope_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
     return {"mark_ms": marks, "poll_ms": polled, "steps": steps, "cpu_ms": cpu}
 
 
-def tensorboard_first_chart(browser: Any, url: str, repeat: int) -> dict[str, Any]:
-    polled: list[float] = []
+def tensorboard_first_chart(browser: Any, url: str, repeat: int, cap: float, budget: float) -> dict[str, Any]:
+    """TensorBoard's first chart, by the same screenshot poll as tbscope's. A navigation that
+    shows no chart within `cap` seconds counts as "> cap" (recorded as None); repetitions stop
+    once `budget` seconds have gone (at least one is made)."""
+    polled: list[float | None] = []
+    t_start = time.perf_counter()
     for _ in range(repeat):
+        if polled and time.perf_counter() - t_start > budget:
+            break
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
         page = ctx.new_page()
         t0 = time.perf_counter()
-        page.goto(url + "#timeseries")
-        polled.append(poll_first_chart(page, "scalar-card line-chart", t0, timeout=120) * 1000)
+        try:
+            page.goto(url + "#timeseries", timeout=cap * 1000)
+            left = cap - (time.perf_counter() - t0)
+            polled.append(poll_first_chart(page, "scalar-card line-chart", t0, timeout=max(left, 0.1)) * 1000)
+        except Exception:  # the page's load or its chart not within the cap
+            polled.append(None)
         ctx.close()
-    return {"poll_ms": polled}
+    return {"poll_ms": polled, "cap_ms": cap * 1000}
 
 
 SMOOTH_JS = """
@@ -383,32 +414,51 @@ def tbscope_smoothing(browser: Any, url: str, repeat: int, runs: int) -> dict[st
     return {"ms": times, "first_card": foot, "cpu_ms": cpu, "draw_ms": draws}
 
 
-def tensorboard_smoothing(browser: Any, url: str, repeat: int) -> dict[str, Any]:
+def tensorboard_smoothing(
+    browser: Any, url: str, repeat: int, cap: float, budget: float, load_cap: float
+) -> dict[str, Any]:
     """TensorBoard draws its charts in a worker: the time until the first chart's pixels change
-    after the smoothing input (screenshots of its box; a repetition that shows no change in 30 s
-    counts as 30 s)."""
+    after the smoothing input (screenshots of its box). A repetition that shows no change within
+    `cap` seconds counts as "> cap" (None); repetitions stop once `budget` seconds have gone; a
+    page whose first chart does not show within `load_cap` seconds gives no figure."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
-    page.goto(url + "#timeseries")
-    poll_first_chart(page, "scalar-card line-chart", time.perf_counter(), timeout=180)
+    times: list[float | None] = []
+    try:
+        page.goto(url + "#timeseries", timeout=load_cap * 1000)
+        poll_first_chart(page, "scalar-card line-chart", time.perf_counter(), timeout=load_cap)
+    except Exception:  # the page's load or its chart not within the cap
+        ctx.close()
+        return {"ms": times, "cap_ms": cap * 1000, "note": f"no chart within {load_cap:.0f} s"}
     page.wait_for_timeout(3000)
     box = page.query_selector("scalar-card line-chart").bounding_box()
-    shot = lambda: page.screenshot(clip=box, timeout=30_000)  # noqa: E731 - a clip, no stability wait
-    times: list[float] = []
+    shot = lambda: page.screenshot(clip=box, timeout=cap * 1000)  # noqa: E731 - a clip, no stability wait
+    t_start = time.perf_counter()
     for i in range(repeat):
-        before = shot()
+        if times and time.perf_counter() - t_start > budget:
+            break
+        try:
+            before = shot()
+        except Exception:  # a screenshot that times out: the page is stuck
+            break
         v = 0.5 + 0.02 * (i % 10) + 0.01
         t0 = time.perf_counter()
         page.evaluate(
             "(v) => { const i = [...document.querySelectorAll('mat-slider input')].find(x => +x.max < 1 && +x.value < 1); i.value = String(v); i.dispatchEvent(new Event('input', {bubbles: true})); i.dispatchEvent(new Event('change', {bubbles: true})); }",
             v,
         )
-        while time.perf_counter() - t0 < 30 and shot() == before:
-            pass
-        times.append((time.perf_counter() - t0) * 1000)
+        changed = False
+        while time.perf_counter() - t0 < cap:
+            try:
+                if shot() != before:
+                    changed = True
+                    break
+            except Exception:  # counted as no change within the cap
+                break
+        times.append((time.perf_counter() - t0) * 1000 if changed else None)
         page.wait_for_timeout(500)
     ctx.close()
-    return {"ms": times}
+    return {"ms": times, "cap_ms": cap * 1000}
 
 
 SCROLL_JS = """
@@ -499,10 +549,23 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="8 runs x 10 tags x 1,000 steps, 3 repetitions")
     ap.add_argument("--no-tensorboard", action="store_true")
-    ap.add_argument("--tb-repeat", type=int, default=None, help="repetitions for TensorBoard (default: --repeat)")
+    ap.add_argument("--tb-repeat", type=int, default=5, help="repetitions for TensorBoard's side (default 5)")
+    ap.add_argument(
+        "--tb-cap", type=float, default=60, help="seconds: a TensorBoard first chart not shown by then counts as > cap"
+    )
+    ap.add_argument(
+        "--tb-smooth-cap", type=float, default=30, help="seconds: a smoothing change not shown by then counts as > cap"
+    )
+    ap.add_argument(
+        "--tb-budget",
+        type=float,
+        default=300,
+        help="seconds per TensorBoard phase after which no new repetition starts",
+    )
+    ap.add_argument("--tb-load-cap", type=float, default=600, help="seconds to wait for TensorBoard to load the logdir")
     a = ap.parse_args()
     if a.quick:
-        a.runs, a.tags, a.steps, a.repeat = 8, 10, 1000, 3
+        a.runs, a.tags, a.steps, a.repeat, a.tb_repeat = 8, 10, 1000, 3, 3
     if not (STATIC / "index.html").exists():
         print("the dashboard is not built: run `make build`", file=sys.stderr)
         return 1
@@ -515,7 +578,7 @@ def main() -> int:
         "load": os.getloadavg(),
     }
     results["bundle"] = bundle_size()
-    results["tb_repeat"] = a.tb_repeat or a.repeat
+    results["tb_repeat"] = a.tb_repeat
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
 
@@ -535,11 +598,30 @@ def main() -> int:
             proc.terminate()
             proc.wait(30)
         if not a.no_tensorboard:
-            tb_repeat = a.tb_repeat or a.repeat
-            tproc, turl = start_tensorboard(logdir, a.runs, a.tags)
+            tproc, turl, took, loaded = start_tensorboard(logdir, a.runs, a.tags, a.tb_load_cap)
+            results["tensorboard_load_s"] = took
+            results["tensorboard_loaded"] = loaded
             try:
-                phase("tensorboard_first_chart", tensorboard_first_chart, browser, turl, tb_repeat)
-                phase("tensorboard_smoothing", tensorboard_smoothing, browser, turl, tb_repeat)
+                # Timed only once it has loaded (or its loading cap has passed: then said so).
+                phase(
+                    "tensorboard_first_chart",
+                    tensorboard_first_chart,
+                    browser,
+                    turl,
+                    a.tb_repeat,
+                    a.tb_cap,
+                    a.tb_budget,
+                )
+                phase(
+                    "tensorboard_smoothing",
+                    tensorboard_smoothing,
+                    browser,
+                    turl,
+                    a.tb_repeat,
+                    a.tb_smooth_cap,
+                    a.tb_budget,
+                    3 * a.tb_cap,  # its page's first chart, once: longer than a sample's cap
+                )
             finally:
                 tproc.terminate()
                 tproc.wait(30)
@@ -567,13 +649,13 @@ def render(r: dict[str, Any]) -> str:
             "first scalars chart painted (screenshot poll)",
             "< 1000 ms",
             f"{med(tf.get('poll_ms', [])):.0f} ms",
-            f"{med(bf.get('poll_ms', [])):.0f} ms" if bf else "not run",
+            capped(bf.get("poll_ms", []), bf.get("cap_ms", math.inf)) if bf else "not run",
         ),
         (
             "smoothing input -> next painted frame",
             "< 50 ms",
             f"{med(ts.get('ms', [])):.1f} ms (p95 {pct(ts.get('ms', []), 0.95):.1f})",
-            f"{med(bs.get('ms', [])):.0f} ms (pixels changed)" if bs else "not run",
+            capped(bs.get("ms", []), bs.get("cap_ms", math.inf)) + " (pixels changed)" if bs else "not run",
         ),
         (
             "scrolling 50 cards: frame interval p95",
@@ -621,6 +703,16 @@ def render(r: dict[str, Any]) -> str:
         *[f"| {a} | {x} |" for a, x in cpu_rows],
         "",
         f"smoothing measured on: {ts.get('first_card', '')}",
+        *(
+            [
+                f"TensorBoard {'loaded the logdir' if r.get('tensorboard_loaded') else 'had NOT loaded the logdir'} in "
+                f"{r['tensorboard_load_s']:.0f} s before its figures were taken (caps: first chart "
+                f"{bf.get('cap_ms', math.nan) / 1000:.0f} s, smoothing {bs.get('cap_ms', math.nan) / 1000:.0f} s a sample)"
+                + (f"; smoothing: {bs['note']}" if bs.get("note") else "")
+            ]
+            if "tensorboard_load_s" in r
+            else []
+        ),
         "first chart, where the time went (medians, ms after navigation): "
         + ", ".join(
             f"{k} {med([s[k] for s in tf.get('steps', []) if s.get(k) is not None]):.0f}"

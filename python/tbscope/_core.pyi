@@ -63,7 +63,11 @@ class NativeReader:
         threads: int = 0,
         cache_dir: str | PathLike[str] | None = None,
         tail_timeout: float = 600.0,
-    ) -> NativeReader: ...
+        byte_range: tuple[int, int | None] | None = None,
+    ) -> NativeReader:
+        """``byte_range=(start, end)``: ``path`` is one event file and only its records starting
+        in ``[start, end)`` are read (``end`` a record boundary, e.g. from :func:`split_points`;
+        None: to the end), with their offsets in the whole file."""
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""
     def table(self, kind_name: str) -> Table: ...

@@ -44,7 +44,7 @@ class Logdir:
         strict: bool,
         remote: _mirror.Mirror | None = None,
     ) -> None:
-        self.path = os.fspath(path)
+        self._path = os.fspath(path)
         # A remote logdir is read from its local mirror (self.path); reloads refresh it first.
         self._remote = remote
         #: The URL given to scan() for a remote logdir, else None.
@@ -53,7 +53,7 @@ class Logdir:
         # summary() reads hparams records that this scan's filters may leave out. With a
         # cache, its directory travels along, so derived readers use the cache too.
         self._args = args
-        self._native = args.open(self.path)
+        self._native = args.open(self._path)
         self._strict = strict
         self._loaded = False
         self._seen_problems: set[Problem] = set()
@@ -63,10 +63,23 @@ class Logdir:
         state = f"{len(self.runs)} runs" if self._loaded else "not read yet"
         return f"<tbscope.Logdir {self.url or self.path!r}: {state}>"
 
+    @property
+    def path(self) -> str:
+        """The logdir or event file read: for a remote logdir, its local mirror (fetched whole
+        before it is handed out)."""
+        if self._remote is not None:
+            self._remote.wait()
+        return self._path
+
     def _load(self) -> LoadStats:
         if self._remote is not None and self._loaded:
             self._remote.sync()
-        stats = LoadStats(*self._native.load())
+        if self._remote is not None and not self._loaded:
+            # The first read of a remote logdir parses files as they are fetched.
+            parts = self._remote.follow(self._native.load)
+            stats = LoadStats(*(sum(p[i] for p in parts) for i in range(4)))
+        else:
+            stats = LoadStats(*self._native.load())
         self._loaded = True
         self._log_cache(debug=True)
         if self._strict:
@@ -803,8 +816,10 @@ def scan(
         url, is_remote = _mirror.split_url(path)  # type: ignore[arg-type]
         if is_remote:
             # Listed and fetched now, so that a bad URL or credentials fail where they are given.
-            remote = _mirror.open_mirror(url, storage_options)
-            path = remote.path
+            # Without a cache, files are fetched in the background and the first read parses
+            # each one as soon as it is whole (a cache is written from the whole mirror).
+            remote = _mirror.open_mirror(url, storage_options, background=cache in (None, False))
+            path = remote._path_now
         else:
             path = url
     elif storage_options:

@@ -139,6 +139,59 @@ def test_smoothing_slider_changes_the_line(page: Page, server: Server) -> None:
     assert page.errors == []
 
 
+FAINT_JS = """
+([tag, colors]) => {
+  const card = [...document.querySelectorAll('.scalar-card')].find(c => c.dataset.tag === tag);
+  const canvas = card && card.querySelector('canvas');
+  const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  const rgb = colors.map(h => [1, 3, 5].map(i => parseInt(h.slice(i, i + 2), 16)));
+  const counts = colors.map(() => 0);
+  for (let p = 0; p < d.length; p += 4) {
+    if (d[p + 3] < 20 || d[p + 3] > 120) continue;  // the raw layer's alpha is 0x40
+    for (let k = 0; k < rgb.length; k++) {
+      const c = rgb[k];
+      if (Math.abs(d[p] - c[0]) + Math.abs(d[p + 1] - c[1]) + Math.abs(d[p + 2] - c[2]) < 40) counts[k]++;
+    }
+  }
+  return counts;
+}
+"""
+
+
+def test_raw_lines_drawn_faint_behind_the_smoothed_ones(page: Page, server: Server) -> None:
+    """The smoothed lines are painted first and the faint raw layer a frame later: it comes."""
+    open_scalars(page, server, "scalars?smoothing=0")
+    cols = colors(server)
+    args = ["train/loss", [cols[r] for r in RUNS]]
+    # Without smoothing, the only pixels of that alpha are the lines' antialiased edges.
+    edges = page.page.evaluate(FAINT_JS, args)
+    page.page.eval_on_selector(
+        "#smoothing", "(el) => { el.value = '0.95'; el.dispatchEvent(new Event('input', {bubbles: true})); }"
+    )
+    page.page.wait_for_timeout(300)
+    faint = page.page.evaluate(FAINT_JS, args)
+    assert all(f > 1.3 * e for f, e in zip(faint, edges)), (faint, edges)
+    strong = page.page.evaluate(PIXELS_JS, ["train/loss", [cols[r] for r in RUNS]])
+    assert all(n > 30 for n in strong), strong
+    assert page.errors == []
+
+
+def test_first_requests_start_with_the_page(page: Page, server: Server) -> None:
+    """status, runs and the scalar tags are preloaded by index.html and the app takes those
+    answers: each is requested once, by the page's links, not again by the app's fetches."""
+    urls: list[str] = []
+    page.page.on("request", lambda r: urls.append(r.url.split("/api/v1/", 1)[1]) if "/api/v1/" in r.url else None)
+    open_scalars(page, server, "scalars")
+    firsts = ["status", "runs?offset=0&limit=100000", "tags?kind=scalars"]
+    assert [urls.count(u) for u in firsts] == [1, 1, 1], urls
+    initiators = page.page.evaluate(
+        "(names) => names.map(n => performance.getEntriesByType('resource').filter(e => e.name.endsWith('/api/v1/' + n)).map(e => e.initiatorType))",
+        firsts,
+    )
+    assert initiators == [["link"], ["link"], ["link"]], initiators
+    assert page.errors == []
+
+
 def test_run_filter_hides_runs(page: Page, server: Server) -> None:
     open_scalars(page, server)
     cols = colors(server)

@@ -78,7 +78,7 @@ describe("tracePolyline", () => {
     expect(ops[1]![2]).toBeCloseTo(0, 12);
     expect(trace([0, 1, 2], [10, 0, -5]).length).toBe(3);
   });
-  it("merges points within the tolerance of the last vertex, keeping each stretch's last point", () => {
+  it("merges points within the tolerance into one segment, keeping each stretch's last point", () => {
     const xs = [0, 0.1, 0.2, 0.3, 5];
     expect(trace(xs, [0, 0.1, 0.2, 0.3, 0.4], 0.5)).toEqual([
       ["M", 0, 0],
@@ -101,22 +101,62 @@ describe("tracePolyline", () => {
     expect(ops).toContainEqual(["L", 0.4, 50]);
     expect(ops.at(-1)).toEqual(["L", 0.8, 0]);
   });
-  it("the drawn line stays within the tolerance of every point (dense noisy series)", () => {
+  /** The drawn line's y at x (the segment over x), for a path of increasing x. */
+  function yAt(ops: Op[], x: number): number {
+    let j = 0;
+    while (j + 1 < ops.length && ops[j + 1]![1] < x) j++;
+    const a = ops[j]!;
+    const b = ops[j + 1] ?? a;
+    return b[1] === a[1] ? a[2] : a[2] + ((b[2] - a[2]) * (x - a[1])) / (b[1] - a[1]);
+  }
+
+  /** True when the drawn line (increasing x) passes through the box of half-width tol around (x, y). */
+  function passesNear(ops: Op[], x: number, y: number, tol: number): boolean {
+    const xs = [x - tol, x + tol, ...ops.map((o) => o[1]).filter((v) => v > x - tol && v < x + tol)];
+    const ys = xs.map((v) => yAt(ops, v));
+    return Math.min(...ys) <= y + tol + 1e-9 && Math.max(...ys) >= y - tol - 1e-9;
+  }
+
+  it("the drawn line passes within the tolerance of every point (dense noisy series)", () => {
     const n = 5000;
     const xs = Array.from({ length: n }, (_, i) => i * 0.07);
     const ys = Array.from({ length: n }, (_, i) => Math.sin(i / 40) * 30 + ((i * 7919) % 11) / 10);
     const tol = 0.5;
     const ops = trace(xs, ys, tol);
-    expect(ops.length).toBeLessThan(n);
-    // Every input point is a vertex or lies within tol (both directions) of the last vertex
-    // drawn at or before its x (the one it was merged into).
-    let j = 0;
-    for (let i = 0; i < n; i++) {
-      while (j + 1 < ops.length && ops[j + 1]![1] <= xs[i]!) j++;
-      const v = ops[j]!;
-      const near = Math.abs(v[1] - xs[i]!) < tol + 1e-9 && Math.abs(v[2] - ys[i]!) < tol + 1e-9;
-      expect(near).toBe(true);
-    }
+    expect(ops.length).toBeLessThan(n / 2);
+    expect(ops[0]).toEqual(["M", 0, ys[0]]);
+    expect(ops.at(-1)).toEqual(["L", xs[n - 1], ys[n - 1]]);
+    for (let i = 0; i < n; i++) expect(passesNear(ops, xs[i]!, ys[i]!, tol)).toBe(true);
+  });
+  it("a straight stretch is one segment however many points it has", () => {
+    const xs = Array.from({ length: 1000 }, (_, i) => i / 3);
+    expect(trace(xs, xs.map((x) => 2 * x + 1), 0.25)).toEqual([
+      ["M", 0, 1],
+      ["L", 999 / 3, (2 * 999) / 3 + 1],
+    ]);
+  });
+  it("a smooth curve takes a vertex every few pixels, not one per point", () => {
+    // An exponential decay across 350 pixel columns, 1,000 points (a smoothed loss curve).
+    const xs = Array.from({ length: 1000 }, (_, i) => i * 0.35);
+    const ys = xs.map((x) => 200 - 180 * Math.exp(-x / 60));
+    const ops = trace(xs, ys, 0.25);
+    expect(ops.length).toBeLessThan(60);
+    for (let i = 0; i < xs.length; i++) expect(passesNear(ops, xs[i]!, ys[i]!, 0.25)).toBe(true);
+  });
+  it("keeps a one-point spike in a dense series", () => {
+    const xs = Array.from({ length: 2000 }, (_, i) => i * 0.2);
+    const ys = xs.map((_, i) => (i === 1234 ? 90 : 10));
+    const ops = trace(xs, ys, 0.5);
+    expect(ops).toContainEqual(["L", xs[1234], 90]);
+    expect(ops.length).toBe(5);
+  });
+  it("an x that goes back is drawn as it comes (wall time after a restart)", () => {
+    expect(trace([0, 5, 10, 3, 8], [0, 0, 0, 4, 4], 0.5)).toEqual([
+      ["M", 0, 0],
+      ["L", 10, 0],
+      ["L", 3, 4],
+      ["L", 8, 4],
+    ]);
   });
   it("draws only the first n points", () => {
     const r = record();

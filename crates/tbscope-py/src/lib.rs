@@ -88,7 +88,7 @@ impl NativeReader {
     #[new]
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
-                        cache_dir=None, tail_timeout=600.0))]
+                        cache_dir=None, tail_timeout=600.0, byte_range=None))]
     #[allow(
         clippy::too_many_arguments,
         reason = "one parameter per Python keyword argument (pyo3 maps them)"
@@ -107,7 +107,21 @@ impl NativeReader {
         threads: usize,
         cache_dir: Option<PathBuf>,
         tail_timeout: f64,
+        byte_range: Option<(u64, Option<u64>)>,
     ) -> Outcome<Self> {
+        if let Some((start, end)) = byte_range {
+            if end.is_some_and(|end| end < start) {
+                return Err(Failure::Value(format!(
+                    "byte_range=({start}, {end:?}) ends before it starts; give (start, end) with start <= end, or (start, None)"
+                )));
+            }
+            if cache_dir.is_some() || !path.is_file() {
+                return Err(Failure::Value(format!(
+                    "byte_range= reads a piece of one event file without a cache; {} is not one, or a cache was given",
+                    path.display()
+                )));
+            }
+        }
         let tail_timeout = if tail_timeout == f64::INFINITY {
             // Never final by age (a newer file in the run still makes it final).
             Ok(std::time::Duration::MAX)
@@ -141,6 +155,7 @@ impl NativeReader {
                 provenance,
                 kinds,
                 tags: regex(tags, "tags")?,
+                byte_range,
                 ..Default::default()
             },
             runs: regex(runs, "runs")?,

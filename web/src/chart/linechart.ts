@@ -188,14 +188,29 @@ export class LineChart {
    * only the smoothing changes (same raw data, scales and size).
    */
   private rawLayer: { canvas: HTMLCanvasElement; key: string; data: LineSeries[] } | null = null;
+  private rawFrame = 0;
 
   private drawRawLayer(u: uPlot): void {
+    const now = this.rawFrame === -1;
+    if (now) this.rawFrame = 0;
     const smoothed = this.series.filter((s) => s.smoothed);
     if (smoothed.length === 0) return;
     const sx = u.scales.x!;
     const sy = u.scales.y!;
     const key = [u.width, u.height, devicePixelRatio, sx.min, sx.max, sy.min, sy.max, this.opts.logY, themeColors().bg].join(",");
     const same = this.rawLayer && this.rawLayer.key === key && this.rawLayer.data.length === smoothed.length && this.rawLayer.data.every((s, i) => s.value === smoothed[i]!.value && s.x === smoothed[i]!.x && s.color === smoothed[i]!.color);
+    if (!same && !now && this.rawFrame === 0) {
+      // New raw lines (new data, zoom, size): the smoothed lines are painted first and the
+      // faint layer behind them in the frame after the next (that next frame's callbacks, the
+      // first-paint mark among them, run before its work), so a chart shows its lines sooner.
+      this.rawFrame = requestAnimationFrame(() => {
+        this.rawFrame = requestAnimationFrame(() => {
+          this.rawFrame = -1; // the redraw this asks for (uPlot draws in a microtask) draws the layer
+          this.u?.redraw(false);
+        });
+      });
+      return;
+    }
     if (!same) {
       const canvas = this.rawLayer?.canvas ?? document.createElement("canvas");
       canvas.width = u.ctx.canvas.width;
@@ -458,6 +473,7 @@ export class LineChart {
   }
 
   destroy(): void {
+    if (this.rawFrame > 0) cancelAnimationFrame(this.rawFrame);
     this.ro.disconnect();
     this.u?.destroy();
     this.u = null;
