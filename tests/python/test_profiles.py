@@ -302,3 +302,25 @@ def test_profiles_name_runs_as_the_reader_does(tmp_path):
     assert len(runs) == 1 and runs[0].endswith("/a")
     df = tbscope.scan(root).profiles().to_pandas()
     assert sorted(df["run"]) == sorted([runs[0], "top"])
+
+
+def test_server_opens_a_trace_under_a_name_that_is_not_utf8(tmp_path):
+    # The listing's `file` is a display name (the reader's rule); the server must open the real
+    # file behind it, not a path rebuilt from that name.
+    import os
+
+    root = tmp_path / "logs"
+    run = root / os.fsdecode(b"caf\xe9")
+    run.mkdir(parents=True)
+    shutil.copy(TRACE, run / TRACE.name)
+    s = tbscope.serve(root, port=0, cache=False, reload_interval=0)
+    try:
+        assert s.wait_loaded(60)
+        listing = get_json(s.url, "api/v1/profiles")["columns"]
+        assert len(listing["file"]) == 1
+        q = f"run={quote(listing['run'][0])}&file={quote(listing['file'][0])}"
+        ev = get_json(s.url, f"api/v1/profile/events?{q}")
+        events, _, _ = expected_events(TRACE)
+        assert ev["total"] == sum(1 for e in events if e["ph"] == "X")
+    finally:
+        s.stop()

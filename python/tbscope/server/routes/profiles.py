@@ -70,7 +70,7 @@ def _stamp(paths: list[Path]) -> str:
 )
 def profiles(request: Request, store: StoreDep) -> Response:
     found = _listing(store)
-    tag = _etag(request, _stamp([Path(st.source.path) / e["path"] for st, e in found]))
+    tag = _etag(request, _stamp([Path(e["_file"]) for _, e in found]))
     if (hit := encode.not_modified(request, tag)) is not None:
         return hit
     cols: dict[str, list[Any]] = {k: [] for k in ("run", "session", "host", "time", "size", "format", "source", "file")}
@@ -98,7 +98,7 @@ def _open(store: Store, run: str, file: str) -> tuple[Path, Any]:
         raise ApiError(
             400, f"{file} is a {entry['format']} file; the timeline opens Chrome traces (format chrome_trace)"
         )
-    path = Path(src.source.path) / entry["path"]
+    path = Path(entry["_file"])
     try:
         stat = path.stat()
     except OSError:
