@@ -15,9 +15,9 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::files::FileSum;
-use super::generation::write_hold;
+use super::generation::{write_hold, ABANDONED};
 use super::segments::Segment;
+use super::stamp::FileSum;
 use super::{Cache, CachedReader};
 use crate::load::Reader;
 
@@ -75,9 +75,6 @@ impl CacheWrite {
         WriteDone { outcome }
     }
 }
-
-/// Why a write that was abandoned published nothing.
-pub(super) const ABANDONED: &str = "abandoned";
 
 impl CachedReader {
     /// Loads from now on leave the cache's generation to [`CachedReader::take_write`] instead

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 
-use super::deferred::ABANDONED;
 use super::files::{hold, map_bytes, read_ipc_file, write_ipc, RestoreError};
 use super::manifest::{decode_body, decode_header, encode_manifest};
 use super::pending::Pending;
@@ -26,6 +25,9 @@ use crate::data_compat::Kind;
 use crate::load::{thread_count, Reader};
 use crate::runstats::{scalar_stats_of, stats_schema};
 use crate::sys::sync_dir;
+
+/// Why a write that was abandoned published nothing.
+pub(super) const ABANDONED: &str = "abandoned";
 
 /// Temporary directories of a process on another host (whose liveness cannot be checked) are
 /// removed once they are this old.
