@@ -10,45 +10,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::manifest::{time_of, FileIndex};
+use super::manifest::{time_of, DirListing, FileIndex};
 use super::Cache;
 use crate::load::{stat_found, Found, Reader, RunState};
 use crate::logdir::{discover, walk, Discovered, Listing};
-
-/// What a directory held when it was last listed. A directory's mtime moves whenever an entry
-/// is added, removed or renamed in it, so while (device, inode, mtime) stay the same its listing
-/// does too and only a stat is needed; the event files themselves are still stat'ed every time
-/// (appending to a file does not touch its directory).
-#[derive(Debug, Clone)]
-pub(super) struct DirListing {
-    pub(super) dev: u64,
-    pub(super) ino: u64,
-    pub(super) mtime: (i64, u64),
-    /// Listed within a few seconds of its last change (a change in the same clock tick would
-    /// not move the mtime), or holding symlinks (their targets change without the directory
-    /// knowing): list it again next time.
-    pub(super) unsure: bool,
-    /// It holds event files: the files of the run named after it, as the reader has them.
-    pub(super) has_files: bool,
-    pub(super) subdirs: Vec<std::ffi::OsString>,
-    /// Entries named like event files that are not regular files (reported, not read).
-    pub(super) odd: Vec<std::ffi::OsString>,
-}
-
-impl DirListing {
-    /// What the cache keeps of a listing: the files are the run's, as the reader has them.
-    fn of(l: Listing) -> DirListing {
-        DirListing {
-            dev: l.dev,
-            ino: l.ino,
-            mtime: l.mtime,
-            unsure: l.unsure,
-            has_files: l.has_files,
-            subdirs: l.subdirs,
-            odd: l.odd,
-        }
-    }
-}
 
 /// What [`discover_with`] finds: runs and their event files, problems, every directory's
 /// listing by its path below the root.

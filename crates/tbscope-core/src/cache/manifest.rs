@@ -12,12 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::check::DirListing;
 use super::files::FileSum;
 use super::segments::{Piece, Segment};
 use crate::event_file::{SeriesMeta, Severity};
 use crate::load::{rel_name, Reader, ReportEntry};
-use crate::logdir::{run_name, time_parts};
+use crate::logdir::{run_name, time_parts, Listing};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
 /// 2: the runs' state apart from the change-check index; facts and statistics tables.
@@ -470,6 +469,41 @@ pub(super) fn encode_manifest(
     let crc = crc32c::crc32c(&e.0);
     e.0.extend_from_slice(&crc.to_le_bytes());
     Ok(e.0)
+}
+
+/// What a directory held when it was last listed. A directory's mtime moves whenever an entry
+/// is added, removed or renamed in it, so while (device, inode, mtime) stay the same its listing
+/// does too and only a stat is needed; the event files themselves are still stat'ed every time
+/// (appending to a file does not touch its directory).
+#[derive(Debug, Clone)]
+pub(super) struct DirListing {
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) mtime: (i64, u64),
+    /// Listed within a few seconds of its last change (a change in the same clock tick would
+    /// not move the mtime), or holding symlinks (their targets change without the directory
+    /// knowing): list it again next time.
+    pub(super) unsure: bool,
+    /// It holds event files: the files of the run named after it, as the reader has them.
+    pub(super) has_files: bool,
+    pub(super) subdirs: Vec<std::ffi::OsString>,
+    /// Entries named like event files that are not regular files (reported, not read).
+    pub(super) odd: Vec<std::ffi::OsString>,
+}
+
+impl DirListing {
+    /// What the cache keeps of a listing: the files are the run's, as the reader has them.
+    pub(super) fn of(l: Listing) -> DirListing {
+        DirListing {
+            dev: l.dev,
+            ino: l.ino,
+            mtime: l.mtime,
+            unsure: l.unsure,
+            has_files: l.has_files,
+            subdirs: l.subdirs,
+            odd: l.odd,
+        }
+    }
 }
 
 /// The options a cache was written with.

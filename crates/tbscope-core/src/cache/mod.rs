@@ -70,9 +70,10 @@ use crate::load::{
 };
 use crate::runstats::summary_of;
 
-use self::check::{discover_with, same_listing, stale_runs, stat_found_with, DirListing};
+use self::check::{discover_with, same_listing, stale_runs, stat_found_with};
 use self::files::{read_ipc_file, unique_name, RestoreError};
 use self::generation::{clean_tmp, segment_file, Restore};
+use self::manifest::DirListing;
 use self::pending::{decode_state, Pending};
 use self::segments::{merge_pieces, run_pieces, Piece, Segment};
 use self::view::View;

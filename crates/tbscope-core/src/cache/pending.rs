@@ -10,8 +10,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 
-use super::check::DirListing;
-use super::manifest::{run_dir, time_of, DResult, Dec, DirIndex, FileIndex, RunIndex};
+use super::manifest::{run_dir, time_of, DResult, Dec, DirIndex, DirListing, FileIndex, RunIndex};
 use super::segments::{Piece, Segment};
 use crate::data_compat::Kind;
 use crate::event_file::{Cursor, SeriesMeta, SessionEvent};
