@@ -68,9 +68,9 @@ use crate::error::{Error, Result};
 use crate::load::{
     empty_schema, hparams_of, thread_count, Found, LoadStats, Reader, ReaderOptions, ReportEntry,
 };
-use crate::runstats::summary_of;
+use crate::runstats::{merge_stats, scalar_stats_of, summary_of};
 
-use self::check::{discover_with, same_listing, stale_runs, stat_found_with};
+use self::check::{discover_with, same_listing, stale_among, stale_runs, stat_found_with, Checked};
 use self::files::{read_ipc_file, unique_name, RestoreError};
 use self::generation::{clean_tmp, segment_file, Restore};
 use self::manifest::DirListing;
@@ -93,6 +93,9 @@ pub struct CacheInfo {
     /// Runs dropped from the cache on the last load (files replaced, truncated or deleted, or
     /// the run gone); those still in the logdir were read again.
     pub runs_dropped: usize,
+    /// Runs whose files the last load looked at past the change check: only those that moved
+    /// when no directory changed, every run after a discovery.
+    pub runs_rechecked: usize,
     /// Why the cache could not be used or written, one line each (never an error: the data
     /// then comes from the logdir).
     pub warnings: Vec<String>,
@@ -228,6 +231,20 @@ impl CachedReader {
     }
 }
 
+/// The runs numbered `runs` (in the restored generation's order, ascending) with the files
+/// they had, each stat'ed (links followed, as reading does): what discovery would find for
+/// them when no directory changed.
+fn moved_found(r: &Reader, runs: &[u32]) -> Found {
+    runs.iter()
+        .filter_map(|&i| {
+            let name = r.run_names.get(i as usize)?;
+            let files = r.runs.get(name)?.files.keys();
+            let files = files.map(|p| (p.clone(), std::fs::metadata(p).ok()));
+            Some((name.clone(), files.collect()))
+        })
+        .collect()
+}
+
 /// The cache side of a [`CachedReader`]: what was restored or written, and the scan's view.
 struct Cache {
     dir: PathBuf,
@@ -242,6 +259,10 @@ struct Cache {
     pending: Option<Box<Pending>>,
     /// What the restored generation's stamp file says was verified already (see `stamp`).
     stamps: Option<Arc<stamp::Stamps>>,
+    /// The restored generation's stored statistics and the runs the load read again, when it
+    /// read only some (`load`): the next generation's statistics are the stored ones of every
+    /// other run and those runs' own.
+    carried: Option<(RecordBatch, std::collections::HashSet<String>)>,
     /// The next load reads everything and reports a miss (the cache was found unusable).
     force_miss: bool,
     opened: bool,
@@ -275,6 +296,7 @@ impl Cache {
             dirs: HashMap::new(),
             pending: None,
             stamps: None,
+            carried: None,
             force_miss: false,
             opened: false,
             info: CacheInfo {
@@ -303,6 +325,7 @@ impl Cache {
     fn load(&mut self, r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
         self.info.written = false;
         self.info.runs_dropped = 0;
+        self.info.runs_rechecked = 0;
         let mut rebuilt = std::mem::take(&mut self.force_miss);
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, Duration)> = Vec::new();
@@ -321,50 +344,76 @@ impl Cache {
         marks.push(("restore", t0.elapsed()));
         // Stats are most of a warm open on a logdir of many runs: spread them over threads.
         let threads = thread_count(r.opts.threads);
+        // Every directory as listed and only these runs' files moved: discovery is not needed.
+        let mut moved: Option<Vec<u32>> = None;
+        self.carried = None;
+        let mut stored_stats = None;
         if self.pending.is_some() {
-            let same = self.unchanged(r, threads);
+            stored_stats = self.pending.as_ref().and_then(|p| p.stats.clone());
+            let checked = self.changes(r, threads);
             marks.push(("check", t0.elapsed()));
-            if same {
-                // The state stays encoded until something asks for it.
-                self.info.status = "hit";
-                self.trace(&marks);
-                return Ok(LoadStats::default());
+            if let Checked::Runs(runs) = checked {
+                if runs.is_empty() {
+                    // The state stays encoded until something asks for it.
+                    self.info.status = "hit";
+                    self.trace(&marks);
+                    return Ok(LoadStats::default());
+                }
+                moved = Some(runs);
             }
             if let Err(e) = self.materialise(r) {
                 self.not_used(e);
                 self.reset(r);
                 rebuilt = true;
+                moved = None;
             }
             marks.push(("state", t0.elapsed()));
         }
-        let pool = if threads > 1 {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("tbscope-stat-{i}"))
-                .build()
-                .ok()
+        let mut relisted = false;
+        let (found, errors, stale) = if let Some(runs) = moved {
+            // Only the runs that moved, with the files they had (no listing changed).
+            let found = moved_found(r, &runs);
+            marks.push(("stat", t0.elapsed()));
+            let stale = stale_among(r, &found);
+            marks.push(("validate", t0.elapsed()));
+            self.info.runs_rechecked = found.len();
+            if let Some(st) = stored_stats {
+                let again = found.iter().map(|(run, _)| run.clone()).collect();
+                self.carried = Some((st, again));
+            }
+            (found, Vec::new(), stale)
         } else {
-            None
+            let pool = if threads > 1 {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("tbscope-stat-{i}"))
+                    .build()
+                    .ok()
+            } else {
+                None
+            };
+            let (found, errors, dirs) =
+                discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
+            marks.push(("discover", t0.elapsed()));
+            let found = stat_found_with(found, pool.as_ref());
+            drop(pool);
+            marks.push(("stat", t0.elapsed()));
+            relisted = dirs.len() != self.dirs.len()
+                || dirs
+                    .iter()
+                    .any(|(k, v)| self.dirs.get(k).is_none_or(|o| !same_listing(o, v)));
+            self.dirs = dirs;
+            self.info.runs_rechecked = found.len();
+            let (stale, untouched) = stale_runs(r, &found);
+            marks.push(("validate", t0.elapsed()));
+            let found: Found = found
+                .into_iter()
+                .zip(untouched)
+                .filter(|(_, same)| !same)
+                .map(|(f, _)| f)
+                .collect();
+            (found, errors, stale)
         };
-        let (found, errors, dirs) =
-            discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
-        marks.push(("discover", t0.elapsed()));
-        let found = stat_found_with(found, pool.as_ref());
-        drop(pool);
-        marks.push(("stat", t0.elapsed()));
-        let relisted = dirs.len() != self.dirs.len()
-            || dirs
-                .iter()
-                .any(|(k, v)| self.dirs.get(k).is_none_or(|o| !same_listing(o, v)));
-        self.dirs = dirs;
-        let (stale, untouched) = stale_runs(r, &found);
-        marks.push(("validate", t0.elapsed()));
-        let found: Found = found
-            .into_iter()
-            .zip(untouched)
-            .filter(|(_, same)| !same)
-            .map(|(f, _)| f)
-            .collect();
         for run in &stale {
             r.forget_run(run);
             for p in self.pieces.iter_mut() {
@@ -414,6 +463,20 @@ impl Cache {
         Ok(stats)
     }
 
+    /// The scalar statistics of the unfiltered load, for the generation's stored table: the
+    /// carried ones of every run the load did not read again and those runs' own, or all of
+    /// them folded from the rows.
+    fn stats_to_store(&self) -> Result<RecordBatch> {
+        match &self.carried {
+            Some((stored, again)) => {
+                let again = |run: &str| again.contains(run);
+                let fresh = scalar_stats_of(&self.served_of(Kind::Scalars, &again)?)?;
+                merge_stats(stored, &fresh, &again)
+            }
+            None => scalar_stats_of(&self.served(Kind::Scalars)?),
+        }
+    }
+
     /// `TBSCOPE_TRACE=1`: where the load spent its time.
     fn trace(&self, marks: &[(&str, Duration)]) {
         if std::env::var_os("TBSCOPE_TRACE").is_none() {
@@ -435,6 +498,7 @@ impl Cache {
     /// reads the logdir whole.
     fn reset(&mut self, r: &mut Reader) {
         self.pending = None;
+        self.carried = None;
         self.stamps = None;
         self.segments.clear();
         self.pieces = Default::default();
