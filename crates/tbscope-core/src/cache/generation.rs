@@ -20,7 +20,7 @@ use super::stamp::Stamps;
 use super::Cache;
 use crate::data_compat::Kind;
 use crate::load::{thread_count, Reader};
-use crate::runstats::{scalar_stats_of, stats_schema};
+use crate::runstats::stats_schema;
 use crate::sys::sync_dir;
 
 /// Temporary directories of a process on another host (whose liveness cannot be checked) are
@@ -256,8 +256,7 @@ impl Cache {
             .run_facts()
             .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
         let stats = self
-            .served(Kind::Scalars)
-            .and_then(|rows| scalar_stats_of(&rows))
+            .stats_to_store()
             .map_err(|e| format!("cannot compute scalar statistics: {e}"))?;
         marks.push(("facts and statistics", t0.elapsed()));
         let mut derived = [None; 2];
