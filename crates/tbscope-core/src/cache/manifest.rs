@@ -249,6 +249,7 @@ pub(super) fn encode_manifest(
     pieces: &[Vec<Piece>; 8],
     dirs: &HashMap<PathBuf, DirListing>,
     derived: [Option<FileSum>; 2],
+    kept: Option<&Kept>,
 ) -> std::result::Result<Vec<u8>, String> {
     let mut e = Enc::default();
     e.0.extend_from_slice(MAGIC);
@@ -270,7 +271,48 @@ pub(super) fn encode_manifest(
     let mut strings = Strings::default();
     let mut metas: HashMap<MetaKey<'_>, u64> = HashMap::new();
     let mut meta_list: Vec<&SeriesMeta> = Vec::new();
-    for st in r.runs.values() {
+    // The previous generation's tables first, in their order: the parts of runs kept as
+    // encoded refer to them by index.
+    if let Some(k) = kept {
+        for s in &k.strings {
+            strings.id(s);
+        }
+        for m in &k.metas {
+            let key = (
+                m.plugin_name.as_str(),
+                m.plugin_content.as_slice(),
+                m.display_name.as_str(),
+                m.description.as_str(),
+                m.data_class,
+            );
+            metas.entry(key).or_insert_with(|| {
+                meta_list.push(m);
+                meta_list.len() as u64 - 1
+            });
+        }
+    }
+    // Per run (in `r.runs` order), where its parts lie in the previous manifest when they are
+    // kept as encoded.
+    let copied: Vec<Option<(usize, usize, usize, usize)>> = match kept {
+        Some(k) => {
+            let mut old = k.names.iter().enumerate().peekable();
+            r.runs
+                .keys()
+                .map(|name| {
+                    while old.next_if(|(_, n)| n.as_str() < name.as_str()).is_some() {}
+                    let (i, _) = old.next_if(|(_, n)| n.as_str() == name.as_str())?;
+                    if k.again.contains(name) {
+                        return None;
+                    }
+                    let (ia, ib) = (k.index_at[i] as usize, k.index_at[i + 1] as usize);
+                    let (sa, sb) = (k.state_at[i] as usize, k.state_at[i + 1] as usize);
+                    Some((ia, ib, sa, sb))
+                })
+                .collect()
+        }
+        None => vec![None; r.runs.len()],
+    };
+    for (st, _) in r.runs.values().zip(&copied).filter(|(_, c)| c.is_none()) {
         for (t, ts) in &st.tags {
             strings.id(t);
             if let Some(m) = &ts.meta {
@@ -319,7 +361,11 @@ pub(super) fn encode_manifest(
         prev = name.as_bytes();
     }
     e.b(&names.0);
-    for (name, st) in &r.runs {
+    for ((name, st), copy) in r.runs.iter().zip(&copied) {
+        if let (Some((a, b, _, _)), Some(k)) = (copy, kept) {
+            e.0.extend_from_slice(&k.manifest[*a..*b]);
+            continue;
+        }
         let dir = run_dir(&r.root, name);
         e.u(st.files.len() as u64);
         for f in st.files.values() {
@@ -355,8 +401,12 @@ pub(super) fn encode_manifest(
         }
     }
     let mut st_enc = Enc::default();
-    for st in r.runs.values() {
+    for (st, copy) in r.runs.values().zip(&copied) {
         let e = &mut st_enc;
+        if let (Some((_, _, a, b)), Some(k)) = (copy, kept) {
+            e.0.extend_from_slice(&k.manifest[*a..*b]);
+            continue;
+        }
         e.opt_f(st.first_wall);
         e.opt_f(st.last_wall);
         e.flag(st.max_step.is_some());
@@ -506,6 +556,23 @@ impl DirListing {
     }
 }
 
+/// What a new generation keeps of the one it continues, for the runs a load did not read again
+/// (`Cache::load` on a change to a few runs): their parts of the runs' index and state
+/// sections, copied as encoded instead of encoded again, with the string and metadata tables
+/// they refer to (the new tables start with these, in this order).
+pub(super) struct Kept {
+    pub(super) manifest: arrow_buffer::Buffer,
+    /// The previous generation's runs, in order.
+    pub(super) names: Vec<String>,
+    /// Where run `i`'s part of the index and of the state sections lie: `at[i]..at[i + 1]`.
+    pub(super) index_at: Vec<u32>,
+    pub(super) state_at: Vec<u32>,
+    pub(super) strings: Vec<Arc<str>>,
+    pub(super) metas: Vec<Arc<SeriesMeta>>,
+    /// The runs read again (or dropped): encoded anew.
+    pub(super) again: std::collections::HashSet<String>,
+}
+
 /// The options a cache was written with.
 pub(super) struct Header {
     pub(super) tbscope: String,
@@ -539,6 +606,8 @@ pub(super) struct Manifest {
 pub(super) struct RunIndex {
     pub(super) start: Vec<u32>,
     pub(super) files: Vec<FileIndex>,
+    /// Where run `i`'s part of this section lies in the manifest: `at[i]..at[i + 1]`.
+    pub(super) at: Vec<u32>,
 }
 
 /// One event file of a restored run. Names are ranges of the manifest: a warm open of many
@@ -641,9 +710,11 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
     let mut index = RunIndex {
         start: Vec::with_capacity(nruns + 1),
         files: Vec::with_capacity(nruns),
+        at: Vec::with_capacity(nruns + 1),
     };
     for _ in 0..nruns {
         index.start.push(index.files.len() as u32);
+        index.at.push(d.pos as u32);
         let nf = d.n()?;
         for _ in 0..nf {
             let code = d.u()?;
@@ -680,6 +751,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         }
     }
     index.start.push(index.files.len() as u32);
+    index.at.push(d.pos as u32);
     let state_len = d.n()?;
     let state = (d.pos, d.pos + state_len);
     d.pos += state_len;

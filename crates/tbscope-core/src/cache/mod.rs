@@ -73,7 +73,7 @@ use crate::runstats::{merge_stats, scalar_stats_of, summary_of};
 use self::check::{discover_with, same_listing, stale_among, stale_runs, stat_found_with, Checked};
 use self::files::{read_ipc_file, unique_name, RestoreError};
 use self::generation::{clean_tmp, segment_file, Restore};
-use self::manifest::DirListing;
+use self::manifest::{DirListing, Kept};
 use self::pending::{decode_state, Pending};
 use self::segments::{merge_pieces, run_pieces, Piece, Segment};
 use self::view::View;
@@ -263,6 +263,9 @@ struct Cache {
     /// read only some (`load`): the next generation's statistics are the stored ones of every
     /// other run and those runs' own.
     carried: Option<(RecordBatch, std::collections::HashSet<String>)>,
+    /// The restored generation's encoded runs, once decoded (`materialise`): a load that read
+    /// only some runs again keeps the others' encoded parts in the next manifest (`load`).
+    kept: Option<Kept>,
     /// The next load reads everything and reports a miss (the cache was found unusable).
     force_miss: bool,
     opened: bool,
@@ -297,6 +300,7 @@ impl Cache {
             pending: None,
             stamps: None,
             carried: None,
+            kept: None,
             force_miss: false,
             opened: false,
             info: CacheInfo {
@@ -377,12 +381,18 @@ impl Cache {
             let stale = stale_among(r, &found);
             marks.push(("validate", t0.elapsed()));
             self.info.runs_rechecked = found.len();
+            let again: std::collections::HashSet<String> =
+                found.iter().map(|(run, _)| run.clone()).collect();
+            if let Some(k) = self.kept.as_mut() {
+                k.again = again.clone();
+            }
             if let Some(st) = stored_stats {
-                let again = found.iter().map(|(run, _)| run.clone()).collect();
                 self.carried = Some((st, again));
             }
             (found, Vec::new(), stale)
         } else {
+            // Every run is encoded anew (a discovery may have changed any of them).
+            self.kept = None;
             let pool = if threads > 1 {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -499,6 +509,7 @@ impl Cache {
     fn reset(&mut self, r: &mut Reader) {
         self.pending = None;
         self.carried = None;
+        self.kept = None;
         self.stamps = None;
         self.segments.clear();
         self.pieces = Default::default();
@@ -658,10 +669,20 @@ impl Cache {
             return Ok(());
         };
         match decode_state(&p, &r.run_names, &r.root).and_then(|x| Ok((x, p.listings()?))) {
-            Ok(((runs, file_names), dirs)) => {
+            Ok(((runs, file_names, state_at), dirs)) => {
                 r.runs = runs;
                 r.file_names = file_names;
                 self.dirs = dirs;
+                let p = *p;
+                self.kept = Some(Kept {
+                    manifest: p.manifest,
+                    names: r.run_names.clone(),
+                    index_at: p.index.at,
+                    state_at,
+                    strings: p.strings,
+                    metas: p.metas,
+                    again: Default::default(),
+                });
                 Ok(())
             }
             Err(e) => {

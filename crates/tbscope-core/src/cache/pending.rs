@@ -157,7 +157,7 @@ pub(super) fn decode_state(
     p: &Pending,
     run_names: &[String],
     root: &Path,
-) -> DResult<(BTreeMap<String, RunState>, Vec<String>)> {
+) -> DResult<(BTreeMap<String, RunState>, Vec<String>, Vec<u32>)> {
     let root_is_file = root.is_file();
     let mut d = Dec {
         buf: &p.manifest[..p.state.1],
@@ -166,7 +166,10 @@ pub(super) fn decode_state(
     let (strings, metas) = (&p.strings, &p.metas);
     let mut runs = BTreeMap::new();
     let mut file_names = Vec::with_capacity(p.index.files.len());
+    // Where each run's part of the section starts (and, last, where it ends).
+    let mut at: Vec<u32> = Vec::with_capacity(run_names.len() + 1);
     for (id, name) in run_names.iter().enumerate() {
+        at.push(d.pos as u32);
         let (a, b) = (p.index.start[id] as usize, p.index.start[id + 1] as usize);
         let index = &p.index.files[a..b];
         let dir = run_dir(root, name);
@@ -263,5 +266,6 @@ pub(super) fn decode_state(
     if d.pos != p.state.1 {
         return Err("state section has trailing bytes".into());
     }
-    Ok((runs, file_names))
+    at.push(d.pos as u32);
+    Ok((runs, file_names, at))
 }
