@@ -267,8 +267,15 @@ impl Cache {
             );
         }
         marks.push(("stored tables written", t0.elapsed()));
-        let manifest =
-            encode_manifest(r, &self.segments, &sums, &self.pieces, &self.dirs, derived)?;
+        let manifest = encode_manifest(
+            r,
+            &self.segments,
+            &sums,
+            &self.pieces,
+            &self.dirs,
+            derived,
+            self.kept.as_ref(),
+        )?;
         marks.push(("manifest encoded", t0.elapsed()));
         let path = tmp.join("manifest");
         (|| {
