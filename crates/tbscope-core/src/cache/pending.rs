@@ -151,13 +151,17 @@ impl Pending {
     }
 }
 
+/// The runs' state as [`decode_state`] gives it: the runs, their file names, and where each
+/// run's part of the section starts (the last entry: where the section ends).
+pub(super) type DecodedState = (BTreeMap<String, RunState>, Vec<String>, Vec<u32>);
+
 /// Decodes the runs' state section of a pending generation: the runs as a load left them,
 /// with their file names (file ids in manifest order, as `decode` always numbered them).
 pub(super) fn decode_state(
     p: &Pending,
     run_names: &[String],
     root: &Path,
-) -> DResult<(BTreeMap<String, RunState>, Vec<String>, Vec<u32>)> {
+) -> DResult<DecodedState> {
     let root_is_file = root.is_file();
     let mut d = Dec {
         buf: &p.manifest[..p.state.1],
