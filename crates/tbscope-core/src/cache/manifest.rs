@@ -479,6 +479,18 @@ pub(super) fn encode_manifest(
     // Directories in path order, which is a depth-first walk (a parent, then its subtrees in
     // name order), each with its parent's index and its run's: the change check of a warm
     // open walks them without building a path or looking anything up.
+    // Kept as encoded when no directory changed and the runs are the same (their indices too).
+    if let Some(k) = kept.filter(|k| {
+        k.dirs_same && k.names.len() == r.runs.len() && k.names.iter().eq(r.runs.keys())
+    }) {
+        e.0.extend_from_slice(&k.manifest[k.dirs_at.0..k.dirs_at.1]);
+        for f in derived {
+            e.file_sum(f);
+        }
+        let crc = crc32c::crc32c(&e.0);
+        e.0.extend_from_slice(&crc.to_le_bytes());
+        return Ok(e.0);
+    }
     let mut dir_list: Vec<(&PathBuf, &DirListing)> = dirs.iter().collect();
     dir_list.sort_by(|a, b| a.0.cmp(b.0));
     let dir_index: HashMap<&Path, u64> = dir_list
@@ -571,6 +583,10 @@ pub(super) struct Kept {
     pub(super) metas: Vec<Arc<SeriesMeta>>,
     /// The runs read again (or dropped): encoded anew.
     pub(super) again: std::collections::HashSet<String>,
+    /// Where the directory listings section lies, and whether it still holds (no directory
+    /// changed): then it is copied too.
+    pub(super) dirs_at: (usize, usize),
+    pub(super) dirs_same: bool,
 }
 
 /// The options a cache was written with.
@@ -598,6 +614,8 @@ pub(super) struct Manifest {
     pub(super) pieces: [(u32, u32); 8],
     pub(super) report: Vec<ReportEntry>,
     pub(super) dirs: Vec<DirIndex>,
+    /// Where the directory listings section lies in the manifest.
+    pub(super) dirs_at: (usize, usize),
     /// Rows of the stored facts and statistics tables, when the generation has them.
     pub(super) derived: [Option<FileSum>; 2],
 }
@@ -771,6 +789,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
             reason: d.s()?,
         });
     }
+    let dirs_at = d.pos;
     let ndirs = d.n()?;
     let mut dirs = Vec::with_capacity(ndirs);
     for i in 0..ndirs {
@@ -811,6 +830,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
             odd: lists[1],
         });
     }
+    let dirs_at = (dirs_at, d.pos);
     let mut derived = [None; 2];
     for f in derived.iter_mut() {
         *f = d.file_sum()?;
@@ -829,6 +849,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         pieces,
         report,
         dirs,
+        dirs_at,
         derived,
     })
 }

@@ -385,6 +385,8 @@ impl Cache {
                 found.iter().map(|(run, _)| run.clone()).collect();
             if let Some(k) = self.kept.as_mut() {
                 k.again = again.clone();
+                // (The check found every directory as listed.)
+                k.dirs_same = true;
             }
             if let Some(st) = stored_stats {
                 self.carried = Some((st, again));
@@ -682,6 +684,8 @@ impl Cache {
                     strings: p.strings,
                     metas: p.metas,
                     again: Default::default(),
+                    dirs_at: p.dirs_at,
+                    dirs_same: false,
                 });
                 Ok(())
             }

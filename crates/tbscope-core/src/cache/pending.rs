@@ -32,6 +32,8 @@ pub(super) struct Pending {
     pub(super) metas: Vec<Arc<SeriesMeta>>,
     pub(super) index: RunIndex,
     pub(super) dirs: Vec<DirIndex>,
+    /// Where the directory listings section lies in the manifest.
+    pub(super) dirs_at: (usize, usize),
     /// The generation's facts (`Reader::run_facts`, unfiltered) and scalar statistics.
     pub(super) facts: Option<RecordBatch>,
     pub(super) stats: Option<RecordBatch>,
