@@ -457,6 +457,7 @@ impl Cache {
             metas: m.metas,
             index: m.index,
             dirs: m.dirs,
+            dirs_at: m.dirs_at,
             facts,
             stats,
         }));
