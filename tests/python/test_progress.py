@@ -51,19 +51,19 @@ def _summary(root: Path, stderr_tty: bool) -> tuple[bytes, bytes]:
         return p.stdout, p.stderr
     master, slave = os.openpty()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, env=env)
-        os.close(slave)
-        err = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the terminal's other end closed
-                break
-            if not chunk:
-                break
-            err += chunk
-        out = proc.stdout.read() if proc.stdout else b""
-        assert proc.wait(timeout=120) == 0
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, env=env) as proc:
+            os.close(slave)
+            err = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the terminal's other end closed
+                    break
+                if not chunk:
+                    break
+                err += chunk
+            out = proc.stdout.read() if proc.stdout else b""
+            assert proc.wait(timeout=120) == 0
         return out, err
     finally:
         os.close(master)
