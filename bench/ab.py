@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         task = json.loads(argv[1])
         try:
             result = _task(task)
-        except Exception as e:  # noqa: BLE001 - reported by the driver with the row's name
+        except Exception as e:  # reported by the driver with the row's name
             result = {"error": f"{type(e).__name__}: {e}"}
         Path(argv[2]).write_text(json.dumps(result))
         return 0

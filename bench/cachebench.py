@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import warm_page_cache  # noqa: E402
+from benchutil import warm_page_cache
 
 HERE = Path(__file__).resolve()
 TARGET_OPEN = 5.0  # warm open of the main corpus at least this many times faster than a cold read

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import BENCH_DIR, event_files, human_bytes  # noqa: E402
+from benchutil import BENCH_DIR, event_files, human_bytes
 
 if TYPE_CHECKING:
     from tensorboardX.record_writer import RecordWriter

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import BENCH_DIR, human_bytes  # noqa: E402
+from benchutil import BENCH_DIR, human_bytes
 
 GENERATOR_VERSION = 1
 MARKER = "corpus.json"

@@ -9,7 +9,8 @@
      tbscope's fetcher, same client), bytes discarded;
    - the s3 read's fetch alone (a mirror refresh), which shows how the read splits into
      fetching and parsing.
-   Wall and CPU time (user + system, every thread) of the measured call.
+   Wall and CPU time (user + system, every thread) of the measured call, and the CPU time moto's
+   server process spent meanwhile (it shares the machine's CPUs with the reader).
 2. Dask on a warm LocalCluster (worker processes, nthreads=1, one tbscope thread each), median
    of 5 ``compute()``: ``read_scalars(...).map_partitions(len).sum()`` and ``to_parquet`` with
    1 and 2 workers.
@@ -105,7 +106,17 @@ def start_s3() -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("moto's S3 server did not start")
 
 
-def child(mode: str, target: str, endpoint: str, mirror: str) -> dict[str, float]:
+def process_cpu(pid: int) -> float:
+    """User + system seconds of a process so far, every thread (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child(mode: str, target: str, endpoint: str, mirror: str, server: int | None = None) -> dict[str, float]:
+    """One measured read in a fresh process; with ``server``, also that process's CPU time
+    meanwhile (moto's share of the two CPUs)."""
+    before = process_cpu(server) if server is not None else 0.0
     out = subprocess.run(
         [sys.executable, "-c", CHILD, mode, target, endpoint, mirror],
         capture_output=True,
@@ -113,7 +124,9 @@ def child(mode: str, target: str, endpoint: str, mirror: str) -> dict[str, float
         check=True,
         env={**os.environ, **AWS_ENV},
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["server_cpu"] = process_cpu(server) - before if server is not None else 0.0
+    return result
 
 
 def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[str, float]]]:
@@ -132,11 +145,11 @@ def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[
         for i in range(repeats):
             warm_page_cache(logdir)
             results["local"].append(child("local", str(logdir), endpoint, ""))
-            results["floor"].append(child("floor", url, endpoint, ""))
+            results["floor"].append(child("floor", url, endpoint, "", proc.pid))
             for mode in ("s3", "mirror"):
                 mirror = tempfile.mkdtemp(prefix="tbscope-bench-mirror-")
                 try:
-                    results[mode].append(child(mode, url, endpoint, mirror))
+                    results[mode].append(child(mode, url, endpoint, mirror, proc.pid))
                 finally:
                     shutil.rmtree(mirror, ignore_errors=True)
             print(
@@ -207,8 +220,8 @@ def main() -> int:
         f"### Remote logdirs ({corpus.events:,} scalar events, {corpus.files} files, {human_bytes(corpus.bytes)}; "
         f"moto S3 server on loopback; load average {load[0]:.1f} at start, a shared 2-CPU machine)",
         "",
-        "| read | time (s, median) | CPU (s, median) | × raw-GET floor | peak RSS | × local peak RSS | rows (floor, fetch: bytes) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| read | time (s, median) | CPU (s, median) | moto's CPU meanwhile (s) | × raw-GET floor | peak RSS | × local peak RSS | rows (floor, fetch: bytes) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     floor, local_rss = med("floor", "seconds"), med("local", "peak_rss")
     for kind, name in (
@@ -219,7 +232,7 @@ def main() -> int:
     ):
         t, cpu, rss = med(kind, "seconds"), med(kind, "cpu"), med(kind, "peak_rss")
         lines.append(
-            f"| {name} | {t:.2f} | {cpu:.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |"
+            f"| {name} | {t:.2f} | {cpu:.2f} | {med(kind, 'server_cpu'):.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |"
         )
     lines += ["", *log]
     if not args.skip_dask:

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus as corpus_mod  # noqa: E402
-from benchutil import (  # noqa: E402
+import corpus as corpus_mod
+from benchutil import (
     BENCH_DIR,
     canonical_digest,
     human_bytes,
@@ -48,7 +48,7 @@ from benchutil import (  # noqa: E402
     snapshot_sizes,
     warm_page_cache,
 )
-from corpus import Corpus  # noqa: E402
+from corpus import Corpus
 
 WORKER = BENCH_DIR / "worker.py"
 TOOLS = ("tbscope", "tbparse", "ea", "floor", "reload", "query", "cache")

@@ -32,7 +32,7 @@ import pandas as pd
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import canonical_digest, event_files, run_dirs, run_name  # noqa: E402
+from benchutil import canonical_digest, event_files, run_dirs, run_name
 
 # tbscope may not be built yet; measurements that need it then report a skip. Imported here,
 # before the baseline RSS reading, for every tool, so all deltas share one baseline.

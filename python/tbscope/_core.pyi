@@ -62,7 +62,11 @@ class NativeReader:
         threads: int = 0,
         cache_dir: str | PathLike[str] | None = None,
         tail_timeout: float = 600.0,
-    ) -> NativeReader: ...
+        byte_range: tuple[int, int | None] | None = None,
+    ) -> NativeReader:
+        """``byte_range=(start, end)``: ``path`` is one event file and only its records starting
+        in ``[start, end)`` are read (``end`` a record boundary, e.g. from :func:`split_points`;
+        None: to the end), with their offsets in the whole file."""
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""
     def table(self, kind_name: str) -> Table: ...
@@ -79,6 +83,13 @@ class NativeReader:
     def run_names(self) -> list[str]: ...
     def report(self) -> list[tuple[str, str, str, int, int, str]]: ...
     def file_path(self, rel: str) -> str | None: ...
+    def defer_cache_writes(self) -> None:
+        """Loads publish their rows without writing the cache; write_cache() writes it."""
+    def write_cache(self) -> str | None:
+        """Writes the generation loads left unwritten (GIL released; the reader held only to
+        copy its state and take the outcome back); the generation published, else None."""
+    def abandon_cache_write(self) -> None:
+        """A deferred write running stops before its next file; later ones do nothing."""
     def cache_info(self) -> tuple[str, str, str | None, bool, int, list[str]] | None:
         """(dir, status, generation, written, runs dropped, warnings) of the last load through
         the cache; None for a reader without one."""

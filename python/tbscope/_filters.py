@@ -179,6 +179,8 @@ class ScanArgs:
     threads: int
     tail_timeout: float
     cache_dir: str | None
+    #: Only the records starting in [start, end) of a single event file (end None: to its end).
+    byte_range: tuple[int, int | None] | None = None
 
     def open(self, path: str) -> _core.NativeReader:
         return _core.NativeReader(
@@ -195,4 +197,5 @@ class ScanArgs:
             threads=self.threads,
             tail_timeout=self.tail_timeout,
             cache_dir=self.cache_dir,
+            byte_range=self.byte_range,
         )

@@ -3,10 +3,12 @@ mirror of their event files, kept up to date with concurrent ranged reads, that 
 reader then reads like any logdir (``docs/scale.md`` says why).
 
 A refresh lists the logdir once, compares sizes with the mirror's manifest, fetches the new
-bytes of every new or grown file in pieces on a thread pool (each piece written where it
-belongs as soon as it arrives, so no object is ever held whole in memory), retries a failed
-piece with backoff, and rolls a file that still fails back to the bytes it had: it is reported,
-the rest is read. ``file://`` URLs are plain paths and need no mirror.
+bytes of every new or grown file in pieces on a thread pool (each response written where it
+belongs as it arrives, so no object is ever held whole in memory), retries a failed piece with
+backoff, and rolls a file that still fails back to the bytes it had: it is reported, the rest
+is read. A scan's first refresh runs in the background (:meth:`Mirror.start`): new files enter
+the mirror whole and in the reader's order, and the first read parses them in rounds as they
+arrive (:meth:`Mirror.follow`). ``file://`` URLs are plain paths and need no mirror.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import posixpath
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +34,10 @@ __all__ = ["Mirror", "is_url", "local", "open_mirror", "parse_storage_option", "
 #: held in memory while fetching.
 PIECE_BYTES = 8 << 20
 CONCURRENCY = 16
+#: Reads of the mirror while a first fetch runs (see Mirror.follow).
+ROUNDS = 8
+#: Largest write of a piece as it streams in (S3): what a request in flight holds at most.
+STREAM_BYTES = 1 << 20
 #: Tries per piece (the store's own client may retry inside each), and the first backoff.
 TRIES = 4
 BACKOFF = 0.25
@@ -153,14 +159,23 @@ class Mirror:
         self._manifest_path = os.path.join(self.dir, "manifest.json")
         self._lock = threading.Lock()
         self.single = False  # the URL names one event file
-        self.problems: list[FetchProblem] = []
-        self.last = SyncStats()  # what the last refresh did
+        self._problems: list[FetchProblem] = []
+        self._last = SyncStats()
+        self._thread: threading.Thread | None = None  # a first fetch going on (start())
+        self._failure: BaseException | None = None
 
     # -- where things are ---------------------------------------------------------------------
 
     @property
     def path(self) -> str:
-        """What the Rust reader opens: the mirror's logdir, or its one event file."""
+        """What the Rust reader opens: the mirror's logdir, or its one event file (once a
+        background fetch is over)."""
+        self.wait()
+        return self._path_now
+
+    @property
+    def _path_now(self) -> str:
+        """As :attr:`path`, without waiting for a background fetch."""
         if self.single:
             return os.path.join(self.files_dir, posixpath.basename(self.root))
         return self.files_dir
@@ -209,20 +224,122 @@ class Mirror:
     def sync(self, first: bool = False) -> SyncStats:
         """Bring the mirror up to date. ``first``: a listing failure raises (nothing to read
         yet); later it is reported and the mirror keeps what it had."""
-        with self._lock:
-            os.makedirs(self.files_dir, exist_ok=True)
-            with open(os.path.join(self.dir, "lock"), "a") as lockf:
-                # Two processes refreshing one mirror take turns.
-                fcntl.flock(lockf, fcntl.LOCK_EX)
-                try:
-                    stats = self._sync(first)
-                finally:
-                    fcntl.flock(lockf, fcntl.LOCK_UN)
-            self.problems = stats.problems
-            self.last = stats
-            return stats
+        self.wait()
+        with self._lock, self._locked():
+            return self._finish(self._sync(first))
+
+    def start(self) -> None:
+        """The first refresh of a logdir, fetching in the background: the listing is done here
+        (its failure raises), and each new file appears in the mirror once it is fetched whole,
+        in (run, file) order, so a reader can parse the first files while the others are still
+        being fetched (:meth:`follow`). Anything that reads the mirror otherwise first calls
+        :meth:`wait`."""
+        with contextlib.ExitStack() as setup:
+            setup.enter_context(self._lock)
+            setup.enter_context(self._locked())
+            plan = self._plan(first=True)
+            held = setup.pop_all()  # released by the fetching thread when it is done
+        if self.single or any(start > 0 for _, start, _ in plan[3]):
+            # A mirror fetched before grows its files in place, and the reader of a single
+            # file needs it there: no read until the fetch is done.
+            with held:
+                self._finish(self._apply(*plan))
+            return
+        self._total = len(plan[3])
+        self._progress = threading.Condition()
+        self._published = 0
+        self._done = False
+
+        def run() -> None:
+            try:
+                self._finish(self._apply(*plan, publish=self._publish))
+            except BaseException as e:  # noqa: BLE001 - raised by wait()/follow() in the reader's thread
+                self._failure = e
+            finally:
+                held.close()
+                with self._progress:
+                    self._done = True
+                    self._progress.notify_all()
+
+        self._thread = threading.Thread(target=run, name="tbscope-mirror", daemon=True)
+        self._thread.start()
+
+    def _publish(self) -> None:
+        with self._progress:
+            self._published += 1
+            self._progress.notify_all()
+
+    def wait(self) -> None:
+        """Until a background refresh (:meth:`start`) is over; re-raises what broke it."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return
+        thread.join()
+        self._thread = None
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    def follow(self, load: Callable[[], tuple[int, ...]]) -> list[tuple[int, ...]]:
+        """Calls ``load`` (a reader's read of what is new in the mirror) each time files have
+        appeared, while a background refresh runs, and once more after it: the files fetched
+        first are parsed while the others are still being fetched. Returns what each call
+        returned."""
+        if self._thread is None:
+            return [load()]
+        out = []
+        seen = 0
+        # A few rounds, not one per file: each read of the mirror has a fixed cost (listing,
+        # merging, building tables), and the last round (after the fetch) stays small.
+        step = max(1, -(-self._total // ROUNDS))
+        while True:
+            with self._progress:
+                while self._published - seen < step and not self._done:
+                    self._progress.wait()
+                seen, done = self._published, self._done
+            if done:
+                break
+            out.append(load())
+        self.wait()
+        out.append(load())
+        return out
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        os.makedirs(self.files_dir, exist_ok=True)
+        with open(os.path.join(self.dir, "lock"), "a") as lockf:
+            # Two processes refreshing one mirror take turns.
+            fcntl.flock(lockf, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lockf, fcntl.LOCK_UN)
+
+    def _finish(self, stats: SyncStats) -> SyncStats:
+        self._problems = stats.problems
+        self._last = stats
+        return stats
+
+    @property
+    def problems(self) -> list[FetchProblem]:
+        """What the last refresh could not fetch (once it is over)."""
+        self.wait()
+        return self._problems
+
+    @property
+    def last(self) -> SyncStats:
+        """What the last refresh did (once it is over)."""
+        self.wait()
+        return self._last
 
     def _sync(self, first: bool) -> SyncStats:
+        return self._apply(*self._plan(first))
+
+    def _plan(
+        self, first: bool
+    ) -> tuple[SyncStats, dict[str, dict[str, Any]], dict[str, dict[str, Any]] | None, list[tuple[str, int, int]]]:
+        """The listing compared with the manifest: (stats, manifest, listing or None when it
+        failed, byte ranges to fetch)."""
         stats = SyncStats()
         have = self._read_manifest()
         # A fresh listing each refresh (fsspec filesystems keep listings otherwise).
@@ -234,7 +351,7 @@ class Mirror:
                 raise FileNotFoundError(f"{self.url}: no such logdir or event file") from None
             # A store has no directories: a logdir whose objects were all removed is not there.
             remote = {}
-        except Exception as e:  # noqa: BLE001 - any store error: raised on the first read, reported later
+        except Exception as e:  # any store error: raised on the first read, reported later
             if first and not have:
                 raise OSError(f"could not list {self.url}: {type(e).__name__}: {e}") from e
             stats.problems.append(
@@ -242,7 +359,7 @@ class Mirror:
                     ".", "", f"listing {self.url} failed, showing what was fetched before: {type(e).__name__}: {e}"
                 )
             )
-            return stats
+            return stats, have, None, []
         stats.files = len(remote)
         # Removed remote files go from the mirror too (the reader then drops their runs' rows).
         for rel in set(have) - set(remote):
@@ -250,7 +367,10 @@ class Mirror:
                 os.remove(os.path.join(self.files_dir, rel))
             del have[rel]
         jobs: list[tuple[str, int, int]] = []  # (rel, from, to)
-        for rel, info in sorted(remote.items()):
+        # In the reader's order (runs by name, then a run's files by name): files appear in
+        # the mirror in this order, so a read that follows the fetch sees them as a read of
+        # the whole logdir does.
+        for rel, info in sorted(remote.items(), key=lambda kv: _run_file(kv[0])):
             local = os.path.join(self.files_dir, rel)
             old = have.get(rel)
             start = int(old["size"]) if old else 0
@@ -266,17 +386,26 @@ class Mirror:
                 have[rel] = info
                 with contextlib.suppress(OSError):
                     os.utime(local, (info["mtime"], info["mtime"]))
-        failed = self._fetch(jobs, stats)
+        return stats, have, remote, jobs
+
+    def _apply(
+        self,
+        stats: SyncStats,
+        have: dict[str, dict[str, Any]],
+        remote: dict[str, dict[str, Any]] | None,
+        jobs: list[tuple[str, int, int]],
+        publish: Callable[[], None] | None = None,
+    ) -> SyncStats:
+        """Fetches the planned ranges and writes the manifest."""
+        if remote is None:
+            return stats
+        failed = self._fetch(jobs, stats, {rel: remote[rel]["mtime"] for rel, _, _ in jobs}, publish)
         for rel, _start, _end in jobs:
             if rel in failed:
                 run = "." if self.single else posixpath.dirname(rel) or "."
                 stats.problems.append(FetchProblem(run, rel, f"{self._object_url(rel)}: {failed[rel]}"))
                 continue
-            info = remote[rel]
-            local = os.path.join(self.files_dir, rel)
-            if info["mtime"] is not None:
-                os.utime(local, (info["mtime"], info["mtime"]))
-            have[rel] = info
+            have[rel] = remote[rel]
             stats.files_fetched += 1
         self._write_manifest(have)
         return stats
@@ -284,9 +413,17 @@ class Mirror:
     def _object_url(self, rel: str) -> str:
         return self.url if self.single else self.url.rstrip("/") + "/" + rel
 
-    def _fetch(self, jobs: list[tuple[str, int, int]], stats: SyncStats) -> dict[str, str]:
+    def _fetch(
+        self,
+        jobs: list[tuple[str, int, int]],
+        stats: SyncStats,
+        mtimes: Mapping[str, float | None],
+        publish: Callable[[], None] | None = None,
+    ) -> dict[str, str]:
         """Fetch every job's byte range in pieces, CONCURRENCY at a time; returns the files
-        that failed (rolled back to the size they had) and why."""
+        that failed (rolled back to the size they had) and why. A new file is written beside
+        the mirror and moved into it once whole, in job order (``publish`` is called each time),
+        so the mirror never shows a file with holes; a grown file is written in place."""
         if not jobs:
             return {}
         fds: dict[str, int] = {}
@@ -294,19 +431,48 @@ class Mirror:
         fetched = [0]
         count_lock = threading.Lock()
         pieces: list[tuple[str, int, int]] = []
+        left: dict[str, int] = {}  # pieces of each file not done yet
+        staged: dict[str, str] = {}  # new files: where they are written until whole
         for rel, start, end in jobs:
             local = os.path.join(self.files_dir, rel)
+            if start == 0:
+                staged[rel] = os.path.join(self.dir, "partial", rel)
+                local = staged[rel]
             os.makedirs(os.path.dirname(local), exist_ok=True)
             fd = os.open(local, os.O_RDWR | os.O_CREAT, 0o644)
             os.ftruncate(fd, start)
             fds[rel] = fd
-            pieces.extend((rel, s, min(s + PIECE_BYTES, end)) for s in range(start, end, PIECE_BYTES))
+            mine = [(rel, s, min(s + PIECE_BYTES, end)) for s in range(start, end, PIECE_BYTES)]
+            left[rel] = len(mine)
+            pieces.extend(mine)
+        write = _streamer(self.fs) or self._write_piece
+        order = [rel for rel, _, _ in jobs]
+        next_up = [0]  # the first job not moved into the mirror yet
         remote_path = {rel: self.root if self.single else self.root + "/" + rel for rel, _, _ in jobs}
         # Once a piece has failed every try, the store is likely down: later pieces try once,
         # so a dead server costs one round of backoff, not one per file.
         gave_up = threading.Event()
 
+        def finished(rel: str) -> None:
+            """One more piece of ``rel`` is done (or given up on): move every whole file at the
+            head of the job order into the mirror."""
+            with count_lock:
+                left[rel] -= 1
+                while next_up[0] < len(order) and left[order[next_up[0]]] <= 0:
+                    r = order[next_up[0]]
+                    next_up[0] += 1
+                    if r not in failed:
+                        self._complete(r, fds[r], staged.get(r), mtimes.get(r))
+                        if publish is not None:
+                            publish()
+
         def one(piece: tuple[str, int, int]) -> None:
+            try:
+                get(piece)
+            finally:
+                finished(piece[0])
+
+        def get(piece: tuple[str, int, int]) -> None:
             rel, s, e = piece
             if rel in failed:
                 return
@@ -314,14 +480,11 @@ class Mirror:
             tries = 1 if gave_up.is_set() else TRIES
             for attempt in range(tries):
                 try:
-                    data = self.fs.cat_file(remote_path[rel], start=s, end=e)
-                    if len(data) != e - s:
-                        raise OSError(
-                            f"asked for bytes {s}-{e}, got {len(data)} bytes (the object changed while being read?)"
-                        )
-                    os.pwrite(fds[rel], data, s)
+                    n = write(remote_path[rel], s, e, fds[rel])
+                    if n != e - s:
+                        raise OSError(f"asked for bytes {s}-{e}, got {n} bytes (the object changed while being read?)")
                     with count_lock:
-                        fetched[0] += len(data)
+                        fetched[0] += n
                     return
                 except FileNotFoundError as ex:
                     failed.setdefault(rel, f"removed while being fetched: {ex}")
@@ -343,18 +506,75 @@ class Mirror:
                 list(pool.map(one, pieces))
         finally:
             for rel, fd in fds.items():
-                if rel in failed:
+                if rel in failed or left[rel] > 0:
                     # Back to what the manifest says the file holds: nothing half-fetched is
                     # read, and a file never fetched whole is not there at all.
-                    start = next(s for r, s, _ in jobs if r == rel)
-                    os.ftruncate(fd, start)
-                    if start == 0:
+                    if rel in staged:
                         with contextlib.suppress(OSError):
-                            os.remove(os.path.join(self.files_dir, rel))
+                            os.remove(staged[rel])
+                    else:
+                        os.ftruncate(fd, next(s for r, s, _ in jobs if r == rel))
+                    failed.setdefault(rel, "not fetched: the refresh was interrupted")
                 os.close(fd)
             _release_freed_memory()
         stats.bytes_fetched = fetched[0]
         return failed
+
+    def _write_piece(self, path: str, start: int, end: int, fd: int) -> int:
+        """Bytes [start, end) of an object into ``fd`` at ``start``, through any filesystem."""
+        data = self.fs.cat_file(path, start=start, end=end)
+        os.pwrite(fd, data, start)
+        return len(data)
+
+    def _complete(self, rel: str, fd: int, staged: str | None, mtime: float | None) -> None:
+        """A file fetched whole: its store's mtime, and a new one moved into the mirror."""
+        if mtime is not None:
+            os.utime(fd, (mtime, mtime))
+        if staged is not None:
+            local = os.path.join(self.files_dir, rel)
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            os.replace(staged, local)
+
+
+def _streamer(fs: Any) -> Callable[[str, int, int, int], int] | None:
+    """For S3 (s3fs): a function that writes bytes [start, end) of an object into a file at
+    ``start`` as they arrive from the socket, STREAM_BYTES at most at a time, with s3fs's own
+    retries and error translation: a piece is never held whole in memory, and not copied
+    into one bytes object first. None for other filesystems (they get ``cat_file``)."""
+    try:
+        from fsspec.asyn import sync
+        from s3fs import S3FileSystem
+        from s3fs.core import _error_wrapper, version_id_kw
+    except ImportError:
+        return None
+    if not isinstance(fs, S3FileSystem):
+        return None
+
+    async def stream(path: str, start: int, end: int, fd: int) -> int:
+        bucket, key, version = fs.split_path(path)
+
+        async def once() -> int:
+            resp = await fs._call_s3(
+                "get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}", **version_id_kw(version)
+            )
+            body, n = resp["Body"], 0
+            try:
+                while chunk := await body.read(STREAM_BYTES):
+                    # Small writes on the event loop's thread: page-cache copies, no waiting.
+                    os.pwrite(fd, chunk, start + n)
+                    n += len(chunk)
+            finally:
+                body.close()
+            return n
+
+        return await _error_wrapper(once, retries=fs.retries)  # type: ignore[no-any-return]
+
+    return lambda path, start, end, fd: sync(fs.loop, stream, path, start, end, fd)
+
+
+def _run_file(rel: str) -> tuple[str, str]:
+    """(run, file name) of a logdir-relative path: the order a reader reads files in."""
+    return posixpath.dirname(rel) or ".", posixpath.basename(rel)
 
 
 def _release_freed_memory() -> None:
@@ -369,10 +589,14 @@ def _release_freed_memory() -> None:
         pass  # not glibc: nothing to trim, or no way to
 
 
-def open_mirror(url: str, storage_options: Mapping[str, Any] | None) -> Mirror:
-    """A mirror of ``url``, refreshed once (a listing failure raises here)."""
+def open_mirror(url: str, storage_options: Mapping[str, Any] | None, background: bool = False) -> Mirror:
+    """A mirror of ``url``, refreshed once (a listing failure raises here); ``background``:
+    fetching goes on after this returns (see :meth:`Mirror.start`)."""
     m = Mirror(url, storage_options)
-    m.sync(first=True)
+    if background:
+        m.start()
+    else:
+        m.sync(first=True)
     return m
 
 

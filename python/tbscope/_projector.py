@@ -299,6 +299,16 @@ def _asset_path(path: str, config_dir: str) -> str:
     return cand
 
 
+def local_root(path: str) -> str | None:
+    """The directory a logdir's projector configs are looked for in (a run ``.`` is that
+    directory): the logdir itself, the directory of a single event file, None for a logdir in
+    an object store (its configs are not mirrored)."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    path = path[len("file://") :] if path.startswith("file://") else path
+    return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+
+
 def config_paths(root: str, runs: list[str]) -> dict[str, str]:
     """run -> the projector config TensorBoard would read for it: the run's directory, the
     logdir itself as run ``.``, and the plugin-assets copy over either."""

@@ -44,7 +44,7 @@ class Logdir:
         strict: bool,
         remote: _mirror.Mirror | None = None,
     ) -> None:
-        self.path = os.fspath(path)
+        self._path = os.fspath(path)
         # A remote logdir is read from its local mirror (self.path); reloads refresh it first.
         self._remote = remote
         #: The URL given to scan() for a remote logdir, else None.
@@ -53,7 +53,7 @@ class Logdir:
         # summary() reads hparams records that this scan's filters may leave out. With a
         # cache, its directory travels along, so derived readers use the cache too.
         self._args = args
-        self._native = args.open(self.path)
+        self._native = args.open(self._path)
         self._strict = strict
         self._loaded = False
         self._seen_problems: set[Problem] = set()
@@ -63,10 +63,23 @@ class Logdir:
         state = f"{len(self.runs)} runs" if self._loaded else "not read yet"
         return f"<tbscope.Logdir {self.url or self.path!r}: {state}>"
 
+    @property
+    def path(self) -> str:
+        """The logdir or event file read: for a remote logdir, its local mirror (fetched whole
+        before it is handed out)."""
+        if self._remote is not None:
+            self._remote.wait()
+        return self._path
+
     def _load(self) -> LoadStats:
         if self._remote is not None and self._loaded:
             self._remote.sync()
-        stats = LoadStats(*self._native.load())
+        if self._remote is not None and not self._loaded:
+            # The first read of a remote logdir parses files as they are fetched.
+            parts = self._remote.follow(self._native.load)
+            stats = LoadStats(*(sum(p[i] for p in parts) for i in range(4)))
+        else:
+            stats = LoadStats(*self._native.load())
         self._loaded = True
         self._log_cache(debug=True)
         if self._strict:
@@ -107,6 +120,26 @@ class Logdir:
     def reload(self) -> LoadStats:
         """Read what was written since the last read; returns what was read."""
         return self._load()
+
+    def _defer_cache_writes(self) -> None:
+        """(For ``tbscope serve``.) Reads from now on publish their rows without writing the
+        cache; :meth:`_write_cache` writes it afterwards, on another thread (docs/cache.md,
+        "Written after the read"). A scan without a cache ignores it."""
+        self._native.defer_cache_writes()
+
+    def _write_cache(self) -> str | None:
+        """Writes the cache generation that deferred reads left unwritten, without holding the
+        reader but to copy its state (reads and tables go on meanwhile; the GIL is released).
+        Returns the generation published, else None (nothing to write, abandoned, or failed:
+        then a warning on the ``tbscope.cache`` logger)."""
+        generation = self._native.write_cache()
+        self._log_cache()
+        return generation
+
+    def _abandon_cache_write(self) -> None:
+        """Stops a deferred cache write: one running publishes nothing and removes what it
+        wrote (checked before each file), later ones do nothing."""
+        self._native.abandon_cache_write()
 
     @property
     def cache_info(self) -> CacheInfo | None:
@@ -274,10 +307,9 @@ class Logdir:
 
     def _local_root(self) -> str | None:
         """The directory projector configs are looked for in (None for an object store)."""
-        if "://" in self.path and not self.path.startswith("file://"):
-            return None
-        path = self.path[len("file://") :] if self.path.startswith("file://") else self.path
-        return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        from tbscope._projector import local_root
+
+        return local_root(self.path)
 
     def hparams_records(self) -> Frame:
         """Raw hparams plugin records (experiment, session start and end) per run."""
@@ -784,8 +816,10 @@ def scan(
         url, is_remote = _mirror.split_url(path)  # type: ignore[arg-type]
         if is_remote:
             # Listed and fetched now, so that a bad URL or credentials fail where they are given.
-            remote = _mirror.open_mirror(url, storage_options)
-            path = remote.path
+            # Without a cache, files are fetched in the background and the first read parses
+            # each one as soon as it is whole (a cache is written from the whole mirror).
+            remote = _mirror.open_mirror(url, storage_options, background=cache in (None, False))
+            path = remote._path_now
         else:
             path = url
     elif storage_options:

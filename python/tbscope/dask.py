@@ -125,29 +125,23 @@ def _is_remote(path: str) -> bool:
 
 
 def _scan(
-    path: str, kinds: list[str], options: Mapping[str, Any] | None, scan_args: Mapping[str, Any], **extra: Any
+    path: str,
+    kinds: list[str],
+    options: Mapping[str, Any] | None,
+    scan_args: Mapping[str, Any],
+    byte_range: tuple[int, int | None] | None = None,
+    **extra: Any,
 ) -> Logdir:
-    from tbscope._reader import scan
+    import dataclasses
+
+    from tbscope._reader import Logdir, scan
 
     # runs=".": a run directory (restarts="preempt") without the runs nested in it.
-    return scan(
-        path, kinds=kinds, runs=".", storage_options=options if _is_remote(path) else None, **scan_args, **extra
-    )
-
-
-def _copy_range(src: str, dst: str, start: int, end: int | None) -> None:
-    """Bytes [start, end) of ``src`` into a new file ``dst`` with ``src``'s mtime (which decides
-    whether a record cut short at the end is a pending or a stopped tail)."""
-    st = os.stat(src)
-    stop = st.st_size if end is None else min(end, st.st_size)
-    with open(src, "rb") as f, open(dst, "wb") as g:
-        offset = start
-        while offset < stop:
-            n = os.copy_file_range(f.fileno(), g.fileno(), stop - offset, offset)
-            if n == 0:
-                break
-            offset += n
-    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+    lg = scan(path, kinds=kinds, runs=".", storage_options=options if _is_remote(path) else None, **scan_args, **extra)
+    if byte_range is None:
+        return lg
+    # One piece of a large local file, read in place by the native reader (no copy).
+    return Logdir(lg.path, dataclasses.replace(lg._args, byte_range=byte_range), lg._strict)
 
 
 def _undecided(lg: Logdir) -> bool:
@@ -161,23 +155,19 @@ def _undecided(lg: Logdir) -> bool:
 @contextlib.contextmanager
 def _part_frame(
     kind: str, part: Part, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any]
-) -> Iterator[tuple[Frame, int]]:
-    """The reader's frame of ``kind`` for one partition, and what to add to its blob offsets.
-    The frame's blobs can be read until the context exits."""
+) -> Iterator[Frame]:
+    """The reader's frame of ``kind`` for one partition (a piece of a file is read in place,
+    with its offsets in the whole file). The frame's blobs can be read until the context exits."""
     if part.run_path is None:
-        yield _scan(part.path, [kind], options, scan_args)._frame(kind), 0
+        yield _scan(part.path, [kind], options, scan_args)._frame(kind)
         return
     # Read with tensors too: a series of undecided kind shows there (see _undecided).
     kinds = [kind] if kind == "tensors" else [kind, "tensors"]
-    with tempfile.TemporaryDirectory(prefix="tbscope-part-") as tmp:
-        shift, path = 0, part.path
-        if part.start or part.end is not None:
-            path, shift = os.path.join(tmp, os.path.basename(part.path)), part.start
-            _copy_range(part.path, path, part.start, part.end)
-        lg = _scan(path, kinds, options, scan_args)
-        if not _undecided(lg):
-            yield lg._frame(kind), shift
-            return
+    byte_range = (part.start, part.end) if part.start or part.end is not None else None
+    lg = _scan(part.path, kinds, options, scan_args, byte_range)
+    if not _undecided(lg):
+        yield lg._frame(kind)
+        return
     # The run decides: read it whole and keep this part's rows (by file and record offset).
     import pyarrow.compute as pc
 
@@ -190,7 +180,7 @@ def _part_frame(
     if part.end is not None:
         keep = pc.and_(keep, pc.less(t.column("offset"), part.end))
     t = t.filter(keep).drop_columns(["file", "offset"])
-    yield type(frame)(t, frame.name, frame._blob_path), 0
+    yield type(frame)(t, frame.name, frame._blob_path)
 
 
 def _frame(
@@ -199,13 +189,11 @@ def _frame(
     """One partition: the rows of ``kind`` in its file, byte range or run, as run ``part.run``."""
     import pandas as pd
 
-    with _part_frame(kind, part, options, scan_args) as (frame, shift):
+    with _part_frame(kind, part, options, scan_args) as frame:
         df = frame.to_pandas(blobs=blobs) if kind in ("images", "audio", "blobs") else frame.to_pandas()  # type: ignore[call-arg]
     run = part.run
     df["run"] = pd.Categorical([run] * len(df), categories=[run])
     if "blob_file" in df:
-        if shift:
-            df["blob_offset"] += shift
         if run != ".":
             # Named relative to the logdir, as a whole read names them.
             df["blob_file"] = df["blob_file"].cat.rename_categories(lambda name: f"{run}/{name}")
@@ -366,9 +354,8 @@ def read_hparams_records(logdir_or_urls: Any, **kwargs: Any) -> dd.DataFrame:
 def _arrow_part(kind: str, part: Part, options: Mapping[str, Any] | None, scan_args: Mapping[str, Any]) -> pa.Table:
     """One partition as the reader's Arrow table (NaN stays NaN, nulls stay null), as run ``part.run``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    with _part_frame(kind, part, options, scan_args) as (frame, shift):
+    with _part_frame(kind, part, options, scan_args) as frame:
         table = frame.to_arrow()
     run = part.run
     i = table.schema.get_field_index("run")
@@ -376,9 +363,6 @@ def _arrow_part(kind: str, part: Part, options: Mapping[str, Any] | None, scan_a
     codes = pa.array([0] * table.num_rows, field.type.index_type)
     table = table.set_column(i, field, pa.DictionaryArray.from_arrays(codes, pa.array([run], field.type.value_type)))
     j = table.schema.get_field_index("blob_file")
-    if j >= 0 and shift:
-        k = table.schema.get_field_index("blob_offset")
-        table = table.set_column(k, table.schema.field(k), pc.add(table.column(k), shift))
     if run != "." and j >= 0:
         col = table.column(j).combine_chunks()
         named = pa.DictionaryArray.from_arrays(

@@ -928,7 +928,7 @@ def test_fork_after_load(tbx_logdir):
             again = parent.reload()
             ok = fresh == want and again.bytes_read == 0 and _everything(parent) == want
             os.write(w, b"same" if ok else b"different")
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             os.write(w, repr(e).encode()[:500])
             code = 1
         finally:

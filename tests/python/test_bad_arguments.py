@@ -72,7 +72,7 @@ def _check(call: Callable[[], Any], what: str) -> None:
         call()
     except DOCUMENTED as e:
         assert type(e) is not TbscopeError, f"{what}: internal error {e}"
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:
         pytest.fail(f"{what} raised {type(e).__module__}.{type(e).__name__}: {e}")
 
 

@@ -103,6 +103,31 @@ def test_byte_range_partitions_equal_the_single_process_read(cluster, which, tbx
         assert all(a.end == b.start for a, b in zip(mine, mine[1:]))
 
 
+def test_a_byte_range_starting_mid_file_is_read_in_place(tb_logdir):
+    """The native reader reads a piece of a file where it is (offsets in the whole file, no
+    copy): the rows of the records starting in [start, end), as the whole read has them."""
+    path = max((f for _, _, f in tdask.event_files(tb_logdir)), key=os.path.getsize)
+    cuts = _core.split_points(path, 0, 300)
+    start, end = cuts[0], cuts[2]
+    whole = tbscope.scan(path, provenance=True, kinds=["scalars", "tensors"])
+    piece = tdask._scan(path, ["scalars", "tensors"], None, {"provenance": True}, (start, end))
+    for kind in ("scalars", "tensors"):
+        t = whole._frame(kind).to_pandas()
+        want = t[(t.offset >= start) & (t.offset < end)]
+        got = piece._frame(kind).to_pandas()
+        assert len(got) > 0 or kind == "scalars"
+        _same_rows(got, want)
+    # To the end of the file, and through a partition (which adds the run).
+    t = whole._frame("tensors").to_pandas()
+    want = t[t.offset >= cuts[1]].drop(columns=["file", "offset"])
+    got = tdask._read_part(("tensors", tdask.Part(".", path, cuts[1], None, path), None, {}, True, {}))
+    _same_rows(got.drop(columns=["run"]), want.drop(columns=["run"]))
+    with pytest.raises(ValueError, match="byte_range"):
+        _core.NativeReader(os.path.dirname(path), byte_range=(0, None))
+    with pytest.raises(ValueError, match="before it starts"):
+        _core.NativeReader(path, byte_range=(10, 5))
+
+
 def test_filters_and_restarts(cluster, tbx_logdir):
     got = tdask.read_scalars(tbx_logdir, runs="train/*", tags="loss*", steps=(0, 5)).compute()
     _same_rows(got, tbscope.read_scalars(tbx_logdir, runs="train/*", tags="loss*", steps=(0, 5)))

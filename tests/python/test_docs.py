@@ -51,7 +51,7 @@ def test_python_blocks_run(doc, demo_logdir, tmp_path, monkeypatch, capsys):
         compiled = compile("\n" * (line - 1) + code, str(doc.relative_to(REPO)), "exec")
         try:
             exec(compiled, {"__name__": "__main__"})
-        except Exception:  # noqa: BLE001
+        except Exception:
             pytest.fail(f"the python block at {doc.relative_to(REPO)}:{line} failed:\n{traceback.format_exc()}")
     capsys.readouterr()
 

@@ -3,6 +3,7 @@ file://: every reading entry point gives what it gives on the local logdir."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -45,6 +46,14 @@ def s3(mirrors, tbx_logdir, tb_logdir):
 
 
 def _ipc(table: pa.Table) -> bytes:
+    # Dictionary columns by their values: a remote read parses files in rounds as they arrive,
+    # as a reload does, so its tables are chunked with a dictionary per chunk.
+    table = table.cast(
+        pa.schema(
+            [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema],
+            metadata=table.schema.metadata,
+        )
+    )
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table.combine_chunks())
@@ -214,28 +223,66 @@ def test_large_objects_are_fetched_in_bounded_concurrent_ranges(s3, tmp_path, mo
     mirror = _mirror.Mirror(f"s3://{BUCKET}/big", s3.options)
     requests: list[tuple[int, int]] = []
     in_flight, most = [0], [0]
-    lock = threading.Lock()
-    cat_file = mirror.fs.cat_file
+    call_s3 = mirror.fs._call_s3
 
-    def watched(path, start=None, end=None, **kw):
-        with lock:
-            requests.append((start, end))
-            in_flight[0] += 1
-            most[0] = max(most[0], in_flight[0])
+    async def watched(method, *args, **kw):
+        # Every request to the store, whichever way the fetcher reads a response.
+        if method != "get_object":
+            return await call_s3(method, *args, **kw)
+        first, last = kw["Range"].removeprefix("bytes=").split("-")
+        requests.append((int(first), int(last) + 1))
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
         try:
-            time.sleep(0.02)  # a store's latency, so that requests overlap
-            return cat_file(path, start=start, end=end, **kw)
+            await asyncio.sleep(0.02)  # a store's latency, so that requests overlap
+            return await call_s3(method, *args, **kw)
         finally:
-            with lock:
-                in_flight[0] -= 1
+            in_flight[0] -= 1
 
-    monkeypatch.setattr(mirror.fs, "cat_file", watched)
+    monkeypatch.setattr(mirror.fs, "_call_s3", watched)
     mirror.sync(first=True)
     assert all(s is not None and e is not None and 0 < e - s <= piece for s, e in requests)
     assert sorted(requests) == [(s, min(s + piece, size)) for s in range(0, size, piece)]
     assert 1 < most[0] <= 4
     assert (Path(mirror.files_dir) / src.name).read_bytes() == src.read_bytes()
     pd.testing.assert_frame_equal(tbscope.read_scalars(mirror.path), tbscope.read_scalars(tmp_path / "big"))
+
+
+def test_first_read_parses_files_while_others_are_fetched(s3, tbx_logdir, tmp_path, monkeypatch):
+    """scan() returns once the logdir is listed; the first read reads the mirror in rounds as
+    whole files arrive (in the reader's order) and gives what a read of the local logdir does."""
+    monkeypatch.setattr(_mirror, "CONCURRENCY", 1)
+    mirror = _mirror.Mirror(f"s3://{BUCKET}/tbx", {**s3.options, "mirror": str(tmp_path / "m")})
+    call_s3 = mirror.fs._call_s3
+
+    async def slow(method, *args, **kw):
+        if method == "get_object":
+            await asyncio.sleep(0.05)  # a store's latency: the fetch outlasts the first rounds
+        return await call_s3(method, *args, **kw)
+
+    monkeypatch.setattr(mirror.fs, "_call_s3", slow)
+    seen: list[list[str]] = []  # the mirror's files at each read of it
+    mirror.start()
+    assert mirror._thread is not None  # fetching in the background
+    # A Logdir of the mirror, with scan()'s arguments, as scan() makes it.
+    lg = tbscope._reader.Logdir(mirror._path_now, tbscope.scan(tbx_logdir)._args, False, mirror)
+    load = lg._native.load
+
+    def watched_load():
+        seen.append(sorted(str(p.relative_to(mirror.files_dir)) for p in Path(mirror.files_dir).rglob("*tfevents*")))
+        return load()
+
+    rounds = mirror.follow(watched_load)
+    lg._loaded = True
+    files = len(list(tbx_logdir.rglob("*tfevents*")))
+    assert len(rounds) == len(seen) > 2 and len(seen[0]) < files and len(seen[-1]) == files
+    # Each read saw a prefix of the files in (run, file) order: nothing after a missing file.
+    order = sorted(seen[-1], key=lambda r: (os.path.dirname(r) or ".", os.path.basename(r)))
+    assert all(set(s) == set(order[: len(s)]) for s in seen)
+    local = tbscope.scan(tbx_logdir)
+    assert lg.runs == local.runs and lg.report == local.report
+    for kind in KINDS:
+        assert same_table(lg._frame(kind).to_arrow(), local._frame(kind).to_arrow()), kind
 
 
 def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, monkeypatch):
@@ -260,9 +307,10 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
 
         def kill_when_b_arrives() -> None:
             deadline = time.monotonic() + 60
-            b = Path(mirror.files_dir) / "b"
+            # A new file is written beside the mirror until it is whole.
+            b = [Path(mirror.files_dir) / "b", Path(mirror.dir) / "partial" / "b"]
             while time.monotonic() < deadline:
-                if any(f.stat().st_size > 0 for f in b.glob("*tfevents*")):
+                if any(f.stat().st_size > 0 for d in b for f in d.glob("*tfevents*")):
                     server.kill()
                     return
                 time.sleep(0.001)

@@ -514,7 +514,7 @@ def _scan_as_nobody(root: str) -> dict:
                 out["strict"] = None
             except tbscope.CorruptRecordError as e:
                 out["strict"] = str(e)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             out = {"exception": repr(e)}
             code = 1
         os.write(w, json.dumps(out).encode())

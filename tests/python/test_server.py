@@ -529,11 +529,22 @@ def test_live_append_is_announced(tmp_path):
 
 
 def test_cache_is_used_by_default(logdir, tmp_path, monkeypatch):
+    """The first start writes the cache (after its read, in the background); a restart reads
+    nothing from the logdir and serves the same answers."""
     monkeypatch.setenv("TBSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     with tbscope.serve(logdir, port=0, reload_interval=0) as s:
-        s.wait_loaded(60)
-        assert get_json(s.url, "api/v1/tags?kind=scalars")["columns"]["tag"]
-    assert any((tmp_path / "cache").iterdir())
+        assert s.wait_loaded(60)
+        tags = get_json(s.url, "api/v1/tags?kind=scalars")["columns"]["tag"]
+        first = get_json(s.url, "api/v1/scalars?tag=loss&points=0")
+        assert tags and s.store.wait_cache_written(60)
+        assert s.store.sources[0].logdir.cache_info.status == "miss"
+    (cache,) = (tmp_path / "cache").iterdir()
+    assert (cache / "CURRENT").exists()
+    with tbscope.serve(logdir, port=0, reload_interval=0) as s:
+        assert s.wait_loaded(60)
+        assert s.store.sources[0].logdir.cache_info.status == "hit"
+        assert get_json(s.url, "api/v1/tags?kind=scalars")["columns"]["tag"] == tags
+        assert get_json(s.url, "api/v1/scalars?tag=loss&points=0")["series"] == first["series"]
 
 
 def test_cli_serve_help_and_refusal(logdir):

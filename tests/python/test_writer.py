@@ -25,7 +25,7 @@ from tbscope import _core
 if not hasattr(_core, "EventWriter"):
     pytest.skip("the native EventWriter is not built yet (make build)", allow_module_level=True)
 
-from tbscope import SummaryWriter  # noqa: E402
+from tbscope import SummaryWriter
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:tensorboard.*")
 

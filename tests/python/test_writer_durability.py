@@ -26,8 +26,8 @@ from tbscope import _core
 if not hasattr(_core, "EventWriter"):
     pytest.skip("the native EventWriter is not built yet (make build)", allow_module_level=True)
 
-from tbscope import SummaryWriter  # noqa: E402
-from tfrecord_util import child_result  # noqa: E402
+from tbscope import SummaryWriter
+from tfrecord_util import child_result
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:tensorboard.*")
 
@@ -313,7 +313,7 @@ def forked(child) -> tuple[bytes, int]:
         try:
             os.close(r)
             os.write(w, (child() or "ok").encode())
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             os.write(w, repr(e).encode()[:1000])
             code = 1
         finally:

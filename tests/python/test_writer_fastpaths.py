@@ -21,7 +21,7 @@ from tbscope import _core
 if not hasattr(_core, "EventWriter") or not hasattr(_core.EventWriter, "scalars_dict"):
     pytest.skip("the native EventWriter is not built yet (make build)", allow_module_level=True)
 
-from tbscope import SummaryWriter  # noqa: E402
+from tbscope import SummaryWriter
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:tensorboard.*")
 

@@ -78,7 +78,7 @@ def _run(acc: Any) -> Run:
         for e in acc.Tensors(tag):
             try:
                 arr = tensor_util.make_ndarray(e.tensor_proto)
-            except Exception as err:  # noqa: BLE001 - what TensorBoard cannot read is part of the view
+            except Exception as err:  # what TensorBoard cannot read is part of the view
                 s.points.append(Point(e.step, e.wall_time, Unreadable(type(err).__name__)))
                 continue
             s.points.append(Point(e.step, e.wall_time, _value(plugin, arr)))

@@ -14,7 +14,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from test_compat_diff import GUIDANCES, compare_accumulators, compare_readers  # noqa: E402 - after the path
+from test_compat_diff import GUIDANCES, compare_accumulators, compare_readers  # after the path
 
 
 def _write(root: Path) -> Path:

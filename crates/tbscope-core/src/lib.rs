@@ -33,7 +33,7 @@ pub mod text;
 pub mod tf_record;
 pub mod writer;
 
-pub use cache::CachedReader;
+pub use cache::{CacheWrite, CachedReader, WriteDone};
 pub use data_compat::Kind;
 pub use error::{Error, Result};
 pub use load::{Reader, ReaderOptions, Restarts};

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use crate::cache::{CacheInfo, CachedReader};
+use crate::cache::{CacheInfo, CacheWrite, CachedReader, WriteDone};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::Cursor;
@@ -52,6 +52,15 @@ pub trait Scan: Send {
     fn file_path(&mut self, rel: &str) -> Result<Option<PathBuf>>;
     /// What the cache did on the last load (None without one).
     fn cache_info(&self) -> Option<CacheInfo>;
+    /// Loads leave the cache's generation to [`Scan::take_write`] (see `cache/deferred.rs`);
+    /// a scan without a cache ignores it.
+    fn defer_writes(&mut self, _on: bool) {}
+    /// The generation loads left unwritten, to run without the reader (None: nothing to do).
+    fn take_write(&mut self) -> Option<CacheWrite> {
+        None
+    }
+    /// Takes back what a write taken by [`Scan::take_write`] did.
+    fn finish_write(&mut self, _done: WriteDone) {}
 }
 
 impl Scan for Reader {
@@ -163,6 +172,15 @@ impl Scan for CachedReader {
     }
     fn cache_info(&self) -> Option<CacheInfo> {
         Some(CachedReader::cache_info(self))
+    }
+    fn defer_writes(&mut self, on: bool) {
+        CachedReader::defer_writes(self, on);
+    }
+    fn take_write(&mut self) -> Option<CacheWrite> {
+        CachedReader::take_write(self)
+    }
+    fn finish_write(&mut self, done: WriteDone) {
+        CachedReader::finish_write(self, done);
     }
 }
 

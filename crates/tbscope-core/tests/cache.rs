@@ -466,3 +466,65 @@ fn incremental_refresh_equals_a_cold_read() {
     check("deleted run", "updated", None, 1);
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// Deferred writes (`tbscope serve`): a load publishes nothing; the write taken afterwards
+/// runs without the reader while the reader loads more, and each generation it publishes
+/// restores to what a fresh reader of the logdir as of its take returns, later bytes read on
+/// top. An abandoned write publishes nothing and leaves no temporary directory.
+#[test]
+fn deferred_write_runs_beside_loads() {
+    let base = tmp("deferred");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    let file = root.join("a").join("events.out.tfevents.1.x");
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::write(&file, events("a", 0..50, true)).unwrap();
+    let no = AtomicBool::new(false);
+
+    let mut r = CachedReader::new(&root, opts(false, true), &cache).unwrap();
+    r.defer_writes(true);
+    r.load(&no).unwrap();
+    assert!(!r.cache_info().written && !cache.join("CURRENT").exists());
+    let abandoned = r.take_write().expect("a write to take");
+    let done = abandoned.run(&AtomicBool::new(true));
+    assert!(done.generation().is_none());
+    r.finish_write(done);
+    assert!(!cache.join("CURRENT").exists());
+
+    let write = r
+        .take_write()
+        .expect("the abandoned write left the cache behind");
+    assert!(r.take_write().is_none(), "one write at a time");
+    // The logdir grows and the reader reads it while the write is out.
+    let mut more = events("a", 50..80, false);
+    let mut all = std::fs::read(&file).unwrap();
+    all.append(&mut more);
+    std::fs::write(&file, &all).unwrap();
+    r.load(&no).unwrap();
+    let done = write.run(&no);
+    let generation = done.generation().map(str::to_string).expect("published");
+    r.finish_write(done);
+    assert_eq!(
+        r.cache_info().generation.as_deref(),
+        Some(generation.as_str())
+    );
+    assert!(std::fs::read_dir(&cache).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("tmp-")));
+    // That generation holds steps 0..50; a reader restored from it reads the rest.
+    let mut restored = cached(&root, &cache);
+    assert_eq!(restored.cache_info().status, "updated");
+    assert_eq!(snapshot(&mut restored), snapshot(&mut fresh(&root)));
+    // The load after the take left the cache behind again: the next write holds everything.
+    let write = r.take_write().expect("behind again");
+    let done = write.run(&no);
+    assert!(done.generation().is_some());
+    r.finish_write(done);
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)));
+    let mut warm = cached(&root, &cache);
+    assert_eq!(warm.cache_info().status, "hit");
+    assert_eq!(snapshot(&mut warm), snapshot(&mut fresh(&root)));
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -78,6 +79,8 @@ type Inner = Box<dyn Scan>;
 #[pyclass(module = "tbscope._core", frozen)]
 struct NativeReader {
     inner: Arc<Mutex<Inner>>,
+    /// Set by `abandon_cache_write`: a deferred cache write running or to come stops.
+    abandon: Arc<AtomicBool>,
 }
 
 #[pymethods]
@@ -85,7 +88,7 @@ impl NativeReader {
     #[new]
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
-                        cache_dir=None, tail_timeout=600.0))]
+                        cache_dir=None, tail_timeout=600.0, byte_range=None))]
     #[allow(
         clippy::too_many_arguments,
         reason = "one parameter per Python keyword argument (pyo3 maps them)"
@@ -104,7 +107,21 @@ impl NativeReader {
         threads: usize,
         cache_dir: Option<PathBuf>,
         tail_timeout: f64,
+        byte_range: Option<(u64, Option<u64>)>,
     ) -> Outcome<Self> {
+        if let Some((start, end)) = byte_range {
+            if end.is_some_and(|end| end < start) {
+                return Err(Failure::Value(format!(
+                    "byte_range=({start}, {end:?}) ends before it starts; give (start, end) with start <= end, or (start, None)"
+                )));
+            }
+            if cache_dir.is_some() || !path.is_file() {
+                return Err(Failure::Value(format!(
+                    "byte_range= reads a piece of one event file without a cache; {} is not one, or a cache was given",
+                    path.display()
+                )));
+            }
+        }
         let tail_timeout = if tail_timeout == f64::INFINITY {
             // Never final by age (a newer file in the run still makes it final).
             Ok(std::time::Duration::MAX)
@@ -138,6 +155,7 @@ impl NativeReader {
                 provenance,
                 kinds,
                 tags: regex(tags, "tags")?,
+                byte_range,
                 ..Default::default()
             },
             runs: regex(runs, "runs")?,
@@ -155,7 +173,47 @@ impl NativeReader {
         })?;
         Ok(NativeReader {
             inner: Arc::new(Mutex::new(reader)),
+            abandon: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Loads from now on publish their rows without writing the cache; `write_cache` writes
+    /// it (`tbscope serve`: the first answer does not wait for the cache).
+    fn defer_cache_writes(&self) -> Outcome<()> {
+        self.with(|r| {
+            r.defer_writes(true);
+            Ok(())
+        })
+    }
+
+    /// Writes the cache generation that loads left unwritten, holding the reader only to take
+    /// a copy of its state and to hand the outcome back (requests and loads go on meanwhile;
+    /// the GIL is released). Returns the generation published, None when there was nothing
+    /// to write, another write was running, it failed (a warning in `cache_info`) or it was
+    /// abandoned.
+    fn write_cache(&self, py: Python<'_>) -> Outcome<Option<String>> {
+        py.detach(|| {
+            guarded(|| {
+                let write = {
+                    let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                    r.take_write()
+                };
+                let Some(write) = write else {
+                    return Ok(None);
+                };
+                let done = write.run(&self.abandon);
+                let generation = done.generation().map(str::to_string);
+                let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                r.finish_write(done);
+                Ok(generation)
+            })
+        })
+    }
+
+    /// Stops a deferred cache write: one running abandons before its next file (its temporary
+    /// directory removed, nothing published), later ones do nothing.
+    fn abandon_cache_write(&self) {
+        self.abandon.store(true, Ordering::Relaxed);
     }
 
     /// Reads what is new; returns (files read, bytes read, records, rows).

@@ -67,13 +67,16 @@ class Server:
             self._uv.run(sockets=[self._sock])
         finally:
             self.store.stop()
+            self.store.join()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop serving and reading; returns once the server has stopped."""
+        """Stop serving and reading; returns once the server has stopped. A cache write under
+        way is abandoned (docs/server.md, "The cache")."""
         self.store.stop()
         self._uv.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
+        self.store.join(min(timeout, 5.0))
         try:
             self._sock.close()
         except OSError:

@@ -52,7 +52,7 @@ class Front:
             from tbscope.server.app import create_api
 
             self.api = create_api(self.store)
-        except BaseException as e:  # noqa: BLE001 - reported to every request that waits
+        except BaseException as e:  # reported to every request that waits
             self._failure = e
             log.exception("building the API failed")
         finally:

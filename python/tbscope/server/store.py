@@ -6,6 +6,10 @@ read takes a :class:`Snapshot`: the run and series tables and the report, with r
 prefixed for several logdirs. Requests read snapshots, never a Logdir that is being read, so
 the server answers at once while a large logdir loads. Point tables (scalars, histograms, ...)
 are taken from the Logdir between reloads, under its lock, and kept with the snapshot.
+
+Through the cache, a read publishes its rows at once and the cache is written after, by a
+thread of its own that holds the reader only to copy its state (docs/server.md, "The cache"):
+the first answer never waits for the write, and reloads and requests go on during it.
 """
 
 from __future__ import annotations
@@ -113,7 +117,7 @@ def source_embeddings(
     from tbscope import _projector
 
     snap = snap or store.snapshot
-    root = None if st.logdir is None else st.logdir._local_root()
+    root = None if st.logdir is None else _projector.local_root(st.logdir.path)
     if root is None:
         return "", []
     runs = _local_runs(snap, st)
@@ -273,6 +277,12 @@ class Store:
         self._loaded = threading.Event()
         self._facts: dict[str, tuple[Any, ...]] = {}
         self.load_seconds: float | None = None
+        # The cache writer: woken after each reload, idle when every reader's cache is written.
+        self._writer: threading.Thread | None = None
+        self._write_wanted = threading.Event()
+        self._write_idle = threading.Event()
+        self._write_idle.set()
+        self._write_lock = threading.Lock()
 
     # ---------------------------------------------------------------------------- lifecycle
 
@@ -287,7 +297,27 @@ class Store:
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop reading; a cache write under way is abandoned (nothing of it is published: the
+        cache keeps its last generation, and the next start reads what that lacks). Returns at
+        once: :meth:`join` waits for the threads."""
         self._stop.set()
+        self._write_wanted.set()
+        for st in self.sources:
+            if st.logdir is not None:
+                st.logdir._abandon_cache_write()
+
+    def join(self, timeout: float = 5.0) -> bool:
+        """After :meth:`stop`: wait (up to ``timeout``) for an abandoned cache write to remove
+        its temporary files. Whether it has."""
+        w = self._writer
+        if w is not None:
+            w.join(timeout)
+            return not w.is_alive()
+        return True
+
+    def wait_cache_written(self, timeout: float | None = None) -> bool:
+        """Wait until the cache holds everything read so far (True at once without a cache)."""
+        return self._write_idle.wait(timeout)
 
     @property
     def stopping(self) -> bool:
@@ -305,7 +335,7 @@ class Store:
         t0 = time.monotonic()
         try:
             self._first_load()
-        except Exception:  # noqa: BLE001 - a reader failure must not kill the server thread
+        except Exception:  # a reader failure must not kill the server thread
             log.exception("reading the logdirs failed")
         self.load_seconds = time.monotonic() - t0
         runs = self.snapshot.runs
@@ -317,7 +347,7 @@ class Store:
         while interval > 0 and not self._stop.wait(interval):
             try:
                 self.reload()
-            except Exception:  # noqa: BLE001 - same: log, try again next time
+            except Exception:  # same: log, try again next time
                 log.exception("reloading the logdirs failed")
 
     def _first_load(self) -> None:
@@ -358,6 +388,7 @@ class Store:
                     cache=True if self.config.cache else None,
                     storage_options=self.config.storage_options,
                 )
+                st.logdir._defer_cache_writes()
             except OSError as e:
                 # Unreachable or not there yet: the page says so, and the next reload tries again.
                 log.warning("cannot read %s yet: %s", st.source.path, e)
@@ -367,6 +398,7 @@ class Store:
         if not os.path.exists(st.source.path):
             return False
         st.logdir = scan(st.source.path, cache=True if self.config.cache else None)
+        st.logdir._defer_cache_writes()
         st.exists = True
         return True
 
@@ -384,7 +416,44 @@ class Store:
                     # Deleted under us: show what was read, look again next time.
                     log.warning("logdir %s disappeared", st.source.path)
             st.ready = True
-        return self._publish()
+        change = self._publish()
+        if self.config.cache and any(st.logdir is not None for st in self.sources):
+            self._want_cache_write()
+        return change
+
+    # ---------------------------------------------------------------------------- the cache
+
+    def _want_cache_write(self) -> None:
+        """Wake the cache writer (started on first use): the reload may have left data that
+        the cache does not hold yet."""
+        if self._stop.is_set():
+            return
+        with self._write_lock:
+            self._write_idle.clear()
+            self._write_wanted.set()
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_caches, name="tbscope-cache", daemon=True)
+                self._writer.start()
+
+    def _write_caches(self) -> None:
+        """The cache writer: writes what reloads left unwritten, one logdir after another, at
+        a lower CPU priority than requests (a first answer computed meanwhile goes first)."""
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while not self._stop.is_set():
+            self._write_wanted.wait()
+            self._write_wanted.clear()
+            for st in self.sources:
+                if st.logdir is None or self._stop.is_set():
+                    continue
+                try:
+                    st.logdir._write_cache()
+                except Exception:  # logged; the data is served all the same, the next reload tries again
+                    log.exception("writing the cache of %s failed", st.source.path)
+            with self._write_lock:
+                if not self._write_wanted.is_set():
+                    self._write_idle.set()
+        self._write_idle.set()
 
     def _publish(self) -> Change | None:
         import pyarrow as pa
@@ -426,7 +495,7 @@ class Store:
         for fn in list(self._listeners):
             try:
                 fn(change)
-            except Exception:  # noqa: BLE001 - a listener's failure is its own
+            except Exception:  # a listener's failure is its own
                 log.exception("change listener failed")
         return change
 

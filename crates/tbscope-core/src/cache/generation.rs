@@ -7,11 +7,13 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
 
+use super::deferred::ABANDONED;
 use super::files::{hold, map_bytes, read_ipc_file, unique_name, write_ipc, FileSum, RestoreError};
 use super::manifest::{decode_body, decode_header, encode_manifest};
 use super::pending::Pending;
@@ -62,6 +64,18 @@ fn stall(phase: &str) {
                 }
             }
         }
+    }
+}
+
+/// Test hook: `TBSCOPE_CACHE_TEST_HOLD=<path>` holds a deferred write (`deferred.rs`) before
+/// it writes anything until `<path>` exists or the write is abandoned, so tests can look at a
+/// server whose answer came before its cache, or stop it mid-write, without timing.
+pub(super) fn write_hold(abandon: &AtomicBool) {
+    let Some(path) = std::env::var_os("TBSCOPE_CACHE_TEST_HOLD") else {
+        return;
+    };
+    while !abandon.load(Ordering::Relaxed) && !Path::new(&path).exists() {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -144,6 +158,17 @@ impl Cache {
     /// directory and an atomic replacement of CURRENT, under the lock. Readers see the old
     /// generation or the new one, never a part of one.
     pub(super) fn publish(&mut self, r: &Reader) -> std::result::Result<String, String> {
+        self.publish_unless(r, &AtomicBool::new(false))
+    }
+
+    /// [`Cache::publish`], abandoned (nothing published, the temporary directory removed) once
+    /// `abandon` is set: it is looked at before each file and before the generation is made
+    /// current.
+    pub(super) fn publish_unless(
+        &mut self,
+        r: &Reader,
+        abandon: &AtomicBool,
+    ) -> std::result::Result<String, String> {
         let io = |what: &str, p: &Path, e: std::io::Error| format!("{what} {}: {e}", p.display());
         fs::create_dir_all(&self.dir).map_err(|e| io("cannot create", &self.dir, e))?;
         // tmp-<host>-<pid>-<nonce>: the host (no dashes in it) and the process tell a later
@@ -155,7 +180,12 @@ impl Cache {
             unique_name("").replace('-', "")
         ));
         fs::create_dir(&tmp).map_err(|e| io("cannot create", &tmp, e))?;
-        let files = match self.write_into(r, &tmp) {
+        let files = match self.write_into(r, &tmp, abandon) {
+            Ok(files) if abandon.load(Ordering::Relaxed) => {
+                drop(files);
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(ABANDONED.to_string());
+            }
             Ok(files) => files,
             Err(e) => {
                 let _ = fs::remove_dir_all(&tmp);
@@ -218,6 +248,7 @@ impl Cache {
         &self,
         r: &Reader,
         tmp: &Path,
+        abandon: &AtomicBool,
     ) -> std::result::Result<Vec<[Option<FileSum>; 8]>, String> {
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, std::time::Duration)> = Vec::new();
@@ -227,6 +258,9 @@ impl Cache {
             for k in Kind::ALL {
                 if !s.has(k) {
                     continue;
+                }
+                if abandon.load(Ordering::Relaxed) {
+                    return Err(ABANDONED.to_string());
                 }
                 let name = segment_file(&s.name, k);
                 let dest = tmp.join(&name);

@@ -45,6 +45,7 @@
 //! needed (`Cache::ready`).
 
 mod check;
+mod deferred;
 mod files;
 mod generation;
 mod lease;
@@ -69,6 +70,8 @@ use crate::load::{
     empty_schema, hparams_of, thread_count, Found, LoadStats, Reader, ReaderOptions, ReportEntry,
 };
 use crate::runstats::{merge_stats, scalar_stats_of, summary_of};
+
+pub use self::deferred::{CacheWrite, WriteDone};
 
 use self::check::{discover_with, same_listing, stale_among, stale_runs, stat_found_with, Checked};
 use self::files::{read_ipc_file, unique_name, RestoreError};
@@ -270,6 +273,12 @@ struct Cache {
     force_miss: bool,
     opened: bool,
     info: CacheInfo,
+    /// Loads leave the generation to a [`CacheWrite`] (`deferred.rs`) instead of writing it.
+    deferred: bool,
+    /// A load changed something that no generation holds yet (deferred writes only).
+    behind: bool,
+    /// A [`CacheWrite`] was taken and not finished yet.
+    writing: bool,
 }
 
 /// What a method of [`CachedReader`] needs of a restored generation (`Cache::ready`).
@@ -303,6 +312,9 @@ impl Cache {
             kept: None,
             force_miss: false,
             opened: false,
+            deferred: false,
+            behind: false,
+            writing: false,
             info: CacheInfo {
                 dir: dir.to_path_buf(),
                 status: "unread",
@@ -452,7 +464,9 @@ impl Cache {
         };
         // A listing that changed without changing the data (a directory settled, an entry
         // that is not an event file) is still worth keeping: the next open skips listing it.
-        if changed || relisted {
+        if (changed || relisted) && self.deferred {
+            self.behind = true;
+        } else if changed || relisted {
             if let Err(e) = self.compact_if_needed() {
                 self.warn(format!("cache segments could not be compacted: {e}"));
             }

@@ -69,6 +69,8 @@ pub(super) fn split_options(opts: ReaderOptions) -> (ReaderOptions, View) {
             tags: None,
             step_lo: None,
             step_hi: None,
+            // The cache holds whole files (a reader with a byte range has no cache).
+            byte_range: None,
         },
         runs: None,
         // Applied to the view's rows by `table`, as for a reader without a cache.

@@ -30,6 +30,10 @@ pub struct Options {
     /// Steps outside `[lo, hi)` are skipped before their summaries are decoded.
     pub step_lo: Option<i64>,
     pub step_hi: Option<i64>,
+    /// Only the records starting in `[start, end)` of each file (`end` a record boundary, e.g.
+    /// from [`split_points`](super::split_points); None: to the end): one piece of a large file
+    /// read on its own, as a Dask partition is, without copying it out.
+    pub byte_range: Option<(u64, Option<u64>)>,
 }
 
 impl Default for Options {
@@ -42,6 +46,7 @@ impl Default for Options {
             tags: None,
             step_lo: None,
             step_hi: None,
+            byte_range: None,
         }
     }
 }

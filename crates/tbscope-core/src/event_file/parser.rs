@@ -101,15 +101,24 @@ pub fn read_file_into(
     };
     p.out.size = size;
     // A cut at or past the end (the file shrank since it was split) is the end itself.
-    let (stop, end) = match until {
+    let (mut stop, mut end) = match until {
         Until::Cut(c) if c < size => (c, End::Cut),
         Until::Final => (size, End::Final),
         Until::Live | Until::Cut(_) => (size, End::Live),
     };
-    if opts.kinds.contains(Kind::Scalars) && stop > start.offset {
+    let range_start = match opts.byte_range {
+        Some((lo, hi)) => {
+            if let Some(hi) = hi.filter(|&hi| hi < stop) {
+                (stop, end) = (hi, End::Cut);
+            }
+            lo
+        }
+        None => 0,
+    };
+    if opts.kinds.contains(Kind::Scalars) && stop > start.offset.max(range_start) {
         // The smallest scalar record is about 40 bytes; reserving for that many rows means the
         // columns never reallocate. Untouched capacity costs address space, not memory.
-        let rows = ((stop - start.offset) / 40) as usize;
+        let rows = ((stop - start.offset.max(range_start)) / 40) as usize;
         p.tables.scalars.c.reserve_chunk(rows, opts.provenance);
         crate::columns::reserve(&mut p.tables.scalars.value, rows);
     }
@@ -130,6 +139,11 @@ pub fn read_file_into(
             format!("file shrank from at least {from} to {size} bytes since the last read; read again from the start"),
         );
         from = 0;
+    }
+    // A piece of the file: records before its start belong to another piece.
+    from = from.max(range_start);
+    if opts.byte_range.is_some() && from >= stop {
+        return p.out;
     }
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
