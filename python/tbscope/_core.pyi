@@ -18,6 +18,7 @@ __all__ = [
     "ema",
     "event_files",
     "group_rows",
+    "load_progress",
     "read_records",
     "read_trace",
     "record_heads",
