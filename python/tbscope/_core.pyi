@@ -18,6 +18,7 @@ __all__ = [
     "ema",
     "event_files",
     "group_rows",
+    "load_progress",
     "read_records",
     "read_trace",
     "record_heads",
@@ -304,6 +305,9 @@ def run_name(rel: str | PathLike[str]) -> str:
 def event_files(path: str | PathLike[str]) -> list[tuple[str, str, int]]:
     """The event files below ``path`` as the reader finds them (its run discovery): (run,
     file, bytes) for each, runs and files by name. OSError when ``path`` does not exist."""
+
+def load_progress() -> tuple[int, int]:
+    """(pieces of event files read, pieces given to read) by every load of this process so far."""
 
 def group_rows(
     runs: list[Buffer],

@@ -289,6 +289,89 @@ pub fn scalar_stats_of(batches: &[RecordBatch]) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(stats_schema(), cols).expect("columns match their schema"))
 }
 
+/// The statistics of a load that read some runs again: `prev`'s rows of every run not
+/// `replaced`, and `fresh`'s (the statistics of the replaced runs' rows), in run-name order.
+/// Rows are grouped by run, runs in name order and each run's series in the order of its rows,
+/// so this is the table [`scalar_stats_of`] gives on all the rows, to the bit, without
+/// folding the rows of the runs that stayed.
+pub(crate) fn merge_stats(
+    prev: &RecordBatch,
+    fresh: &RecordBatch,
+    replaced: &dyn Fn(&str) -> bool,
+) -> Result<RecordBatch> {
+    let runs = |b: &RecordBatch| {
+        let d = b.column(0).as_dictionary::<Int32Type>();
+        let values = d.values().as_string::<i32>().clone();
+        (d.keys().values().clone(), values)
+    };
+    let (pkeys, pnames) = runs(prev);
+    let (fkeys, fnames) = runs(fresh);
+    let dropped: Vec<bool> = (0..pnames.len())
+        .map(|k| replaced(pnames.value(k)))
+        .collect();
+    // (table, row) in output order: 0 is `prev`, 1 is `fresh`.
+    let mut order: Vec<(usize, usize)> = Vec::with_capacity(prev.num_rows() + fresh.num_rows());
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < pkeys.len() || j < fkeys.len() {
+        if i < pkeys.len() && dropped[pkeys[i] as usize] {
+            i += 1;
+            continue;
+        }
+        let from_prev = j == fkeys.len()
+            || (i < pkeys.len()
+                && pnames.value(pkeys[i] as usize) <= fnames.value(fkeys[j] as usize));
+        if from_prev {
+            order.push((0, i));
+            i += 1;
+        } else {
+            order.push((1, j));
+            j += 1;
+        }
+    }
+    let err = |e: arrow_schema::ArrowError| Error::Other(format!("merging statistics: {e}"));
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(prev.num_columns());
+    for c in 0..prev.num_columns() {
+        let (a, b) = (prev.column(c), fresh.column(c));
+        if c < 2 {
+            // Dictionaries numbered by first appearance, as `scalar_stats_of` numbers them.
+            let (da, db) = (
+                a.as_dictionary::<Int32Type>(),
+                b.as_dictionary::<Int32Type>(),
+            );
+            let (va, vb) = (
+                da.values().as_string::<i32>(),
+                db.values().as_string::<i32>(),
+            );
+            let mut ids: HashMap<&str, i32> = HashMap::new();
+            let mut names: Vec<&str> = Vec::new();
+            let keys: Vec<i32> = order
+                .iter()
+                .map(|&(t, r)| {
+                    let name = if t == 0 {
+                        va.value(da.keys().value(r) as usize)
+                    } else {
+                        vb.value(db.keys().value(r) as usize)
+                    };
+                    *ids.entry(name).or_insert_with(|| {
+                        names.push(name);
+                        names.len() as i32 - 1
+                    })
+                })
+                .collect();
+            let values = Arc::new(StringArray::from_iter_values(names));
+            let d = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values)
+                .map_err(err)?;
+            cols.push(Arc::new(d));
+        } else {
+            cols.push(
+                arrow_select::interleave::interleave(&[a.as_ref(), b.as_ref()], &order)
+                    .map_err(err)?,
+            );
+        }
+    }
+    RecordBatch::try_new(stats_schema(), cols).map_err(err)
+}
+
 /// [`Reader::summary_table`] from a runs table and a statistics table.
 pub fn summary_of(
     runs: &RecordBatch,

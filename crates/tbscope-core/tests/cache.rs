@@ -349,6 +349,124 @@ fn manifest_of_another_format_is_read_again() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// A cached open's runs' facts and scalar statistics against a cold read's (a warm open that
+/// found nothing changed answers them from the generation's stored tables).
+fn tables_agree(r: &mut CachedReader, plain: &mut Reader, what: &str) {
+    let same = |a: arrow_array::RecordBatch, b: arrow_array::RecordBatch, table: &str| {
+        assert_eq!(a.num_rows(), b.num_rows(), "{what}: {table}");
+        assert_eq!(
+            format!("{:?}", a.columns()),
+            format!("{:?}", b.columns()),
+            "{what}: {table}"
+        );
+    };
+    same(r.run_facts().unwrap(), plain.run_facts().unwrap(), "facts");
+    same(
+        r.scalar_stats().unwrap(),
+        plain.scalar_stats().unwrap(),
+        "statistics",
+    );
+}
+
+/// A change to a few runs of a cached logdir whose directories did not change is found by the
+/// stat check alone and re-reads only those runs (issue 15); a change the directories show (a
+/// file or run added or deleted) goes through discovery. Either way the result is a cold
+/// read's, and so is the next warm open's.
+#[test]
+fn incremental_refresh_equals_a_cold_read() {
+    let base = tmp("incremental");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    let runs = ["s0/t0", "s0/t1", "s0/t2", "s1/t0", "s1/t1"];
+    let file = |run: &str| root.join(run).join("events.out.tfevents.1.x");
+    for run in runs {
+        std::fs::create_dir_all(root.join(run)).unwrap();
+        std::fs::write(file(run), events(run, 0..40, true)).unwrap();
+    }
+    settle(&root);
+    let first = cached(&root, &cache);
+    assert_eq!(first.cache_info().status, "miss");
+    let check = |what: &str, status: &str, rechecked: Option<usize>, dropped: usize| {
+        let mut plain = fresh(&root);
+        let mut r = cached(&root, &cache);
+        let info = r.cache_info();
+        assert!(info.warnings.is_empty(), "{what}: {:?}", info.warnings);
+        assert_eq!(
+            (info.status, info.runs_dropped),
+            (status, dropped),
+            "{what}"
+        );
+        if let Some(n) = rechecked {
+            assert_eq!(info.runs_rechecked, n, "{what}: runs looked at again");
+        }
+        tables_agree(&mut r, &mut plain, what);
+        assert_eq!(snapshot(&mut r), snapshot(&mut plain), "{what}");
+        // The generation it published answers the next open alone: when no directory changed,
+        // from its stored tables (of which the statistics were carried over for the runs not
+        // read again).
+        let mut warm = cached(&root, &cache);
+        assert_eq!(warm.cache_info().status, "hit", "{what}: next open");
+        tables_agree(&mut warm, &mut plain, what);
+        if rechecked.is_some() {
+            assert!(
+                warm.state_pending(),
+                "{what}: answered from the stored tables"
+            );
+        }
+        assert_eq!(
+            snapshot(&mut warm),
+            snapshot(&mut plain),
+            "{what}: next open"
+        );
+    };
+    let append = |run: &str, steps: std::ops::Range<i64>| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(file(run))
+            .unwrap();
+        f.write_all(&events(run, steps, false)).unwrap();
+    };
+
+    // Appended bytes in one run: only that run is looked at, only its new bytes read.
+    append("s0/t1", 40..55);
+    check("appended", "updated", Some(1), 0);
+    // Two runs appended to.
+    append("s0/t0", 40..45);
+    append("s1/t1", 40..47);
+    check("two appended", "updated", Some(2), 0);
+    // Truncated in place (same inode, shorter): the run is read again from the start.
+    std::fs::write(file("s0/t2"), events("s0/t2", 0..10, true)).unwrap();
+    check("truncated", "updated", Some(1), 1);
+    // The same bytes written again in place: the mtime moved, the size did not, so the run is
+    // looked at and its file continued from the saved cursor (as a reload does).
+    let f = file("s1/t0");
+    let len = std::fs::metadata(&f).unwrap().len();
+    std::fs::write(&f, events("s1/t0", 0..40, true)).unwrap();
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), len);
+    check("rewritten, same size", "updated", Some(1), 0);
+    // Replaced by another file (a rename: new inode, and the directory changed).
+    let tmpf = root.join("s0/t0/tmp");
+    std::fs::write(&tmpf, events("s0/t0", 100..130, true)).unwrap();
+    std::fs::rename(&tmpf, file("s0/t0")).unwrap();
+    check("replaced", "updated", None, 1);
+    // A new file in an existing run, after the one it has.
+    std::fs::write(
+        root.join("s1/t1/events.out.tfevents.2.x"),
+        events("s1/t1", 100..120, true),
+    )
+    .unwrap();
+    check("new file", "updated", None, 0);
+    // A new run.
+    std::fs::create_dir_all(root.join("s1/t9")).unwrap();
+    std::fs::write(file("s1/t9"), events("s1/t9", 0..12, true)).unwrap();
+    check("new run", "updated", None, 0);
+    // A deleted run.
+    std::fs::remove_dir_all(root.join("s0/t1")).unwrap();
+    check("deleted run", "updated", None, 1);
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 /// Deferred writes (`tbscope serve`): a load publishes nothing; the write taken afterwards
 /// runs without the reader while the reader loads more, and each generation it publishes
 /// restores to what a fresh reader of the logdir as of its take returns, later bytes read on

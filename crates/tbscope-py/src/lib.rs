@@ -826,6 +826,14 @@ fn event_files(py: Python<'_>, path: PathBuf) -> Outcome<Vec<(String, std::ffi::
     })
 }
 
+/// (pieces of event files read, pieces given to read) by every load of this process so far,
+/// for a progress display: it keeps the counts from when its load started and shows what was
+/// added since (`tbscope_core::load::progress`).
+#[pyfunction]
+fn load_progress() -> (u64, u64) {
+    tbscope_core::load::progress::counts()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -842,6 +850,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(event_files, m)?)?;
     m.add_function(wrap_pyfunction!(run_name, m)?)?;
+    m.add_function(wrap_pyfunction!(load_progress, m)?)?;
     m.add_function(wrap_pyfunction!(series::downsample, m)?)?;
     m.add_function(wrap_pyfunction!(series::ema, m)?)?;
     m.add_function(wrap_pyfunction!(series::group_rows, m)?)?;

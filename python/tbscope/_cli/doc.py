@@ -66,8 +66,8 @@ Every reading command takes `--format table|csv|json`; data goes to stdout, ever
 `csv` and `json` carry full values (sizes in bytes, times to the microsecond); `table`
 rounds floats to 6 significant digits and shows sizes as KiB/MiB.
 
-While a command reads, a spinner with the elapsed time shows on stderr, only when stderr is
-a terminal. `-v` logs what was read and how long it took; `--debug` logs more and shows
+While a command reads, a progress bar shows on stderr, only when stderr is a terminal: the
+event files read of those to read (pieces of them for large files) and the elapsed time. `-v` logs what was read and how long it took; `--debug` logs more and shows
 tracebacks. Both go before the command: `tbscope -v ls runs/`.
 
 ## Errors and exit status

@@ -1,5 +1,5 @@
 """How commands print: tables (rich, on a terminal), CSV (native writer when it can), JSON;
-the spinner while a scan runs; and the exit status when data could not be read."""
+the progress bar while a scan runs; and the exit status when data could not be read."""
 
 from __future__ import annotations
 
@@ -37,27 +37,57 @@ def _stderr_is_tty() -> bool:
 
 @contextlib.contextmanager
 def _activity(what: str) -> Iterator[None]:
-    """A spinner with elapsed time on stderr while a scan runs, when stderr is a terminal. The
-    native load is one call that releases the GIL, so rich's refresh thread keeps it moving."""
+    """A progress bar on stderr while a scan runs, when stderr is a terminal (nothing on a
+    pipe): the pieces of event files read of those the load was given, with the elapsed time;
+    a moving bar while it is still listing the logdir. The native load is one call that
+    releases the GIL, so rich's refresh thread keeps the bar moving and a poller thread reads
+    the core's counts (``_core.load_progress``) meanwhile."""
     if not _stderr_is_tty():
         yield
         return
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    import threading
 
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tbscope import _core
+
+    done0, total0 = _core.load_progress()
+    stop = threading.Event()
     with Progress(
-        SpinnerColumn(),
         TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
     ) as p:
-        p.add_task(what, total=None)
-        yield
+        task = p.add_task(what, total=None)
+
+        def show() -> None:
+            done, total = _core.load_progress()
+            if total > total0:
+                p.update(task, completed=done - done0, total=total - total0)
+
+        def poll() -> None:
+            while not stop.wait(0.1):
+                show()
+
+        poller = threading.Thread(target=poll, name="tbscope-progress", daemon=True)
+        poller.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            poller.join()
+            # The final counts, even when the load took less than one poll.
+            show()
+            p.refresh()
 
 
 def _read(lg: Logdir) -> None:
-    """Read a scan now (with a spinner on a terminal) and log what it cost."""
+    """Read a scan now (with a progress bar on a terminal) and log what it cost."""
     t0 = time.perf_counter()
     with _activity(f"reading {lg.path}"):
         st = lg.reload()

@@ -9,46 +9,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
-use super::manifest::{time_of, FileIndex};
+use super::manifest::{time_of, DirListing, FileIndex};
 use super::Cache;
 use crate::load::{stat_found, Found, Reader, RunState};
 use crate::logdir::{discover, walk, Discovered, Listing};
-
-/// What a directory held when it was last listed. A directory's mtime moves whenever an entry
-/// is added, removed or renamed in it, so while (device, inode, mtime) stay the same its listing
-/// does too and only a stat is needed; the event files themselves are still stat'ed every time
-/// (appending to a file does not touch its directory).
-#[derive(Debug, Clone)]
-pub(super) struct DirListing {
-    pub(super) dev: u64,
-    pub(super) ino: u64,
-    pub(super) mtime: (i64, u64),
-    /// Listed within a few seconds of its last change (a change in the same clock tick would
-    /// not move the mtime), or holding symlinks (their targets change without the directory
-    /// knowing): list it again next time.
-    pub(super) unsure: bool,
-    /// It holds event files: the files of the run named after it, as the reader has them.
-    pub(super) has_files: bool,
-    pub(super) subdirs: Vec<std::ffi::OsString>,
-    /// Entries named like event files that are not regular files (reported, not read).
-    pub(super) odd: Vec<std::ffi::OsString>,
-}
-
-impl DirListing {
-    /// What the cache keeps of a listing: the files are the run's, as the reader has them.
-    fn of(l: Listing) -> DirListing {
-        DirListing {
-            dev: l.dev,
-            ino: l.ino,
-            mtime: l.mtime,
-            unsure: l.unsure,
-            has_files: l.has_files,
-            subdirs: l.subdirs,
-            odd: l.odd,
-        }
-    }
-}
 
 /// What [`discover_with`] finds: runs and their event files, problems, every directory's
 /// listing by its path below the root.
@@ -148,6 +114,18 @@ pub(super) fn stale_runs(r: &Reader, found: &Found) -> (Vec<String>, Vec<bool>) 
     (stale, untouched)
 }
 
+/// [`stale_runs`] for a `found` that holds only some of the runs (those the change check says
+/// moved; every other run is untouched): which of them cannot be continued.
+pub(super) fn stale_among(r: &Reader, found: &Found) -> Vec<String> {
+    found
+        .iter()
+        .filter_map(|(run, files)| {
+            let state = r.runs.get(run)?;
+            matches!(run_change(state, files), Change::Stale).then(|| run.clone())
+        })
+        .collect()
+}
+
 enum Change {
     None,
     /// New bytes or new files that continue the run in order.
@@ -192,25 +170,36 @@ fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Ch
     change
 }
 
+/// What [`Cache::changes`] found.
+pub(super) enum Checked {
+    /// A directory changed, or the check cannot tell: discovery decides.
+    Unknown,
+    /// Every directory as listed; these runs (indices in the generation, ascending) have files
+    /// that moved. None: nothing changed.
+    Runs(Vec<u32>),
+}
+
 impl Cache {
-    /// Whether nothing changed since the pending generation was written, decided with one
-    /// stat per directory and per event file and nothing else: every directory listing settled
-    /// and still current (same device, inode and mtime: no entry added, removed or renamed),
-    /// every event file where it was with the same identity, size and mtime. False when any of
-    /// that does not hold or cannot be told this way (a single-file logdir, symlinks, a file
-    /// that failed); the full discovery then decides what changed.
+    /// What changed since the pending generation was written, told with one stat per
+    /// directory and per event file and nothing else. [`Checked::Runs`] when every directory
+    /// listing is settled and still current (same device, inode and mtime: no entry added,
+    /// removed or renamed), with the runs (indices in the generation) that have a file whose
+    /// identity, size or mtime moved, or that cannot be told this way (a file that failed, one
+    /// found outside the run's directory, a pending tail whose timeout passed): no runs is
+    /// "nothing changed". [`Checked::Unknown`] when a directory changed or the listings cannot
+    /// be trusted (a single-file logdir, symlinks, odd entries); the full discovery then decides.
     ///
     /// Paths are stat'ed relative to their parent directory (one `open` per directory that has
     /// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
     /// down the full path is most of a stat.
-    pub(super) fn unchanged(&self, r: &Reader, threads: usize) -> bool {
+    pub(super) fn changes(&self, r: &Reader, threads: usize) -> Checked {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let Some(p) = self.pending.as_deref() else {
-            return false;
+            return Checked::Unknown;
         };
         // A single-file logdir, or a root that could not be listed: leave it to discovery.
         if p.dirs.first().is_none_or(|d| d.parent != u32::MAX) {
-            return false;
+            return Checked::Unknown;
         }
         let open_dir = |at: Option<i32>, path: &[u8]| -> Option<OwnedFd> {
             let c = std::ffi::CString::new(path).ok()?;
@@ -234,7 +223,7 @@ impl Cache {
         let mut seen = vec![false; p.nruns];
         for (i, d) in p.dirs.iter().enumerate() {
             if d.unsure || d.odd.1 > 0 {
-                return false;
+                return Checked::Unknown;
             }
             if i > 0 {
                 children[d.parent as usize] += 1;
@@ -242,15 +231,15 @@ impl Cache {
             if d.has_files {
                 // (Its files are looked at in the second pass.)
                 if d.run == u32::MAX || std::mem::replace(&mut seen[d.run as usize], true) {
-                    return false;
+                    return Checked::Unknown;
                 }
             }
         }
         if p.dirs.iter().zip(&children).any(|(d, &n)| d.subdirs.1 != n) || seen.contains(&false) {
-            return false;
+            return Checked::Unknown;
         }
         let Some(root_fd) = open_dir(None, r.root.as_os_str().as_bytes()) else {
-            return false;
+            return Checked::Unknown;
         };
         let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
         fd_of[0] = root_fd.as_raw_fd();
@@ -258,6 +247,8 @@ impl Cache {
         // Second pass, on `threads` threads over contiguous ranges of directories: one stat
         // of each directory and of each of its event files, relative to the nearest descriptor.
         let same = AtomicBool::new(true);
+        // Runs with a file that moved, found on any thread (few, usually).
+        let changed: Mutex<Vec<u32>> = Mutex::new(Vec::new());
         let stat_is =
             |fd: i32, path: &[u8], dev: u64, ino: u64, mtime: (i64, u64), size: Option<u64>| {
                 // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
@@ -312,27 +303,35 @@ impl Cache {
                                 .is_ok_and(|age| age >= r.opts.tail_timeout)
                         })
                 };
-                if files.is_empty()
-                    || files
-                        .iter()
-                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none() || expired(f))
-                {
+                // (The run's directory then says nothing of its files: discovery decides.)
+                if files.is_empty() {
                     same.store(false, Ordering::Relaxed);
                     return;
                 }
-                for f in files {
-                    buf.clear();
-                    if own == NONE {
-                        buf.extend_from_slice(name);
-                        buf.push(b'/');
+                let moved = |buf: &mut Vec<u8>| {
+                    if files
+                        .iter()
+                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none() || expired(f))
+                    {
+                        return true;
                     }
-                    buf.extend_from_slice(p.bytes(f.path));
-                    buf.push(0);
-                    let mtime = f.mtime.expect("checked above");
-                    if !stat_is(fd, &buf, f.dev, f.ino, mtime, Some(f.size)) {
-                        same.store(false, Ordering::Relaxed);
-                        return;
-                    }
+                    files.iter().any(|f| {
+                        buf.clear();
+                        if own == NONE {
+                            buf.extend_from_slice(name);
+                            buf.push(b'/');
+                        }
+                        buf.extend_from_slice(p.bytes(f.path));
+                        buf.push(0);
+                        let mtime = f.mtime.expect("checked above");
+                        !stat_is(fd, buf, f.dev, f.ino, mtime, Some(f.size))
+                    })
+                };
+                if moved(&mut buf) {
+                    changed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(d.run);
                 }
             }
         };
@@ -389,7 +388,7 @@ impl Cache {
                 b += 1;
             }
             if !ok {
-                return false;
+                return Checked::Unknown;
             }
             opened_total += held.len();
             if threads == 1 || b - a < 1024 {
@@ -421,7 +420,12 @@ impl Cache {
                 t1.elapsed()
             );
         }
-        same.load(Ordering::Relaxed)
+        if !same.load(Ordering::Relaxed) {
+            return Checked::Unknown;
+        }
+        let mut runs = changed.into_inner().unwrap_or_else(|e| e.into_inner());
+        runs.sort_unstable();
+        Checked::Runs(runs)
     }
 }
 

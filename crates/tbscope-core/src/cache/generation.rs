@@ -23,7 +23,7 @@ use super::unique_name;
 use super::Cache;
 use crate::data_compat::Kind;
 use crate::load::{thread_count, Reader};
-use crate::runstats::{scalar_stats_of, stats_schema};
+use crate::runstats::stats_schema;
 use crate::sys::sync_dir;
 
 /// Why a write that was abandoned published nothing.
@@ -294,8 +294,7 @@ impl Cache {
             .run_facts()
             .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
         let stats = self
-            .served(Kind::Scalars)
-            .and_then(|rows| scalar_stats_of(&rows))
+            .stats_to_store()
             .map_err(|e| format!("cannot compute scalar statistics: {e}"))?;
         marks.push(("facts and statistics", t0.elapsed()));
         let mut derived = [None; 2];
@@ -306,8 +305,15 @@ impl Cache {
             );
         }
         marks.push(("stored tables written", t0.elapsed()));
-        let manifest =
-            encode_manifest(r, &self.segments, &sums, &self.pieces, &self.dirs, derived)?;
+        let manifest = encode_manifest(
+            r,
+            &self.segments,
+            &sums,
+            &self.pieces,
+            &self.dirs,
+            derived,
+            self.kept.as_ref(),
+        )?;
         marks.push(("manifest encoded", t0.elapsed()));
         let path = tmp.join("manifest");
         (|| {
@@ -478,6 +484,7 @@ impl Cache {
             metas: m.metas,
             index: m.index,
             dirs: m.dirs,
+            dirs_at: m.dirs_at,
             facts,
             stats,
         }));

@@ -12,12 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::check::DirListing;
 use super::files::FileSum;
 use super::segments::{Piece, Segment};
 use crate::event_file::{SeriesMeta, Severity};
 use crate::load::{rel_name, Reader, ReportEntry};
-use crate::logdir::{run_name, time_parts};
+use crate::logdir::{run_name, time_parts, Listing};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
 /// 2: the runs' state apart from the change-check index; facts and statistics tables.
@@ -250,6 +249,7 @@ pub(super) fn encode_manifest(
     pieces: &[Vec<Piece>; 8],
     dirs: &HashMap<PathBuf, DirListing>,
     derived: [Option<FileSum>; 2],
+    kept: Option<&Kept>,
 ) -> std::result::Result<Vec<u8>, String> {
     let mut e = Enc::default();
     e.0.extend_from_slice(MAGIC);
@@ -271,7 +271,48 @@ pub(super) fn encode_manifest(
     let mut strings = Strings::default();
     let mut metas: HashMap<MetaKey<'_>, u64> = HashMap::new();
     let mut meta_list: Vec<&SeriesMeta> = Vec::new();
-    for st in r.runs.values() {
+    // The previous generation's tables first, in their order: the parts of runs kept as
+    // encoded refer to them by index.
+    if let Some(k) = kept {
+        for s in &k.strings {
+            strings.id(s);
+        }
+        for m in &k.metas {
+            let key = (
+                m.plugin_name.as_str(),
+                m.plugin_content.as_slice(),
+                m.display_name.as_str(),
+                m.description.as_str(),
+                m.data_class,
+            );
+            metas.entry(key).or_insert_with(|| {
+                meta_list.push(m);
+                meta_list.len() as u64 - 1
+            });
+        }
+    }
+    // Per run (in `r.runs` order), where its parts lie in the previous manifest when they are
+    // kept as encoded.
+    let copied: Vec<Option<(usize, usize, usize, usize)>> = match kept {
+        Some(k) => {
+            let mut old = k.names.iter().enumerate().peekable();
+            r.runs
+                .keys()
+                .map(|name| {
+                    while old.next_if(|(_, n)| n.as_str() < name.as_str()).is_some() {}
+                    let (i, _) = old.next_if(|(_, n)| n.as_str() == name.as_str())?;
+                    if k.again.contains(name) {
+                        return None;
+                    }
+                    let (ia, ib) = (k.index_at[i] as usize, k.index_at[i + 1] as usize);
+                    let (sa, sb) = (k.state_at[i] as usize, k.state_at[i + 1] as usize);
+                    Some((ia, ib, sa, sb))
+                })
+                .collect()
+        }
+        None => vec![None; r.runs.len()],
+    };
+    for (st, _) in r.runs.values().zip(&copied).filter(|(_, c)| c.is_none()) {
         for (t, ts) in &st.tags {
             strings.id(t);
             if let Some(m) = &ts.meta {
@@ -320,7 +361,11 @@ pub(super) fn encode_manifest(
         prev = name.as_bytes();
     }
     e.b(&names.0);
-    for (name, st) in &r.runs {
+    for ((name, st), copy) in r.runs.iter().zip(&copied) {
+        if let (Some((a, b, _, _)), Some(k)) = (copy, kept) {
+            e.0.extend_from_slice(&k.manifest[*a..*b]);
+            continue;
+        }
         let dir = run_dir(&r.root, name);
         e.u(st.files.len() as u64);
         for f in st.files.values() {
@@ -356,8 +401,12 @@ pub(super) fn encode_manifest(
         }
     }
     let mut st_enc = Enc::default();
-    for st in r.runs.values() {
+    for (st, copy) in r.runs.values().zip(&copied) {
         let e = &mut st_enc;
+        if let (Some((_, _, a, b)), Some(k)) = (copy, kept) {
+            e.0.extend_from_slice(&k.manifest[*a..*b]);
+            continue;
+        }
         e.opt_f(st.first_wall);
         e.opt_f(st.last_wall);
         e.flag(st.max_step.is_some());
@@ -430,6 +479,18 @@ pub(super) fn encode_manifest(
     // Directories in path order, which is a depth-first walk (a parent, then its subtrees in
     // name order), each with its parent's index and its run's: the change check of a warm
     // open walks them without building a path or looking anything up.
+    // Kept as encoded when no directory changed and the runs are the same (their indices too).
+    if let Some(k) = kept.filter(|k| {
+        k.dirs_same && k.names.len() == r.runs.len() && k.names.iter().eq(r.runs.keys())
+    }) {
+        e.0.extend_from_slice(&k.manifest[k.dirs_at.0..k.dirs_at.1]);
+        for f in derived {
+            e.file_sum(f);
+        }
+        let crc = crc32c::crc32c(&e.0);
+        e.0.extend_from_slice(&crc.to_le_bytes());
+        return Ok(e.0);
+    }
     let mut dir_list: Vec<(&PathBuf, &DirListing)> = dirs.iter().collect();
     dir_list.sort_by(|a, b| a.0.cmp(b.0));
     let dir_index: HashMap<&Path, u64> = dir_list
@@ -472,6 +533,62 @@ pub(super) fn encode_manifest(
     Ok(e.0)
 }
 
+/// What a directory held when it was last listed. A directory's mtime moves whenever an entry
+/// is added, removed or renamed in it, so while (device, inode, mtime) stay the same its listing
+/// does too and only a stat is needed; the event files themselves are still stat'ed every time
+/// (appending to a file does not touch its directory).
+#[derive(Debug, Clone)]
+pub(super) struct DirListing {
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) mtime: (i64, u64),
+    /// Listed within a few seconds of its last change (a change in the same clock tick would
+    /// not move the mtime), or holding symlinks (their targets change without the directory
+    /// knowing): list it again next time.
+    pub(super) unsure: bool,
+    /// It holds event files: the files of the run named after it, as the reader has them.
+    pub(super) has_files: bool,
+    pub(super) subdirs: Vec<std::ffi::OsString>,
+    /// Entries named like event files that are not regular files (reported, not read).
+    pub(super) odd: Vec<std::ffi::OsString>,
+}
+
+impl DirListing {
+    /// What the cache keeps of a listing: the files are the run's, as the reader has them.
+    pub(super) fn of(l: Listing) -> DirListing {
+        DirListing {
+            dev: l.dev,
+            ino: l.ino,
+            mtime: l.mtime,
+            unsure: l.unsure,
+            has_files: l.has_files,
+            subdirs: l.subdirs,
+            odd: l.odd,
+        }
+    }
+}
+
+/// What a new generation keeps of the one it continues, for the runs a load did not read again
+/// (`Cache::load` on a change to a few runs): their parts of the runs' index and state
+/// sections, copied as encoded instead of encoded again, with the string and metadata tables
+/// they refer to (the new tables start with these, in this order).
+pub(super) struct Kept {
+    pub(super) manifest: arrow_buffer::Buffer,
+    /// The previous generation's runs, in order.
+    pub(super) names: Vec<String>,
+    /// Where run `i`'s part of the index and of the state sections lie: `at[i]..at[i + 1]`.
+    pub(super) index_at: Vec<u32>,
+    pub(super) state_at: Vec<u32>,
+    pub(super) strings: Vec<Arc<str>>,
+    pub(super) metas: Vec<Arc<SeriesMeta>>,
+    /// The runs read again (or dropped): encoded anew.
+    pub(super) again: std::collections::HashSet<String>,
+    /// Where the directory listings section lies, and whether it still holds (no directory
+    /// changed): then it is copied too.
+    pub(super) dirs_at: (usize, usize),
+    pub(super) dirs_same: bool,
+}
+
 /// The options a cache was written with.
 pub(super) struct Header {
     pub(super) tbscope: String,
@@ -497,6 +614,8 @@ pub(super) struct Manifest {
     pub(super) pieces: [(u32, u32); 8],
     pub(super) report: Vec<ReportEntry>,
     pub(super) dirs: Vec<DirIndex>,
+    /// Where the directory listings section lies in the manifest.
+    pub(super) dirs_at: (usize, usize),
     /// Rows of the stored facts and statistics tables, when the generation has them.
     pub(super) derived: [Option<FileSum>; 2],
 }
@@ -505,6 +624,8 @@ pub(super) struct Manifest {
 pub(super) struct RunIndex {
     pub(super) start: Vec<u32>,
     pub(super) files: Vec<FileIndex>,
+    /// Where run `i`'s part of this section lies in the manifest: `at[i]..at[i + 1]`.
+    pub(super) at: Vec<u32>,
 }
 
 /// One event file of a restored run. Names are ranges of the manifest: a warm open of many
@@ -607,9 +728,11 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
     let mut index = RunIndex {
         start: Vec::with_capacity(nruns + 1),
         files: Vec::with_capacity(nruns),
+        at: Vec::with_capacity(nruns + 1),
     };
     for _ in 0..nruns {
         index.start.push(index.files.len() as u32);
+        index.at.push(d.pos as u32);
         let nf = d.n()?;
         for _ in 0..nf {
             let code = d.u()?;
@@ -646,6 +769,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         }
     }
     index.start.push(index.files.len() as u32);
+    index.at.push(d.pos as u32);
     let state_len = d.n()?;
     let state = (d.pos, d.pos + state_len);
     d.pos += state_len;
@@ -665,6 +789,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
             reason: d.s()?,
         });
     }
+    let dirs_at = d.pos;
     let ndirs = d.n()?;
     let mut dirs = Vec::with_capacity(ndirs);
     for i in 0..ndirs {
@@ -705,6 +830,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
             odd: lists[1],
         });
     }
+    let dirs_at = (dirs_at, d.pos);
     let mut derived = [None; 2];
     for f in derived.iter_mut() {
         *f = d.file_sum()?;
@@ -723,6 +849,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         pieces,
         report,
         dirs,
+        dirs_at,
         derived,
     })
 }

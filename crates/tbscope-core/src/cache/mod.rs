@@ -69,13 +69,14 @@ use crate::error::{Error, Result};
 use crate::load::{
     empty_schema, hparams_of, thread_count, Found, LoadStats, Reader, ReaderOptions, ReportEntry,
 };
-use crate::runstats::summary_of;
+use crate::runstats::{merge_stats, scalar_stats_of, summary_of};
 
 pub use self::deferred::{CacheWrite, WriteDone};
 
-use self::check::{discover_with, same_listing, stale_runs, stat_found_with, DirListing};
+use self::check::{discover_with, same_listing, stale_among, stale_runs, stat_found_with, Checked};
 use self::files::{read_ipc_file, RestoreError};
 use self::generation::{clean_tmp, segment_file, Restore};
+use self::manifest::{DirListing, Kept};
 use self::pending::{decode_state, Pending};
 use self::segments::{merge_pieces, run_pieces, Piece, Segment};
 use self::view::View;
@@ -123,6 +124,9 @@ pub struct CacheInfo {
     /// Runs dropped from the cache on the last load (files replaced, truncated or deleted, or
     /// the run gone); those still in the logdir were read again.
     pub runs_dropped: usize,
+    /// Runs whose files the last load looked at past the change check: only those that moved
+    /// when no directory changed, every run after a discovery.
+    pub runs_rechecked: usize,
     /// Why the cache could not be used or written, one line each (never an error: the data
     /// then comes from the logdir).
     pub warnings: Vec<String>,
@@ -258,6 +262,20 @@ impl CachedReader {
     }
 }
 
+/// The runs numbered `runs` (in the restored generation's order, ascending) with the files
+/// they had, each stat'ed (links followed, as reading does): what discovery would find for
+/// them when no directory changed.
+fn moved_found(r: &Reader, runs: &[u32]) -> Found {
+    runs.iter()
+        .filter_map(|&i| {
+            let name = r.run_names.get(i as usize)?;
+            let files = r.runs.get(name)?.files.keys();
+            let files = files.map(|p| (p.clone(), std::fs::metadata(p).ok()));
+            Some((name.clone(), files.collect()))
+        })
+        .collect()
+}
+
 /// The cache side of a [`CachedReader`]: what was restored or written, and the scan's view.
 struct Cache {
     dir: PathBuf,
@@ -272,6 +290,13 @@ struct Cache {
     pending: Option<Box<Pending>>,
     /// What the restored generation's stamp file says was verified already (see `stamp`).
     stamps: Option<Arc<stamp::Stamps>>,
+    /// The restored generation's stored statistics and the runs the load read again, when it
+    /// read only some (`load`): the next generation's statistics are the stored ones of every
+    /// other run and those runs' own.
+    carried: Option<(RecordBatch, std::collections::HashSet<String>)>,
+    /// The restored generation's encoded runs, once decoded (`materialise`): a load that read
+    /// only some runs again keeps the others' encoded parts in the next manifest (`load`).
+    kept: Option<Kept>,
     /// The next load reads everything and reports a miss (the cache was found unusable).
     force_miss: bool,
     opened: bool,
@@ -311,6 +336,8 @@ impl Cache {
             dirs: HashMap::new(),
             pending: None,
             stamps: None,
+            carried: None,
+            kept: None,
             force_miss: false,
             opened: false,
             deferred: false,
@@ -342,6 +369,7 @@ impl Cache {
     fn load(&mut self, r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
         self.info.written = false;
         self.info.runs_dropped = 0;
+        self.info.runs_rechecked = 0;
         let mut rebuilt = std::mem::take(&mut self.force_miss);
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, Duration)> = Vec::new();
@@ -360,50 +388,84 @@ impl Cache {
         marks.push(("restore", t0.elapsed()));
         // Stats are most of a warm open on a logdir of many runs: spread them over threads.
         let threads = thread_count(r.opts.threads);
+        // Every directory as listed and only these runs' files moved: discovery is not needed.
+        let mut moved: Option<Vec<u32>> = None;
+        self.carried = None;
+        let mut stored_stats = None;
         if self.pending.is_some() {
-            let same = self.unchanged(r, threads);
+            stored_stats = self.pending.as_ref().and_then(|p| p.stats.clone());
+            let checked = self.changes(r, threads);
             marks.push(("check", t0.elapsed()));
-            if same {
-                // The state stays encoded until something asks for it.
-                self.info.status = "hit";
-                self.trace(&marks);
-                return Ok(LoadStats::default());
+            if let Checked::Runs(runs) = checked {
+                if runs.is_empty() {
+                    // The state stays encoded until something asks for it.
+                    self.info.status = "hit";
+                    self.trace(&marks);
+                    return Ok(LoadStats::default());
+                }
+                moved = Some(runs);
             }
             if let Err(e) = self.materialise(r) {
                 self.not_used(e);
                 self.reset(r);
                 rebuilt = true;
+                moved = None;
             }
             marks.push(("state", t0.elapsed()));
         }
-        let pool = if threads > 1 {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("tbscope-stat-{i}"))
-                .build()
-                .ok()
+        let mut relisted = false;
+        let (found, errors, stale) = if let Some(runs) = moved {
+            // Only the runs that moved, with the files they had (no listing changed).
+            let found = moved_found(r, &runs);
+            marks.push(("stat", t0.elapsed()));
+            let stale = stale_among(r, &found);
+            marks.push(("validate", t0.elapsed()));
+            self.info.runs_rechecked = found.len();
+            let again: std::collections::HashSet<String> =
+                found.iter().map(|(run, _)| run.clone()).collect();
+            if let Some(k) = self.kept.as_mut() {
+                k.again = again.clone();
+                // (The check found every directory as listed.)
+                k.dirs_same = true;
+            }
+            if let Some(st) = stored_stats {
+                self.carried = Some((st, again));
+            }
+            (found, Vec::new(), stale)
         } else {
-            None
+            // Every run is encoded anew (a discovery may have changed any of them).
+            self.kept = None;
+            let pool = if threads > 1 {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("tbscope-stat-{i}"))
+                    .build()
+                    .ok()
+            } else {
+                None
+            };
+            let (found, errors, dirs) =
+                discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
+            marks.push(("discover", t0.elapsed()));
+            let found = stat_found_with(found, pool.as_ref());
+            drop(pool);
+            marks.push(("stat", t0.elapsed()));
+            relisted = dirs.len() != self.dirs.len()
+                || dirs
+                    .iter()
+                    .any(|(k, v)| self.dirs.get(k).is_none_or(|o| !same_listing(o, v)));
+            self.dirs = dirs;
+            self.info.runs_rechecked = found.len();
+            let (stale, untouched) = stale_runs(r, &found);
+            marks.push(("validate", t0.elapsed()));
+            let found: Found = found
+                .into_iter()
+                .zip(untouched)
+                .filter(|(_, same)| !same)
+                .map(|(f, _)| f)
+                .collect();
+            (found, errors, stale)
         };
-        let (found, errors, dirs) =
-            discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
-        marks.push(("discover", t0.elapsed()));
-        let found = stat_found_with(found, pool.as_ref());
-        drop(pool);
-        marks.push(("stat", t0.elapsed()));
-        let relisted = dirs.len() != self.dirs.len()
-            || dirs
-                .iter()
-                .any(|(k, v)| self.dirs.get(k).is_none_or(|o| !same_listing(o, v)));
-        self.dirs = dirs;
-        let (stale, untouched) = stale_runs(r, &found);
-        marks.push(("validate", t0.elapsed()));
-        let found: Found = found
-            .into_iter()
-            .zip(untouched)
-            .filter(|(_, same)| !same)
-            .map(|(f, _)| f)
-            .collect();
         for run in &stale {
             r.forget_run(run);
             for p in self.pieces.iter_mut() {
@@ -455,6 +517,20 @@ impl Cache {
         Ok(stats)
     }
 
+    /// The scalar statistics of the unfiltered load, for the generation's stored table: the
+    /// carried ones of every run the load did not read again and those runs' own, or all of
+    /// them folded from the rows.
+    fn stats_to_store(&self) -> Result<RecordBatch> {
+        match &self.carried {
+            Some((stored, again)) => {
+                let again = |run: &str| again.contains(run);
+                let fresh = scalar_stats_of(&self.served_of(Kind::Scalars, &again)?)?;
+                merge_stats(stored, &fresh, &again)
+            }
+            None => scalar_stats_of(&self.served(Kind::Scalars)?),
+        }
+    }
+
     /// `TBSCOPE_TRACE=1`: where the load spent its time.
     fn trace(&self, marks: &[(&str, Duration)]) {
         trace_marks(self.info.status, marks);
@@ -464,6 +540,8 @@ impl Cache {
     /// reads the logdir whole.
     fn reset(&mut self, r: &mut Reader) {
         self.pending = None;
+        self.carried = None;
+        self.kept = None;
         self.stamps = None;
         self.segments.clear();
         self.pieces = Default::default();
@@ -623,10 +701,22 @@ impl Cache {
             return Ok(());
         };
         match decode_state(&p, &r.run_names, &r.root).and_then(|x| Ok((x, p.listings()?))) {
-            Ok(((runs, file_names), dirs)) => {
+            Ok(((runs, file_names, state_at), dirs)) => {
                 r.runs = runs;
                 r.file_names = file_names;
                 self.dirs = dirs;
+                let p = *p;
+                self.kept = Some(Kept {
+                    manifest: p.manifest,
+                    names: r.run_names.clone(),
+                    index_at: p.index.at,
+                    state_at,
+                    strings: p.strings,
+                    metas: p.metas,
+                    again: Default::default(),
+                    dirs_at: p.dirs_at,
+                    dirs_same: false,
+                });
                 Ok(())
             }
             Err(e) => {

@@ -10,8 +10,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 
-use super::check::DirListing;
-use super::manifest::{run_dir, time_of, DResult, Dec, DirIndex, FileIndex, RunIndex};
+use super::manifest::{run_dir, time_of, DResult, Dec, DirIndex, DirListing, FileIndex, RunIndex};
 use super::segments::{Piece, Segment};
 use crate::data_compat::Kind;
 use crate::event_file::{Cursor, SeriesMeta, SessionEvent};
@@ -33,6 +32,8 @@ pub(super) struct Pending {
     pub(super) metas: Vec<Arc<SeriesMeta>>,
     pub(super) index: RunIndex,
     pub(super) dirs: Vec<DirIndex>,
+    /// Where the directory listings section lies in the manifest.
+    pub(super) dirs_at: (usize, usize),
     /// The generation's facts (`Reader::run_facts`, unfiltered) and scalar statistics.
     pub(super) facts: Option<RecordBatch>,
     pub(super) stats: Option<RecordBatch>,
@@ -152,13 +153,17 @@ impl Pending {
     }
 }
 
+/// The runs' state as [`decode_state`] gives it: the runs, their file names, and where each
+/// run's part of the section starts (the last entry: where the section ends).
+pub(super) type DecodedState = (BTreeMap<String, RunState>, Vec<String>, Vec<u32>);
+
 /// Decodes the runs' state section of a pending generation: the runs as a load left them,
 /// with their file names (file ids in manifest order, as `decode` always numbered them).
 pub(super) fn decode_state(
     p: &Pending,
     run_names: &[String],
     root: &Path,
-) -> DResult<(BTreeMap<String, RunState>, Vec<String>)> {
+) -> DResult<DecodedState> {
     let root_is_file = root.is_file();
     let mut d = Dec {
         buf: &p.manifest[..p.state.1],
@@ -167,7 +172,10 @@ pub(super) fn decode_state(
     let (strings, metas) = (&p.strings, &p.metas);
     let mut runs = BTreeMap::new();
     let mut file_names = Vec::with_capacity(p.index.files.len());
+    // Where each run's part of the section starts (and, last, where it ends).
+    let mut at: Vec<u32> = Vec::with_capacity(run_names.len() + 1);
     for (id, name) in run_names.iter().enumerate() {
+        at.push(d.pos as u32);
         let (a, b) = (p.index.start[id] as usize, p.index.start[id + 1] as usize);
         let index = &p.index.files[a..b];
         let dir = run_dir(root, name);
@@ -264,5 +272,6 @@ pub(super) fn decode_state(
     if d.pos != p.state.1 {
         return Err("state section has trailing bytes".into());
     }
-    Ok((runs, file_names))
+    at.push(d.pos as u32);
+    Ok((runs, file_names, at))
 }

@@ -89,6 +89,15 @@ impl Cache {
 
     /// The rows of `kind` in output order, as slices of the segments (no copies).
     pub(super) fn served(&self, kind: Kind) -> Result<Vec<RecordBatch>> {
+        self.served_of(kind, &|_| true)
+    }
+
+    /// [`Cache::served`], the rows of the runs `keep` says yes to only.
+    pub(super) fn served_of(
+        &self,
+        kind: Kind,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<RecordBatch>> {
         if !self.decoded(kind) {
             return Err(Error::Other(format!(
                 "cache: the {} rows used before being decoded",
@@ -110,7 +119,7 @@ impl Cache {
             }
             Ok(())
         };
-        for p in &self.pieces[kind as usize] {
+        for p in self.pieces[kind as usize].iter().filter(|p| keep(&p.run)) {
             match cur {
                 Some((s, st, l)) if s == p.seg && st + l == p.start => {
                     cur = Some((s, st, l + p.len));

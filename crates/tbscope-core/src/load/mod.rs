@@ -12,6 +12,7 @@
 
 mod pairs;
 mod plan;
+pub mod progress;
 mod read;
 mod tables;
 

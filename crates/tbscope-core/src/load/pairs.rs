@@ -128,6 +128,7 @@ pub(super) fn place(
             let mut t = Tables::default();
             std::mem::swap(&mut t.scalars, &mut scratch);
             let mut chunk = read_file_into(path, *cur, *end, opts, known.of(run), cancel, &mut t);
+            super::progress::read_one();
             let piece = put(&mut t, &mut scratch, &mut chunk);
             segs.push((t, chunk, piece));
         }
@@ -162,6 +163,7 @@ pub(super) fn place(
             std::mem::swap(&mut tables.scalars, &mut scratch);
             let mut chunk =
                 read_file_into(path, *cur, *end, opts, known.of(run), cancel, &mut tables);
+            super::progress::read_one();
             let piece = put(&mut tables, &mut scratch, &mut chunk);
             chunks.push((chunk, piece));
         }

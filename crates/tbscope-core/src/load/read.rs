@@ -208,6 +208,7 @@ impl Reader {
         cancel: &AtomicBool,
     ) -> Vec<(Tables, Vec<FileChunk>)> {
         let opts = &self.opts.file;
+        super::progress::planned(work.len());
         let total: u64 = bytes.iter().sum();
         let n = threads.clamp(1, work.len().max(1));
         let mut ranges = Vec::with_capacity(n);
@@ -236,7 +237,7 @@ impl Reader {
             let chunks: Vec<FileChunk> = work[a..b]
                 .iter()
                 .map(|(run, path, cursor, end)| {
-                    read_file_into(
+                    let chunk = read_file_into(
                         path,
                         *cursor,
                         *end,
@@ -244,7 +245,9 @@ impl Reader {
                         known.of(run),
                         cancel,
                         &mut tables,
-                    )
+                    );
+                    super::progress::read_one();
+                    chunk
                 })
                 .collect();
             (tables, chunks)
