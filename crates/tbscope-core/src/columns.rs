@@ -17,9 +17,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use crate::data_compat::Kind;
 
 use crate::media::IMAGE_TYPES;
-use crate::mem::{both, join, prefault};
-// load/ still imports these two from here; they live in `mem`.
-pub(crate) use crate::mem::{populate, reserve};
+use crate::mem::{both, join, populate, prefault, reserve};
 
 /// A growable list of variable-length values: `offsets[i]..offsets[i+1]` is row i.
 #[derive(Debug, Clone)]

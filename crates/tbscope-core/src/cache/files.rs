@@ -25,9 +25,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::Schema;
 
 use super::lease;
-// manifest.rs (another engineer's this session) still imports FileSum from here.
-pub(super) use super::stamp::FileSum;
-use super::stamp::{Identity, Stamps};
+use super::stamp::{FileSum, Identity, Stamps};
 
 /// Counts and checksums what goes through it.
 struct Summing<W> {

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::files::FileSum;
 use super::segments::{Piece, Segment};
+use super::stamp::FileSum;
 use crate::event_file::{SeriesMeta, Severity};
 use crate::load::{rel_name, Reader, ReportEntry};
 use crate::logdir::{run_name, time_parts, Listing};

@@ -4,8 +4,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use crate::columns::{populate, PlacedScalars, Scalars, Tables};
+use crate::columns::{PlacedScalars, Scalars, Tables};
 use crate::event_file::{read_file_into, FileChunk, Options};
+use crate::mem::populate;
 
 use super::read::RunKnown;
 use super::Segment;

@@ -232,7 +232,7 @@ impl Reader {
                 // gets room for all, since the others are appended to it.
                 let rows = ((if a == 0 { total } else { group_bytes }) / 40) as usize;
                 tables.scalars.c.reserve_chunk(rows, opts.provenance);
-                crate::columns::reserve(&mut tables.scalars.value, rows);
+                crate::mem::reserve(&mut tables.scalars.value, rows);
             }
             let chunks: Vec<FileChunk> = work[a..b]
                 .iter()
