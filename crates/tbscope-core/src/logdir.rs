@@ -302,6 +302,14 @@ pub(crate) fn rel_name(root: &Path, root_is_file: bool, path: &Path) -> String {
         .map_or_else(|_| path.to_string_lossy().into_owned(), run_name)
 }
 
+/// A file time as float seconds since the epoch (negative before it), as `wall_time` is.
+pub(crate) fn seconds(t: SystemTime) -> f64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
+}
+
 /// Seconds and nanoseconds since the epoch, for times before it too.
 pub(crate) fn time_parts(t: SystemTime) -> (i64, u64) {
     match t.duration_since(UNIX_EPOCH) {

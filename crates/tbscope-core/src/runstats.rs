@@ -21,6 +21,7 @@ use arrow_schema::{DataType, Field, Schema};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::load::Reader;
+use crate::logdir::seconds;
 // Re-exported: the cache's views take it from here.
 pub(crate) use crate::load::SeriesPick;
 
@@ -103,14 +104,6 @@ impl Reader {
             Arc::new(Int64Array::from(last)),
         ];
         append_columns(&table, &FACT_COLUMNS, extra)
-    }
-}
-
-/// A time as seconds since the epoch (negative before it), as `run_mtimes` gives them.
-pub(crate) fn seconds(t: std::time::SystemTime) -> f64 {
-    match t.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_secs_f64(),
-        Err(e) => -e.duration().as_secs_f64(),
     }
 }
 

@@ -239,10 +239,7 @@ pub(crate) fn may_grow(
             if now.duration_since(*mtime).is_ok_and(|age| age >= timeout) {
                 return false;
             }
-            let grew = match mtime.duration_since(std::time::UNIX_EPOCH) {
-                Ok(d) => d.as_secs_f64(),
-                Err(e) => -e.duration().as_secs_f64(),
-            };
+            let grew = crate::logdir::seconds(*mtime);
             let newest_other = if best[0].1 == i { best[1].0 } else { best[0].0 };
             newest_other <= grew
         })

@@ -367,10 +367,7 @@ impl Reader {
                     .values()
                     .filter_map(|f| f.mtime)
                     .max()
-                    .map(|t| match t.duration_since(std::time::UNIX_EPOCH) {
-                        Ok(d) => d.as_secs_f64(),
-                        Err(e) => -e.duration().as_secs_f64(),
-                    })
+                    .map(crate::logdir::seconds)
             })
             .collect();
         batch(vec![
