@@ -10,8 +10,12 @@ use std::sync::atomic::AtomicBool;
 use common::{file_version_event, opts, record, scalar_event, scalar_rows};
 use tbscope_core::{CachedReader, Kind, Reader, Scan};
 
+/// A fresh directory of this test's own: tests run in parallel threads of one process, so the
+/// name alone (two tests may pick the same) is not enough.
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tbscope-cache-{name}-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("tbscope-cache-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -473,7 +477,7 @@ fn incremental_refresh_equals_a_cold_read() {
 /// top. An abandoned write publishes nothing and leaves no temporary directory.
 #[test]
 fn deferred_write_runs_beside_loads() {
-    let base = tmp("deferred");
+    let base = tmp("deferred-write");
     let root = base.join("logdir");
     let cache = base.join("cache");
     let file = root.join("a").join("events.out.tfevents.1.x");
