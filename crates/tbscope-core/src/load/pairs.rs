@@ -2,13 +2,13 @@
 //! a boundary, the second upwards, so the pair's rows end up contiguous without an appending
 //! copy and no row's memory is backed twice.
 
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 use crate::columns::{PlacedScalars, Scalars, Tables};
-use crate::event_file::{read_file_into, FileChunk, Options};
+use crate::event_file::{read_file_into, FileChunk, Known, Options};
 use crate::mem::populate;
 
-use super::read::RunKnown;
 use super::Segment;
 
 /// Where a segment's scalar rows went in a pair's shared columns.
@@ -251,4 +251,18 @@ pub(super) fn join_pair(
         tables.scalars = s;
     }
     (tables, chunks)
+}
+
+/// What each run of a read already knows about its tags (see `read_file_into`); runs that
+/// know nothing, all of them on a first read, share one empty map.
+#[derive(Default, Clone)]
+pub(super) struct RunKnown {
+    pub(super) by_run: HashMap<String, HashMap<String, Known>>,
+    empty: HashMap<String, Known>,
+}
+
+impl RunKnown {
+    pub(super) fn of(&self, run: &str) -> &HashMap<String, Known> {
+        self.by_run.get(run).unwrap_or(&self.empty)
+    }
 }

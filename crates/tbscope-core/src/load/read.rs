@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
 
-use super::pairs::{join_pair, place, Dest, Parsed, Piece};
+use super::pairs::{join_pair, place, Dest, Parsed, Piece, RunKnown};
 use super::{intern, thread_count, LoadStats, Reader, ReportEntry, Segment, TagState};
 use crate::columns::{finish_placed, FileRows, PlacedScalars, Tables};
 use crate::data_compat::Kind;
@@ -519,20 +519,6 @@ pub(crate) struct Finish {
     tag_map: Vec<i32>,
     run: i32,
     file: i32,
-}
-
-/// What each run of a read already knows about its tags (see `read_file_into`); runs that
-/// know nothing, all of them on a first read, share one empty map.
-#[derive(Default, Clone)]
-pub(super) struct RunKnown {
-    by_run: HashMap<String, HashMap<String, Known>>,
-    empty: HashMap<String, Known>,
-}
-
-impl RunKnown {
-    pub(super) fn of(&self, run: &str) -> &HashMap<String, Known> {
-        self.by_run.get(run).unwrap_or(&self.empty)
-    }
 }
 
 /// The bytes each segment spans, up to its cut or its file's end (stat'ed here).
