@@ -242,6 +242,29 @@ impl<'a> Strings<'a> {
 
 pub(super) type MetaKey<'a> = (&'a str, &'a [u8], &'a str, &'a str, i32);
 
+/// What makes two series' metadata the same entry of the manifest's metadata table.
+fn meta_key(m: &SeriesMeta) -> MetaKey<'_> {
+    (
+        m.plugin_name.as_str(),
+        m.plugin_content.as_slice(),
+        m.display_name.as_str(),
+        m.description.as_str(),
+        m.data_class,
+    )
+}
+
+/// Adds `m` to the metadata table unless an equal entry is there.
+fn intern_meta<'a>(
+    metas: &mut HashMap<MetaKey<'a>, u64>,
+    list: &mut Vec<&'a SeriesMeta>,
+    m: &'a SeriesMeta,
+) {
+    metas.entry(meta_key(m)).or_insert_with(|| {
+        list.push(m);
+        list.len() as u64 - 1
+    });
+}
+
 pub(super) fn encode_manifest(
     r: &Reader,
     segments: &[Segment],
@@ -278,17 +301,7 @@ pub(super) fn encode_manifest(
             strings.id(s);
         }
         for m in &k.metas {
-            let key = (
-                m.plugin_name.as_str(),
-                m.plugin_content.as_slice(),
-                m.display_name.as_str(),
-                m.description.as_str(),
-                m.data_class,
-            );
-            metas.entry(key).or_insert_with(|| {
-                meta_list.push(m);
-                meta_list.len() as u64 - 1
-            });
+            intern_meta(&mut metas, &mut meta_list, m);
         }
     }
     // Per run (in `r.runs` order), where its parts lie in the previous manifest when they are
@@ -316,17 +329,7 @@ pub(super) fn encode_manifest(
         for (t, ts) in &st.tags {
             strings.id(t);
             if let Some(m) = &ts.meta {
-                let key = (
-                    m.plugin_name.as_str(),
-                    m.plugin_content.as_slice(),
-                    m.display_name.as_str(),
-                    m.description.as_str(),
-                    m.data_class,
-                );
-                if let std::collections::hash_map::Entry::Vacant(slot) = metas.entry(key) {
-                    slot.insert(meta_list.len() as u64);
-                    meta_list.push(m);
-                }
+                intern_meta(&mut metas, &mut meta_list, m);
             }
         }
         for f in st.files.values() {
@@ -435,16 +438,7 @@ pub(super) fn encode_manifest(
             let ts = &st.tags[t];
             e.u(strings.id(t));
             e.u(ts.kind.map_or(0, |k| k as u64 + 1));
-            let meta = ts.meta.as_ref().map_or(0, |m| {
-                let key = (
-                    m.plugin_name.as_str(),
-                    m.plugin_content.as_slice(),
-                    m.display_name.as_str(),
-                    m.description.as_str(),
-                    m.data_class,
-                );
-                metas[&key] + 1
-            });
+            let meta = ts.meta.as_ref().map_or(0, |m| metas[&meta_key(m)] + 1);
             e.u(meta);
             e.u(ts.points);
             e.i(ts.first_step);
