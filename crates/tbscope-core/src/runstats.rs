@@ -129,6 +129,7 @@ pub(crate) fn runs_table_of_facts(facts: &RecordBatch) -> RecordBatch {
 }
 
 /// Running statistics of one series.
+#[derive(Clone)]
 struct Acc {
     run: u32,
     tag: u32,
@@ -152,15 +153,42 @@ struct Acc {
 /// Rows are folded in order, the way NumPy's `fmin.at` / `add.at` fold them: a tie keeps the
 /// later value (so `min(0.0, -0.0)` is `-0.0`), and sums add in row order.
 pub fn scalar_stats_of(batches: &[RecordBatch]) -> Result<RecordBatch> {
-    let mut run_ids: HashMap<&str, u32> = HashMap::new();
-    let mut run_names: Vec<&str> = Vec::new();
-    let mut tag_ids: HashMap<&str, u32> = HashMap::new();
-    let mut tag_names: Vec<&str> = Vec::new();
-    let mut index: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut accs: Vec<Acc> = Vec::new();
+    let mut fold = StatsFold::default();
     for b in batches {
+        fold.fold(b)?;
+    }
+    Ok(fold.table())
+}
+
+/// [`scalar_stats_of`] a batch at a time: the batches folded in turn give its table to the
+/// bit, and none of them needs to be kept (a summary without a cache folds each piece of a
+/// logdir as it is read and drops its rows). The one implementation of the statistics.
+#[derive(Default, Clone)]
+pub struct StatsFold {
+    run_ids: HashMap<Arc<str>, u32>,
+    run_names: Vec<Arc<str>>,
+    tag_ids: HashMap<Arc<str>, u32>,
+    tag_names: Vec<Arc<str>>,
+    index: HashMap<(u32, u32), u32>,
+    accs: Vec<Acc>,
+}
+
+/// The id of `name` in a dictionary numbered by first appearance.
+fn name_id(ids: &mut HashMap<Arc<str>, u32>, names: &mut Vec<Arc<str>>, name: &str) -> u32 {
+    if let Some(&id) = ids.get(name) {
+        return id;
+    }
+    let a: Arc<str> = Arc::from(name);
+    names.push(a.clone());
+    ids.insert(a, names.len() as u32 - 1);
+    names.len() as u32 - 1
+}
+
+impl StatsFold {
+    /// Folds one batch of scalar rows (run, tag, step, ..., value) into the statistics.
+    pub fn fold(&mut self, b: &RecordBatch) -> Result<()> {
         if b.num_rows() == 0 {
-            continue;
+            return Ok(());
         }
         let value_at = b
             .schema()
@@ -188,22 +216,23 @@ pub fn scalar_stats_of(batches: &[RecordBatch]) -> Result<RecordBatch> {
         {
             if rk != cur_run_key {
                 cur_run_key = rk;
-                let name = run_values.value(rk as usize);
-                cur_run = *run_ids.entry(name).or_insert_with(|| {
-                    run_names.push(name);
-                    run_names.len() as u32 - 1
-                });
+                cur_run = name_id(
+                    &mut self.run_ids,
+                    &mut self.run_names,
+                    run_values.value(rk as usize),
+                );
                 local.clear();
             }
             let a = match local.get(&tk) {
                 Some(&a) => a,
                 None => {
-                    let name = tag_values.value(tk as usize);
-                    let tag = *tag_ids.entry(name).or_insert_with(|| {
-                        tag_names.push(name);
-                        tag_names.len() as u32 - 1
-                    });
-                    let a = *index.entry((cur_run, tag)).or_insert_with(|| {
+                    let tag = name_id(
+                        &mut self.tag_ids,
+                        &mut self.tag_names,
+                        tag_values.value(tk as usize),
+                    );
+                    let accs = &mut self.accs;
+                    let a = *self.index.entry((cur_run, tag)).or_insert_with(|| {
                         accs.push(Acc {
                             run: cur_run,
                             tag,
@@ -223,7 +252,7 @@ pub fn scalar_stats_of(batches: &[RecordBatch]) -> Result<RecordBatch> {
                     a
                 }
             };
-            let acc = &mut accs[a as usize];
+            let acc = &mut self.accs[a as usize];
             let (v, step) = (values[i], steps[i]);
             if acc.points == 0 {
                 acc.first = v;
@@ -249,37 +278,43 @@ pub fn scalar_stats_of(batches: &[RecordBatch]) -> Result<RecordBatch> {
                 acc.count += 1;
             }
         }
+        Ok(())
     }
-    let dict = |keys: Vec<i32>, names: &[&str]| -> ArrayRef {
-        let values = Arc::new(StringArray::from_iter_values(names.iter().copied()));
-        Arc::new(
-            DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values)
-                .expect("keys index the dictionary"),
-        )
-    };
-    let f64s = |f: &dyn Fn(&Acc) -> f64| -> ArrayRef {
-        Arc::new(Float64Array::from_iter_values(accs.iter().map(f)))
-    };
-    let cols: Vec<ArrayRef> = vec![
-        dict(accs.iter().map(|a| a.run as i32).collect(), &run_names),
-        dict(accs.iter().map(|a| a.tag as i32).collect(), &tag_names),
-        Arc::new(Int64Array::from_iter_values(accs.iter().map(|a| a.points))),
-        f64s(&|a| a.first),
-        f64s(&|a| a.last),
-        f64s(&|a| a.min),
-        f64s(&|a| a.max),
-        f64s(&|a| {
-            if a.count > 0 {
-                a.sum / a.count as f64
-            } else {
-                f64::NAN
-            }
-        }),
-        Arc::new(Int64Array::from_iter_values(accs.iter().map(|a| a.count))),
-        Arc::new(accs.iter().map(|a| a.argmin).collect::<Int64Array>()),
-        Arc::new(accs.iter().map(|a| a.argmax).collect::<Int64Array>()),
-    ];
-    Ok(RecordBatch::try_new(stats_schema(), cols).expect("columns match their schema"))
+
+    /// The table of what was folded so far (see [`scalar_stats_of`]).
+    pub fn table(&self) -> RecordBatch {
+        let accs = &self.accs;
+        let dict = |keys: Vec<i32>, names: &[Arc<str>]| -> ArrayRef {
+            let values = Arc::new(StringArray::from_iter_values(names.iter().map(|n| &**n)));
+            Arc::new(
+                DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values)
+                    .expect("keys index the dictionary"),
+            )
+        };
+        let f64s = |f: &dyn Fn(&Acc) -> f64| -> ArrayRef {
+            Arc::new(Float64Array::from_iter_values(accs.iter().map(f)))
+        };
+        let cols: Vec<ArrayRef> = vec![
+            dict(accs.iter().map(|a| a.run as i32).collect(), &self.run_names),
+            dict(accs.iter().map(|a| a.tag as i32).collect(), &self.tag_names),
+            Arc::new(Int64Array::from_iter_values(accs.iter().map(|a| a.points))),
+            f64s(&|a| a.first),
+            f64s(&|a| a.last),
+            f64s(&|a| a.min),
+            f64s(&|a| a.max),
+            f64s(&|a| {
+                if a.count > 0 {
+                    a.sum / a.count as f64
+                } else {
+                    f64::NAN
+                }
+            }),
+            Arc::new(Int64Array::from_iter_values(accs.iter().map(|a| a.count))),
+            Arc::new(accs.iter().map(|a| a.argmin).collect::<Int64Array>()),
+            Arc::new(accs.iter().map(|a| a.argmax).collect::<Int64Array>()),
+        ];
+        RecordBatch::try_new(stats_schema(), cols).expect("columns match their schema")
+    }
 }
 
 /// The statistics of a load that read some runs again: `prev`'s rows of every run not
