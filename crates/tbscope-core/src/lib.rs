@@ -15,6 +15,7 @@ pub mod data_compat;
 pub mod downsample;
 pub mod error;
 pub mod event_file;
+pub mod fold;
 pub mod group;
 pub mod histogram;
 pub mod hparams;

@@ -1,0 +1,187 @@
+//! A scan that keeps statistics of its scalars instead of their rows: what a `summary`
+//! without a cache needs, in memory bounded by a piece of the logdir rather than all of it.
+//!
+//! [`FoldingReader`] loads like a [`Reader`] but in pieces of about [`PIECE_BYTES`] of event
+//! file bytes, each read on the reader's worker threads, its scalar rows folded into one
+//! [`StatsFold`] (the statistics' one implementation, the cache's stored statistics use it
+//! too) and dropped. Rows of the other kinds are kept as a reader keeps them, and so is every
+//! run's state, so the runs, series and hparams tables are the reader's own. Rows are folded
+//! in the order a load would have kept them, so the statistics equal those of the columns to
+//! the bit. The restart rule needs the rows a restart drops, so it is not offered here.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use crate::cache::CacheInfo;
+use crate::data_compat::Kind;
+use crate::error::{Error, Result};
+use crate::load::{stat_found, LoadStats, Reader, ReportEntry, Restarts};
+use crate::logdir::discover;
+use crate::runstats::{summary_of, StatsFold};
+use crate::scan::{Scan, Work};
+
+/// Event file bytes read per piece: large enough that starting the workers and merging are
+/// a small part of a piece, small enough that its columns stay far below the logdir's.
+pub const PIECE_BYTES: u64 = 32 << 20;
+
+/// A [`Reader`] whose scalar rows are folded into statistics as they are read.
+pub struct FoldingReader {
+    reader: Reader,
+    fold: StatsFold,
+    piece_bytes: u64,
+}
+
+impl FoldingReader {
+    /// Folds the scalars of `reader`'s loads (it must not have loaded yet, nor use the
+    /// restart rule, which needs the rows it would drop).
+    pub fn new(reader: Reader) -> Result<FoldingReader> {
+        if reader.opts.restarts != Restarts::All || reader.opts.step_lo.is_some() {
+            return Err(Error::InvalidArgument(
+                "statistics folded while reading keep no rows for restarts=\"preempt\" to drop; read the columns instead".into(),
+            ));
+        }
+        if !reader.runs.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a reader folds its scalars from its first load".into(),
+            ));
+        }
+        // TBSCOPE_FOLD_BYTES overrides the piece size (tests cut small logdirs with it).
+        let piece_bytes = std::env::var("TBSCOPE_FOLD_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(PIECE_BYTES);
+        Ok(FoldingReader {
+            reader,
+            fold: StatsFold::default(),
+            piece_bytes,
+        }
+        .with_piece_bytes(piece_bytes))
+    }
+
+    /// Reads at most about `bytes` of event files at a time (tests cut a small logdir into
+    /// many pieces with it).
+    pub fn with_piece_bytes(mut self, bytes: u64) -> FoldingReader {
+        self.piece_bytes = bytes.max(1);
+        self
+    }
+
+    /// What [`Reader::load`] does, the scalar rows folded piece by piece instead of kept.
+    pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
+        let r = &mut self.reader;
+        let (found, errors) =
+            discover(&r.root, r.opts.runs.as_ref()).map_err(|e| Error::io(e, &r.root))?;
+        let found = stat_found(found);
+        // Each file's size as discovery stat'ed it, in discovery order (the plan keeps a
+        // subsequence of that order): what the pieces are cut by, without a second stat.
+        let sizes: Vec<(PathBuf, u64)> = found
+            .iter()
+            .flat_map(|(_, files)| files.iter())
+            .map(|(p, m)| (p.clone(), m.as_ref().map_or(0, |m| m.len())))
+            .collect();
+        let work = r.plan_found(found, errors)?;
+        let mut total = LoadStats::default();
+        let mut sizes = sizes.into_iter();
+        let mut piece: Work = Vec::new();
+        let mut bytes = 0u64;
+        let mut pieces: Vec<Work> = Vec::new();
+        for item in work {
+            let size = sizes
+                .by_ref()
+                .find(|(p, _)| *p == item.1)
+                .map_or(0, |(_, s)| s);
+            let left = size.saturating_sub(item.2.offset);
+            if !piece.is_empty() && bytes.saturating_add(left) > self.piece_bytes {
+                pieces.push(std::mem::take(&mut piece));
+                bytes = 0;
+            }
+            bytes = bytes.saturating_add(left);
+            piece.push(item);
+        }
+        if !piece.is_empty() {
+            pieces.push(piece);
+        }
+        for piece in pieces {
+            let (st, batches) = r.read(piece, cancel)?;
+            total.files_read += st.files_read;
+            total.bytes_read += st.bytes_read;
+            total.records += st.records;
+            total.rows += st.rows;
+            total.crc_bytes += st.crc_bytes;
+            for (kind, b) in batches {
+                if kind == Kind::Scalars {
+                    self.fold.fold(&b)?;
+                } else {
+                    r.batches[kind as usize].push(b);
+                }
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Rows of scalars are what this scan does not keep.
+fn no_rows() -> Error {
+    Error::InvalidArgument(
+        "this scan keeps statistics of its scalars, not their rows; scan the logdir again to read them".into(),
+    )
+}
+
+impl Scan for FoldingReader {
+    fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
+        FoldingReader::load(self, cancel)
+    }
+    fn plan_pieces(&mut self, _: u64) -> Result<Vec<Work>> {
+        Err(no_rows())
+    }
+    fn read(&mut self, _: Work, _: &AtomicBool) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
+        Err(no_rows())
+    }
+    fn table(&mut self, kind: Kind) -> Result<Vec<RecordBatch>> {
+        if kind == Kind::Scalars {
+            return Err(no_rows());
+        }
+        self.reader.table(kind)
+    }
+    fn schema(&mut self, kind: Kind) -> Result<SchemaRef> {
+        Ok(self.reader.schema(kind))
+    }
+    fn series(&mut self) -> Result<RecordBatch> {
+        Ok(self.reader.series())
+    }
+    fn logs(&mut self) -> Result<RecordBatch> {
+        Ok(self.reader.logs())
+    }
+    fn hparams(&mut self) -> Result<RecordBatch> {
+        self.reader.hparams()
+    }
+    fn runs_table(&mut self) -> Result<RecordBatch> {
+        Ok(self.reader.runs_table())
+    }
+    fn run_mtimes(&mut self) -> Result<RecordBatch> {
+        Ok(self.reader.run_mtimes())
+    }
+    fn run_facts(&mut self) -> Result<RecordBatch> {
+        self.reader.run_facts()
+    }
+    fn scalar_stats(&mut self) -> Result<RecordBatch> {
+        Ok(self.fold.table())
+    }
+    fn summary_table(&mut self, stats: &[(String, String)]) -> Result<RecordBatch> {
+        summary_of(&self.reader.runs_table(), &self.fold.table(), stats)
+    }
+    fn run_names(&mut self) -> Result<Vec<String>> {
+        Ok(self.reader.run_names())
+    }
+    fn report(&mut self) -> Result<Vec<ReportEntry>> {
+        Ok(self.reader.report_entries().into_owned())
+    }
+    fn file_path(&mut self, rel: &str) -> Result<Option<PathBuf>> {
+        Ok(self.reader.file_path(rel))
+    }
+    fn cache_info(&self) -> Option<CacheInfo> {
+        None
+    }
+}
