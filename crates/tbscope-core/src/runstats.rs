@@ -203,10 +203,13 @@ impl StatsFold {
             .column(value_at)
             .as_primitive::<arrow_array::types::Float64Type>();
         let values = values.values();
-        // Rows come grouped by run: per run, its tags' accumulators by dictionary key.
+        // Rows come grouped by run: per run, its tags' accumulators by dictionary key (a
+        // vector over the batch's tag dictionary, reset where the run used it: no hash per row).
+        const NONE: u32 = u32::MAX;
         let mut cur_run_key = -1i32;
         let mut cur_run = 0u32;
-        let mut local: HashMap<i32, u32> = HashMap::new();
+        let mut local: Vec<u32> = vec![NONE; tag_values.len()];
+        let mut used: Vec<usize> = Vec::new();
         for (i, (&rk, &tk)) in runs
             .keys()
             .values()
@@ -221,11 +224,13 @@ impl StatsFold {
                     &mut self.run_names,
                     run_values.value(rk as usize),
                 );
-                local.clear();
+                for &t in &used {
+                    local[t] = NONE;
+                }
+                used.clear();
             }
-            let a = match local.get(&tk) {
-                Some(&a) => a,
-                None => {
+            let a = match local[tk as usize] {
+                NONE => {
                     let tag = name_id(
                         &mut self.tag_ids,
                         &mut self.tag_names,
@@ -248,9 +253,11 @@ impl StatsFold {
                         });
                         accs.len() as u32 - 1
                     });
-                    local.insert(tk, a);
+                    local[tk as usize] = a;
+                    used.push(tk as usize);
                     a
                 }
+                a => a,
             };
             let acc = &mut self.accs[a as usize];
             let (v, step) = (values[i], steps[i]);
