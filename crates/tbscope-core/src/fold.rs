@@ -18,7 +18,7 @@ use arrow_schema::SchemaRef;
 use crate::cache::CacheInfo;
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
-use crate::load::{stat_found, LoadStats, Reader, ReportEntry, Restarts};
+use crate::load::{stat_found, thread_count, LoadStats, Reader, ReportEntry, Restarts};
 use crate::logdir::discover;
 use crate::runstats::{summary_of, StatsFold};
 use crate::scan::{Scan, Work};
@@ -73,7 +73,17 @@ impl FoldingReader {
         let r = &mut self.reader;
         let (found, errors) =
             discover(&r.root, r.opts.runs.as_ref()).map_err(|e| Error::io(e, &r.root))?;
-        let found = stat_found(found);
+        // The stats (a path lookup each) on worker threads: on a logdir of many small runs
+        // they are a good part of the work, and the serial part before the reads.
+        let threads = thread_count(r.opts.threads);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("tbscope-{i}"))
+            .build();
+        let found = match pool {
+            Ok(p) if threads > 1 => p.install(|| stat_found(found)),
+            _ => stat_found(found),
+        };
         // Each file's size as discovery stat'ed it, in discovery order (the plan keeps a
         // subsequence of that order): what the pieces are cut by, without a second stat.
         let sizes: Vec<(PathBuf, u64)> = found
@@ -103,21 +113,47 @@ impl FoldingReader {
         if !piece.is_empty() {
             pieces.push(piece);
         }
-        for piece in pieces {
-            let (st, batches) = r.read(piece, cancel)?;
-            total.files_read += st.files_read;
-            total.bytes_read += st.bytes_read;
-            total.records += st.records;
-            total.rows += st.rows;
-            total.crc_bytes += st.crc_bytes;
-            for (kind, b) in batches {
-                if kind == Kind::Scalars {
-                    self.fold.fold(&b)?;
-                } else {
-                    r.batches[kind as usize].push(b);
+        // Each piece's scalars are folded on a thread of their own while the next piece is
+        // read: the fold is serial, and so is much of a read (merging what the workers
+        // found), so the two overlap on two CPUs. One piece waits at most.
+        let fold = &mut self.fold;
+        std::thread::scope(|s| -> Result<()> {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(1);
+            let folder = std::thread::Builder::new()
+                .name("tbscope-fold".into())
+                .spawn_scoped(s, move || -> Result<()> {
+                    for b in rx {
+                        fold.fold(&b)?;
+                    }
+                    Ok(())
+                })
+                .map_err(|e| Error::Other(format!("cannot start a thread: {e}")))?;
+            let read = || -> Result<()> {
+                for piece in pieces {
+                    let (st, batches) = r.read(piece, cancel)?;
+                    total.files_read += st.files_read;
+                    total.bytes_read += st.bytes_read;
+                    total.records += st.records;
+                    total.rows += st.rows;
+                    total.crc_bytes += st.crc_bytes;
+                    for (kind, b) in batches {
+                        if kind != Kind::Scalars {
+                            r.batches[kind as usize].push(b);
+                        } else if tx.send(b).is_err() {
+                            // The fold failed: its error is the one to give.
+                            return Ok(());
+                        }
+                    }
                 }
-            }
-        }
+                Ok(())
+            };
+            let read = read();
+            drop(tx);
+            let folded = folder
+                .join()
+                .unwrap_or_else(|_| Err(Error::Other("the statistics thread panicked".into())));
+            read.and(folded)
+        })?;
         Ok(total)
     }
 }

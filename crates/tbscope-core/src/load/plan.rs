@@ -8,21 +8,26 @@ use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Severity};
 use crate::logdir::discover;
 
-/// Stats every discovered event file once (links followed, as reading does).
+/// Stats every discovered event file once (links followed, as reading does); on a worker
+/// pool's thread, on the pool's threads (a stat is a path lookup: on a logdir of many small
+/// runs, a good part of the work).
 pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
-    found
-        .into_iter()
-        .map(|(run, files)| {
-            let files = files
-                .into_iter()
-                .map(|p| {
-                    let m = std::fs::metadata(&p).ok();
-                    (p, m)
-                })
-                .collect();
-            (run, files)
-        })
-        .collect()
+    let stat = |(run, files): (String, Vec<PathBuf>)| {
+        let files = files
+            .into_iter()
+            .map(|p| {
+                let m = std::fs::metadata(&p).ok();
+                (p, m)
+            })
+            .collect();
+        (run, files)
+    };
+    if rayon::current_thread_index().is_some() && found.len() > 1 {
+        use rayon::prelude::*;
+        let runs: Vec<_> = found.into_iter().collect();
+        return runs.into_par_iter().with_min_len(256).map(stat).collect();
+    }
+    found.into_iter().map(stat).collect()
 }
 
 impl Reader {
