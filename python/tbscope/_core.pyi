@@ -65,10 +65,13 @@ class NativeReader:
         cache_dir: str | PathLike[str] | None = None,
         tail_timeout: float = 600.0,
         byte_range: tuple[int, int | None] | None = None,
+        fold_scalars: bool = False,
     ) -> NativeReader:
         """``byte_range=(start, end)``: ``path`` is one event file and only its records starting
         in ``[start, end)`` are read (``end`` a record boundary, e.g. from :func:`split_points`;
-        None: to the end), with their offsets in the whole file."""
+        None: to the end), with their offsets in the whole file. ``fold_scalars=True`` (no
+        cache, ``restarts="all"``): scalar rows are folded into statistics as they are read and
+        not kept (``scalar_stats``, ``summary_table``; ``table("scalars")`` then fails)."""
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""
     def table(self, kind_name: str) -> Table: ...

@@ -182,7 +182,9 @@ class ScanArgs:
     #: Only the records starting in [start, end) of a single event file (end None: to its end).
     byte_range: tuple[int, int | None] | None = None
 
-    def open(self, path: str) -> _core.NativeReader:
+    def open(self, path: str, fold_scalars: bool = False) -> _core.NativeReader:
+        """The native reader of this scan; ``fold_scalars``: one that keeps statistics of its
+        scalars instead of their rows (see :meth:`tbscope.Logdir._fold_scalars`)."""
         return _core.NativeReader(
             path,
             runs=self.runs,
@@ -198,4 +200,5 @@ class ScanArgs:
             tail_timeout=self.tail_timeout,
             cache_dir=self.cache_dir,
             byte_range=self.byte_range,
+            fold_scalars=fold_scalars,
         )

@@ -20,6 +20,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule};
 use tbscope_core::event_file::Options;
+use tbscope_core::fold::FoldingReader;
 use tbscope_core::{CachedReader, Kind, Reader, ReaderOptions, Restarts, Scan};
 
 mod funnel;
@@ -88,7 +89,7 @@ impl NativeReader {
     #[new]
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
-                        cache_dir=None, tail_timeout=600.0, byte_range=None))]
+                        cache_dir=None, tail_timeout=600.0, byte_range=None, fold_scalars=false))]
     #[allow(
         clippy::too_many_arguments,
         reason = "one parameter per Python keyword argument (pyo3 maps them)"
@@ -108,7 +109,13 @@ impl NativeReader {
         cache_dir: Option<PathBuf>,
         tail_timeout: f64,
         byte_range: Option<(u64, Option<u64>)>,
+        fold_scalars: bool,
     ) -> Outcome<Self> {
+        if fold_scalars && cache_dir.is_some() {
+            return Err(Failure::Value(
+                "fold_scalars= keeps statistics instead of rows, without a cache; a cache was given".into(),
+            ));
+        }
         if let Some((start, end)) = byte_range {
             if end.is_some_and(|end| end < start) {
                 return Err(Failure::Value(format!(
@@ -168,6 +175,7 @@ impl NativeReader {
         let reader: Inner = guarded(|| {
             Ok(match cache_dir {
                 Some(dir) => Box::new(CachedReader::new(&path, opts, &dir)?) as Inner,
+                None if fold_scalars => Box::new(FoldingReader::new(Reader::new(&path, opts)?)?),
                 None => Box::new(Reader::new(&path, opts)?),
             })
         })?;

@@ -263,6 +263,9 @@ def summary(
         kwargs["stats"] = stat_list
     if not hparams:
         kwargs["hparams"] = False
+    # Per-run statistics are all a summary shows: folded as the logdir is read, the scalar
+    # rows are never all in memory (a cached scan answers from its stored statistics instead).
+    lg._fold_scalars()
     _read(lg)
     if fmt == "csv":
         # Straight from the columns: a DataFrame of 100,000 runs is not needed to write them.
