@@ -50,7 +50,7 @@ def many(tmp_path_factory) -> Path:
                     w.add_scalar(f"only/{r % 2}", r + s, step, walltime=1000.0 + s)
             if r % 11 == 4:
                 # torch's add_hparams: a child run <run>/<timestamp> with the hparams and metrics.
-                w.add_hparams({"wd": r / 100}, {"hp/metric": r / 10}, run_name=f"child{r}")
+                w.add_hparams({"wd": r / 100}, {"hp/metric": r / 10}, name=f"child{r}")
     files = sorted(root.rglob("events.out.tfevents.*"))
     # A corrupt record in one file (a flipped byte in a value), a torn tail in another.
     data = bytearray(files[5].read_bytes())
@@ -88,7 +88,8 @@ def test_folded_summary_is_the_columns_summary(many, monkeypatch, piece):
     # The awkward cases are there: hparams (the run's own and a child's), NaN, a run without
     # scalars, the -0.0 minimum kept.
     assert {"hparam:lr", "hparam:opt", "hparam:wd"} <= set(df.columns)
-    assert df["loss:last"].isna().sum() == 6  # the runs without scalars
+    # Six runs without scalars, and the hparams child of a run with hparams of its own (a row).
+    assert df["loss:last"].isna().sum() == 7
     assert df["eval/acc:min"].isna().any()
     assert "-0.0" in got
     stats = "first,last,min,max,mean,count,argmin,argmax"
@@ -108,6 +109,9 @@ def test_a_folding_scan_keeps_no_scalar_rows(many):
     lg = tbscope.scan(many, kinds=["scalars", "hparams"])
     assert lg._fold_scalars()
     lg.reload()
+    # The damage is there and reported as a columnar scan reports it.
+    assert lg.report.by_severity("corrupt")
+    assert lg.report.problems == tbscope.scan(many, kinds=["scalars", "hparams"]).report.problems
     pd.testing.assert_frame_equal(lg.summary(), tbscope.scan(many, kinds=["scalars", "hparams"]).summary())
     with pytest.raises(ValueError, match="statistics of its scalars"):
         lg.scalars().to_arrow()

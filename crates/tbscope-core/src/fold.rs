@@ -71,6 +71,7 @@ impl FoldingReader {
     /// What [`Reader::load`] does, the scalar rows folded piece by piece instead of kept.
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         let r = &mut self.reader;
+        let t0 = std::time::Instant::now();
         let (found, errors) =
             discover(&r.root, r.opts.runs.as_ref()).map_err(|e| Error::io(e, &r.root))?;
         // The stats (a path lookup each) on worker threads: on a logdir of many small runs
@@ -80,6 +81,7 @@ impl FoldingReader {
             .num_threads(threads)
             .thread_name(|i| format!("tbscope-{i}"))
             .build();
+        let discovered = t0.elapsed();
         let found = match pool {
             Ok(p) if threads > 1 => p.install(|| stat_found(found)),
             _ => stat_found(found),
@@ -91,7 +93,9 @@ impl FoldingReader {
             .flat_map(|(_, files)| files.iter())
             .map(|(p, m)| (p.clone(), m.as_ref().map_or(0, |m| m.len())))
             .collect();
+        let stated = t0.elapsed();
         let work = r.plan_found(found, errors)?;
+        let planned = t0.elapsed();
         let mut total = LoadStats::default();
         let mut sizes = sizes.into_iter();
         let mut piece: Work = Vec::new();
@@ -154,6 +158,14 @@ impl FoldingReader {
                 .unwrap_or_else(|_| Err(Error::Other("the statistics thread panicked".into())));
             read.and(folded)
         })?;
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope fold: discover {discovered:?}, stat {:?}, plan {:?}, read and fold {:?}",
+                stated - discovered,
+                planned - stated,
+                t0.elapsed() - planned
+            );
+        }
         Ok(total)
     }
 }
