@@ -392,45 +392,43 @@ impl Reader {
                 stats.bytes_read += chunk.bytes_read;
                 stats.records += chunk.records;
                 stats.crc_bytes += chunk.crc_bytes;
-                let rel;
-                let file_id;
-                {
-                    let state = self.runs.get_mut(&run).unwrap();
-                    let f = state.files.get_mut(&path).unwrap();
-                    f.cursor = chunk.end;
-                    f.size = chunk.size;
-                    f.records += chunk.records;
-                    f.tail = chunk.tail;
-                    f.pending = chunk.tail_pending;
-                    f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
-                    if let Some(v) = &chunk.file_version {
-                        f.file_version = Some(share(v));
-                    }
-                    if let Some(v) = &chunk.writer {
-                        f.writer = Some(share(v));
-                    }
-                    file_id = f.id;
-                    rel = self.file_names[f.id as usize].clone();
-                    if let Some(w) = chunk.first_wall {
-                        state.first_wall = Some(state.first_wall.map_or(w, |x| x.min(w)));
-                    }
-                    if let Some(w) = chunk.last_wall {
-                        state.last_wall = Some(state.last_wall.map_or(w, |x| x.max(w)));
-                    }
-                    if let Some(s) = chunk.max_step {
-                        state.max_step = Some(state.max_step.map_or(s, |x| x.max(s)));
-                    }
-                    state.sessions.extend(chunk.sessions.iter().cloned());
-                    state.corrupt += chunk
-                        .problems
-                        .iter()
-                        .filter(|p| p.severity == Severity::Corrupt)
-                        .count() as u64;
+                // The run's state, looked up once per file (a logdir of many small runs has
+                // as many files as runs); the fields below are borrowed beside it.
+                let state = self.runs.get_mut(&run).unwrap();
+                let f = state.files.get_mut(&path).unwrap();
+                f.cursor = chunk.end;
+                f.size = chunk.size;
+                f.records += chunk.records;
+                f.tail = chunk.tail;
+                f.pending = chunk.tail_pending;
+                f.failed = chunk.problems.iter().any(|p| p.severity == Severity::Error);
+                if let Some(v) = &chunk.file_version {
+                    f.file_version = Some(share(v));
                 }
+                if let Some(v) = &chunk.writer {
+                    f.writer = Some(share(v));
+                }
+                let file_id = f.id;
+                let rel = &self.file_names[f.id as usize];
+                if let Some(w) = chunk.first_wall {
+                    state.first_wall = Some(state.first_wall.map_or(w, |x| x.min(w)));
+                }
+                if let Some(w) = chunk.last_wall {
+                    state.last_wall = Some(state.last_wall.map_or(w, |x| x.max(w)));
+                }
+                if let Some(s) = chunk.max_step {
+                    state.max_step = Some(state.max_step.map_or(s, |x| x.max(s)));
+                }
+                state.sessions.extend(chunk.sessions.iter().cloned());
+                state.corrupt += chunk
+                    .problems
+                    .iter()
+                    .filter(|p| p.severity == Severity::Corrupt)
+                    .count() as u64;
                 // Stale notes about this file's end (a pending or stopped tail, an empty file)
                 // are replaced by what this read found.
                 self.report.retain(|e| {
-                    !(e.file == rel
+                    !(e.file == *rel
                         && (matches!(e.severity, Severity::Truncated | Severity::Info)
                             || (e.severity == Severity::Warning
                                 && e.reason.starts_with(STOPPED_TAIL))))
@@ -446,7 +444,7 @@ impl Reader {
                     });
                 }
                 // File-local tags to logdir-wide ids, deciding kinds in file order.
-                let run_id = self.runs[&run].id;
+                let run_id = state.id;
                 let mut tag_map = Vec::with_capacity(chunk.tags.len());
                 for lt in &chunk.tags {
                     let gid = intern(&mut self.tag_names, &mut self.tag_index, &lt.name);
@@ -454,7 +452,6 @@ impl Reader {
                     if !lt.wanted {
                         continue;
                     }
-                    let state = self.runs.get_mut(&run).unwrap();
                     if !state.tags.contains_key(lt.name.as_str()) {
                         state.tags.insert(
                             share(&lt.name),
