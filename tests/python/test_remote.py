@@ -325,8 +325,9 @@ def test_first_read_parses_each_file_as_soon_as_it_arrives(s3, tmp_path, monkeyp
     mirror.follow(watched_load)
     lg._loaded = True
     runs = [f"run{i:02d}" for i in range(12)]
-    # One read per file as it arrives, then the read after the fetch, which finds nothing new.
-    assert seen == [runs[: i + 1] for i in range(12)] + [runs]
+    # One read per file as it arrives, then the read after the fetch (which finds nothing new,
+    # or the last file when the fetch was over before a read of it began).
+    assert seen[:11] == [runs[: i + 1] for i in range(11)] and seen[11:] in ([runs, runs], [runs]), seen
     pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(logdir))
 
 
