@@ -177,9 +177,9 @@ def bench_s3(
             warm_page_cache(logdir)
             results["local"].append(child("local", str(logdir), endpoint, ""))
             results["floor"].append(child("floor", url, endpoint, "", proc.pid))
-            for key in results:
-                if key in ("local", "floor"):
-                    continue
+            reads = [key for key in results if key not in ("local", "floor")]
+            # Every other round in reverse, so that neither build always runs first.
+            for key in reads if i % 2 == 0 else reversed(reads):
                 mode, _, other = key.partition("@")
                 mirror = tempfile.mkdtemp(prefix="tbscope-bench-mirror-")
                 try:
