@@ -79,6 +79,24 @@ def _yardstick() -> float:
     return time.thread_time() - cpu
 
 
+def _mapped_in_2mib(name: str) -> dict[str, int]:
+    """Of this process's mapping of the cache file ending in `name`, the kB resident and the kB
+    the kernel mapped with 2 MiB pages (`FilePmdMapped`: the page cache holds that part in 2 MiB
+    folios). Each interpreter opens a cache of its own, and how much of a file the page cache
+    holds in 2 MiB folios is decided when the file is written or read in (the free memory's
+    fragmentation then), not by the build: a warm open whose file has few of them scans its
+    dictionary keys through 4 KiB pages, ~20% more CPU (bench/README.md)."""
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith(name):
+            fields = dict(f.split(":", 1) for f in lines[i + 1 : i + 30] if ":" in f and " kB" in f)
+            return {
+                "mapped_kb": int(fields.get("Rss", "0 kB").split()[0]),
+                "pmd_kb": int(fields.get("FilePmdMapped", "0 kB").split()[0]),
+            }
+    return {}
+
+
 def _task(task: dict[str, Any]) -> dict[str, Any]:
     import pandas  # noqa: F401 - imports come before the clock starts
     import pyarrow  # noqa: F401
@@ -128,7 +146,7 @@ def _row(task: dict[str, Any], row: str, logdir: str) -> dict[str, Any]:
         with contextlib.suppress(ImportError):
             import tbscope._cache
         wall, cpu, t = _timed(lambda: tbscope.scan(logdir, threads=2, cache=task["cache"]).scalars().to_arrow())
-        return {"wall": wall, "cpu": cpu, "result": t.num_rows}
+        return {"wall": wall, "cpu": cpu, "result": t.num_rows, **_mapped_in_2mib("scalars.arrow")}
     if row.startswith("cli_"):
         import cachebench
 
@@ -261,6 +279,15 @@ def distributions(labels: dict[str, str], runs: dict[str, dict[str, list[dict[st
             f"| {label} | {q(a)} | {q(b)} | {statistics.median(b) / statistics.median(a):.2f} "
             f"[{lo:.2f}, {hi:.2f}] | {p_gt:.2f} | {p:.2g} | {stick} | {stick_aa} |"
         )
+    for key, label in labels.items():
+        share = {
+            name: [r["pmd_kb"] / r["mapped_kb"] for r in rs if r.get("mapped_kb")] for name, rs in runs[key].items()
+        }
+        if all(share.values()):
+            lines.append(
+                f"- {label}: share of the mapped segment in 2 MiB pages (median; its own cache per interpreter): "
+                + ", ".join(f"{name} {statistics.median(xs):.0%}" for name, xs in share.items())
+            )
     return lines
 
 
