@@ -328,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--stats"]:
         # ab.py --stats RUN.json: the distributions table of a finished (or cut short) run.
         saved = json.loads(Path(argv[1]).read_text())
+        if not isinstance(saved, dict) or "runs" not in saved:
+            raise SystemExit(f"{argv[1]}: not the --json of an ab.py run")
         labels = saved.get("rows") or {k: k for k in saved["runs"]}
         print("\n".join(distributions({k: v for k, v in labels.items() if k not in saved["failed"]}, saved["runs"])))
         return 0
