@@ -136,7 +136,7 @@ fn a_reload_folds_on_like_the_columns() {
     f.load(&cancel).unwrap();
     let mut more = first.clone();
     for s in 5..9 {
-        more.extend(record(&scalar_event(2.0, s, &[("loss", -1.0 * s as f32)])));
+        more.extend(record(&scalar_event(2.0, s, &[("loss", -(s as f32))])));
     }
     std::fs::write(&path, &more).unwrap();
     plain.load(&cancel).unwrap();
