@@ -11,8 +11,12 @@
 
 use std::collections::HashSet;
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, RecordBatch};
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, ArrayRef, DictionaryArray, Int32Array, RecordBatch};
 
 use super::manifest::{decode_body, decode_header, Kept};
 use super::pending::{decode_state_where, Pending};
@@ -25,10 +29,9 @@ use crate::load::{kind_counts, Reader};
 /// encoded, and which of its runs were decoded.
 pub(super) struct Partial {
     pending: Box<Pending>,
-    /// Indices in the generation, ascending.
+    /// Indices in the generation, ascending (its runs, in order, are `Kept::names`: the
+    /// reader's `run_names` may gain entries meanwhile).
     decoded: Vec<u32>,
-    /// The generation's runs, in order (the reader's `run_names` may gain entries meanwhile).
-    names: Vec<String>,
 }
 
 /// What a generation written after a partial load holds, to continue from without reading it
@@ -59,16 +62,26 @@ impl Cache {
         {
             return Ok(false);
         }
+        let t0 = std::time::Instant::now();
+        let mut marks: Vec<(&str, std::time::Duration)> = Vec::new();
         for k in Kind::ALL {
             self.decode_kind(k, r)?;
+        }
+        marks.push(("rows", t0.elapsed()));
+        self.decode_names(r)?;
+        marks.push(("names", t0.elapsed()));
+        for k in Kind::ALL {
             self.decode_pieces(r, k)?;
         }
-        self.decode_names(r)?;
+        marks.push(("pieces", t0.elapsed()));
         let Some(p) = self.pending.take() else {
             return Ok(false);
         };
         let want = |i: usize| runs.binary_search(&(i as u32)).is_ok();
-        match decode_state_where(&p, &r.run_names, &r.root, &want) {
+        let decoded = decode_state_where(&p, &r.run_names, &r.root, &want);
+        marks.push(("runs", t0.elapsed()));
+        super::trace_marks("partial state", &marks);
+        match decoded {
             Ok((decoded, file_names, state_at)) => {
                 r.runs = decoded;
                 r.file_names = file_names;
@@ -86,7 +99,6 @@ impl Cache {
                 self.partial = Some(Partial {
                     pending: p,
                     decoded: runs.to_vec(),
-                    names: r.run_names.clone(),
                 });
                 Ok(true)
             }
@@ -114,7 +126,7 @@ impl Cache {
             && self.partial.as_ref().is_some_and(|p| {
                 p.decoded
                     .iter()
-                    .all(|&i| k.again.contains(&p.names[i as usize]))
+                    .all(|&i| k.again.contains(&k.names[i as usize]))
             })
     }
 
@@ -132,8 +144,11 @@ impl Cache {
                 self.dir.display()
             ))
         };
+        let Some(kept) = &self.kept else {
+            return Err(bad("the generation's runs are gone".into()));
+        };
         let (rest, names, _) =
-            decode_state_where(p, &part.names, &r.root, &|i| !done(i)).map_err(bad)?;
+            decode_state_where(p, &kept.names, &r.root, &|i| !done(i)).map_err(bad)?;
         let mut names = names;
         for (i, (name, state)) in rest.into_iter().enumerate() {
             if done(i) {
@@ -251,4 +266,225 @@ pub(super) fn merge_rows(
         })
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(prev.schema(), cols).map_err(err)
+}
+
+/// [`crate::runstats::merge_stats`] when the result keeps `prev`'s dictionaries: every run of
+/// `fresh` replaces its own rows of `prev` (where they were) and logs only tags `prev` knows,
+/// so that the runs and tags still first appear in the order they are numbered. Copies
+/// contiguous row ranges instead of looking every row's names up. None when that does not
+/// hold (a new run or tag): the caller merges row by row.
+pub(super) fn splice_stats(
+    prev: &RecordBatch,
+    fresh: &RecordBatch,
+    replaced: &dyn Fn(&str) -> bool,
+) -> Option<RecordBatch> {
+    let dict = |b: &RecordBatch, c: usize| b.column(c).as_dictionary::<Int32Type>().clone();
+    let (prun, ptag, frun, ftag) = (dict(prev, 0), dict(prev, 1), dict(fresh, 0), dict(fresh, 1));
+    let (pnames, fnames) = (
+        prun.values().as_string::<i32>(),
+        frun.values().as_string::<i32>(),
+    );
+    // Row ranges of one run each, in order.
+    let groups = |keys: &[i32]| {
+        let mut out: Vec<(i32, usize, usize)> = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            match out.last_mut() {
+                Some((last, _, len)) if *last == k => *len += 1,
+                _ => out.push((k, i, 1)),
+            }
+        }
+        out
+    };
+    let (pk, fk) = (prun.keys().values(), frun.keys().values());
+    let (pg, fg) = (groups(pk), groups(fk));
+    // Fresh tags as prev's keys.
+    let ptags = ptag.values().as_string::<i32>();
+    let index: HashMap<&str, i32> = (0..ptags.len())
+        .map(|i| (ptags.value(i), i as i32))
+        .collect();
+    let ftags = ftag.values().as_string::<i32>();
+    let tag_of: Vec<i32> = (0..ftags.len())
+        .map(|i| index.get(ftags.value(i)).copied())
+        .collect::<Option<_>>()?;
+    // (source, start, len, the run's key in prev for fresh rows) in output order.
+    let mut parts: Vec<(usize, usize, usize, i32)> = Vec::with_capacity(pg.len() + 2 * fg.len());
+    let mut fi = fg.iter().peekable();
+    for &(k, start, len) in &pg {
+        let name = pnames.value(k as usize);
+        while let Some(&&(fkey, fstart, flen)) = fi.peek() {
+            let fname = fnames.value(fkey as usize);
+            if fname > name {
+                break;
+            }
+            // A fresh run must take the place of its own rows.
+            if fname != name || !replaced(name) {
+                return None;
+            }
+            parts.push((1, fstart, flen, k));
+            fi.next();
+        }
+        if !replaced(name) {
+            // Consecutive kept rows of prev make one part.
+            match parts.last_mut() {
+                Some((0, s, l, _)) if *s + *l == start => *l += len,
+                _ => parts.push((0, start, len, k)),
+            }
+        }
+    }
+    if fi.next().is_some() {
+        return None;
+    }
+    let rows: usize = parts.iter().map(|p| p.2).sum();
+    let mut run_keys: Vec<i32> = Vec::with_capacity(rows);
+    let mut tag_keys: Vec<i32> = Vec::with_capacity(rows);
+    let (ptk, ftk) = (ptag.keys().values(), ftag.keys().values());
+    for &(src, start, len, k) in &parts {
+        if src == 0 {
+            run_keys.extend_from_slice(&pk[start..start + len]);
+            tag_keys.extend_from_slice(&ptk[start..start + len]);
+        } else {
+            run_keys.extend(std::iter::repeat_n(k, len));
+            tag_keys.extend(ftk[start..start + len].iter().map(|&t| tag_of[t as usize]));
+        }
+    }
+    // Numbered by first appearance, every value used: what a row-by-row merge would number.
+    let in_order = |keys: &[i32], values: usize| {
+        let mut next = 0i32;
+        for &k in keys {
+            if k == next {
+                next += 1;
+            } else if k > next {
+                return false;
+            }
+        }
+        next as usize == values
+    };
+    if !in_order(&run_keys, pnames.len()) || !in_order(&tag_keys, ptags.len()) {
+        return None;
+    }
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(prev.num_columns());
+    for (keys, d) in [(run_keys, &prun), (tag_keys, &ptag)] {
+        let a = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), d.values().clone());
+        cols.push(Arc::new(a.ok()?));
+    }
+    for c in 2..prev.num_columns() {
+        let src = [prev.column(c), fresh.column(c)];
+        let pieces: Vec<ArrayRef> = parts
+            .iter()
+            .map(|&(t, start, len, _)| src[t].slice(start, len))
+            .collect();
+        let refs: Vec<&dyn Array> = pieces.iter().map(|a| a.as_ref()).collect();
+        cols.push(arrow_select::concat::concat(&refs).ok()?);
+    }
+    RecordBatch::try_new(prev.schema(), cols).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runstats::{merge_stats, scalar_stats_of};
+    use arrow_array::{Float64Array, Int64Array};
+    use arrow_schema::{DataType, Field, Schema};
+
+    type Row<'a> = (&'a str, &'a str, i64, f64);
+
+    /// Scalar rows (run, tag, step, value) as the columns `scalar_stats_of` reads.
+    fn rows(rows: &[Row<'_>]) -> RecordBatch {
+        let dict = |col: &dyn Fn(&Row<'_>) -> String| {
+            let mut names: Vec<String> = Vec::new();
+            let keys: Vec<i32> = rows
+                .iter()
+                .map(|r| {
+                    let n = col(r);
+                    match names.iter().position(|x| *x == n) {
+                        Some(i) => i as i32,
+                        None => {
+                            names.push(n);
+                            names.len() as i32 - 1
+                        }
+                    }
+                })
+                .collect();
+            let values = Arc::new(arrow_array::StringArray::from(names));
+            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values).unwrap())
+                as ArrayRef
+        };
+        let d = || DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        let schema = Schema::new(vec![
+            Field::new("run", d(), false),
+            Field::new("tag", d(), false),
+            Field::new("step", DataType::Int64, false),
+            Field::new("value", DataType::Float64, false),
+        ]);
+        RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                dict(&|r| r.0.to_string()),
+                dict(&|r| r.1.to_string()),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+                Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.3))),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// Splices where it can, and then gives exactly what the row-by-row merge gives.
+    fn check(prev: &[(&str, &str, i64, f64)], fresh: &[(&str, &str, i64, f64)], spliced: bool) {
+        let (prev, fresh) = (
+            scalar_stats_of(&[rows(prev)]).unwrap(),
+            scalar_stats_of(&[rows(fresh)]).unwrap(),
+        );
+        let names: Vec<String> = {
+            let d = fresh.column(0).as_dictionary::<Int32Type>();
+            let v = d.values().as_string::<i32>();
+            (0..v.len()).map(|i| v.value(i).to_string()).collect()
+        };
+        let again = |run: &str| names.iter().any(|n| n == run);
+        let merged = merge_stats(&prev, &fresh, &again).unwrap();
+        let got = splice_stats(&prev, &fresh, &again);
+        assert_eq!(got.is_some(), spliced, "{fresh:?}");
+        if let Some(got) = got {
+            assert_eq!(format!("{got:?}"), format!("{merged:?}"));
+        }
+    }
+
+    #[test]
+    fn splice_equals_the_row_by_row_merge() {
+        let prev = [
+            ("a", "x", 0, 1.0),
+            ("a", "y", 0, 2.0),
+            ("b", "x", 0, 3.0),
+            ("b", "q", 0, 4.0),
+            ("b", "y", 1, 5.0),
+            ("c", "x", 0, 6.0),
+            ("c", "q", 0, 7.0),
+        ];
+        // The middle run appended to, and the first and last.
+        let b = [
+            ("b", "x", 0, 3.0),
+            ("b", "q", 0, 4.0),
+            ("b", "y", 1, 5.0),
+            ("b", "x", 2, -1.0),
+        ];
+        check(&prev, &b, true);
+        check(
+            &prev,
+            &[
+                ("a", "x", 0, 1.0),
+                ("a", "y", 0, 9.0),
+                ("c", "x", 0, 6.0),
+                ("c", "q", 0, 7.0),
+                ("c", "x", 5, 0.5),
+            ],
+            true,
+        );
+        // A tag prev does not know, a run it does not have, a tag only a run that lost it had,
+        // a run's tags in another order: merged row by row. (A tag the run lost that a later
+        // run still has keeps its number: spliced.)
+        check(&prev, &[("b", "z", 0, 1.0)], false);
+        check(&prev, &[("bb", "x", 0, 1.0)], false);
+        check(&prev, &[("b", "x", 0, 1.0), ("b", "y", 0, 1.0)], true);
+        check(&prev[..5], &[("b", "x", 0, 1.0), ("b", "y", 0, 1.0)], false);
+        check(&prev, &[("a", "y", 0, 1.0), ("a", "x", 0, 1.0)], false);
+    }
 }

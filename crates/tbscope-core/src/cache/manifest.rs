@@ -351,7 +351,8 @@ pub(super) fn encode_manifest(
         e.i(i64::from(m.data_class));
     }
     let root_is_file = r.root.is_file();
-    let mut run_index: HashMap<&str, u64> = HashMap::with_capacity(r.runs.len());
+    // The runs in order: pieces and directories name their run by its index here.
+    let run_list: Vec<&str> = r.runs.keys().map(String::as_str).collect();
     // The runs' names, one length-prefixed section (a warm open that finds nothing changed
     // needs none of them); then the change-check index: per run its files' identities. The
     // state follows as one more section, so that a warm open can leave it undecoded.
@@ -359,7 +360,6 @@ pub(super) fn encode_manifest(
     let mut names = Enc::default();
     let mut prev: &[u8] = b"";
     for name in r.runs.keys() {
-        run_index.insert(name.as_str(), run_index.len() as u64);
         names.prefixed(prev, name.as_bytes());
         prev = name.as_bytes();
     }
@@ -450,14 +450,23 @@ pub(super) fn encode_manifest(
     for kind in pieces {
         let mut k = Enc::default();
         k.u(kind.len() as u64);
+        // Pieces come in run order: the run's index is found by walking with them.
+        let mut at = 0usize;
         for p in kind {
+            let run = &*p.run;
+            if run_list.get(at).is_some_and(|n| *n != run) {
+                at = match run_list.get(at + 1) {
+                    Some(n) if *n == run => at + 1,
+                    _ => run_list.binary_search(&run).unwrap_or(usize::MAX),
+                };
+            }
             k.u(p.seg as u64);
             k.u(p.start as u64);
             k.u(p.len as u64);
-            let run = run_index
-                .get(&*p.run)
-                .ok_or_else(|| format!("rows of run {} without its state", p.run))?;
-            k.u(*run);
+            if run_list.get(at).is_none_or(|n| *n != run) {
+                return Err(format!("rows of run {run} without its state"));
+            }
+            k.u(at as u64);
         }
         e.b(&k.0);
     }
@@ -503,8 +512,10 @@ pub(super) fn encode_manifest(
         };
         e.u(parent);
         e.b(rel.file_name().map_or(&[][..], |n| n.as_bytes()));
-        let run = d.has_files.then(|| run_index.get(run_name(rel).as_str()));
-        e.u(run.flatten().map_or(0, |i| i + 1));
+        let run = d
+            .has_files
+            .then(|| run_list.binary_search(&run_name(rel).as_str()).ok());
+        e.u(run.flatten().map_or(0, |i| i as u64 + 1));
         e.u(d.dev);
         e.u(d.ino);
         e.i(d.mtime.0);

@@ -578,7 +578,10 @@ impl Cache {
             Some((stored, again)) => {
                 let again = |run: &str| again.contains(run);
                 let fresh = scalar_stats_of(&self.served_of(Kind::Scalars, &again)?)?;
-                merge_stats(stored, &fresh, &again)
+                match carry::splice_stats(stored, &fresh, &again) {
+                    Some(b) => Ok(b),
+                    None => merge_stats(stored, &fresh, &again),
+                }
             }
             None => scalar_stats_of(&self.served(Kind::Scalars)?),
         }
