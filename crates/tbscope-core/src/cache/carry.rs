@@ -87,7 +87,7 @@ impl Cache {
                 r.file_names = file_names;
                 self.kept = Some(Kept {
                     manifest: p.manifest.clone(),
-                    names: r.run_names.clone(),
+                    nruns: r.run_names.len(),
                     index_at: p.index.at.clone(),
                     state_at,
                     strings: p.strings.clone(),
@@ -121,12 +121,12 @@ impl Cache {
         k.dirs_same
             && c.facts.is_some()
             && c.stats.is_some()
-            && k.names.len() == r.runs.len()
-            && k.names.iter().eq(r.runs.keys())
+            && k.nruns == r.runs.len()
+            && k.names(r).iter().eq(r.runs.keys())
             && self.partial.as_ref().is_some_and(|p| {
                 p.decoded
                     .iter()
-                    .all(|&i| k.again.contains(&k.names[i as usize]))
+                    .all(|&i| k.again.contains(&k.names(r)[i as usize]))
             })
     }
 
@@ -148,7 +148,7 @@ impl Cache {
             return Err(bad("the generation's runs are gone".into()));
         };
         let (rest, names, _) =
-            decode_state_where(p, &kept.names, &r.root, &|i| !done(i)).map_err(bad)?;
+            decode_state_where(p, kept.names(r), &r.root, &|i| !done(i)).map_err(bad)?;
         let mut names = names;
         for (i, (name, state)) in rest.into_iter().enumerate() {
             if done(i) {

@@ -308,7 +308,7 @@ pub(super) fn encode_manifest(
     // kept as encoded.
     let copied: Vec<Option<(usize, usize, usize, usize)>> = match kept {
         Some(k) => {
-            let mut old = k.names.iter().enumerate().peekable();
+            let mut old = k.names(r).iter().enumerate().peekable();
             r.runs
                 .keys()
                 .map(|name| {
@@ -483,9 +483,9 @@ pub(super) fn encode_manifest(
     // name order), each with its parent's index and its run's: the change check of a warm
     // open walks them without building a path or looking anything up.
     // Kept as encoded when no directory changed and the runs are the same (their indices too).
-    if let Some(k) = kept.filter(|k| {
-        k.dirs_same && k.names.len() == r.runs.len() && k.names.iter().eq(r.runs.keys())
-    }) {
+    if let Some(k) = kept
+        .filter(|k| k.dirs_same && k.nruns == r.runs.len() && k.names(r).iter().eq(r.runs.keys()))
+    {
         e.0.extend_from_slice(&k.manifest[k.dirs_at.0..k.dirs_at.1]);
         for f in derived {
             e.file_sum(f);
@@ -579,8 +579,9 @@ impl DirListing {
 /// they refer to (the new tables start with these, in this order).
 pub(super) struct Kept {
     pub(super) manifest: arrow_buffer::Buffer,
-    /// The previous generation's runs, in order.
-    pub(super) names: Vec<String>,
+    /// How many runs the previous generation has: they are the first of the reader's
+    /// `run_names`, in order (a load only appends to those).
+    pub(super) nruns: usize,
     /// Where run `i`'s part of the index and of the state sections lie: `at[i]..at[i + 1]`.
     pub(super) index_at: Vec<u32>,
     pub(super) state_at: Vec<u32>,
@@ -592,6 +593,13 @@ pub(super) struct Kept {
     /// changed): then it is copied too.
     pub(super) dirs_at: (usize, usize),
     pub(super) dirs_same: bool,
+}
+
+impl Kept {
+    /// The previous generation's runs, in order.
+    pub(super) fn names<'a>(&self, r: &'a Reader) -> &'a [String] {
+        &r.run_names[..self.nruns.min(r.run_names.len())]
+    }
 }
 
 /// The options a cache was written with.

@@ -766,7 +766,7 @@ impl Cache {
                 let p = *p;
                 self.kept = Some(Kept {
                     manifest: p.manifest,
-                    names: r.run_names.clone(),
+                    nruns: r.run_names.len(),
                     index_at: p.index.at,
                     state_at,
                     strings: p.strings,
