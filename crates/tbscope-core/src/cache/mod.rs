@@ -31,6 +31,8 @@
 //! - `files`, `lease`: a cache file in memory, checked against the CRC-32C its manifest records
 //!   before it is used, and mapped only under a read lease (or read), so that no truncation
 //!   can take a mapped page away (SIGBUS).
+//! - `carry`: a change to a few runs of a large logdir: only their state is decoded, the new
+//!   generation takes the others' encoded parts and stored rows from the previous one.
 //! - `check`: what changed in the logdir since the generation was written: the warm open's
 //!   stat-only check, the discovery that lists only directories that changed, stale runs.
 //! - `view`: a scan's filters on the unfiltered load.
