@@ -18,7 +18,10 @@ listed with their reason in the output (``SKIPPED``).
 
 Each row's result (row count, or the CLI's output hash) must be the same for every interpreter.
 Prints a markdown table: per row and interpreter the median wall and CPU seconds, then B/A and
-A/A ratios of the medians. Raw runs go to ``--json``.
+A/A ratios of the medians; then per row the quartiles of CPU time, a bootstrap interval of B/A,
+the Mann-Whitney U test of B against A, and B/A of CPU time over a yardstick timed in each run
+(the CPU's speed at the time). Raw runs go to ``--json``; ``ab.py --stats RUN.json`` prints the
+second table again from them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -59,12 +64,53 @@ def _timed(call: Any) -> tuple[float, float, Any]:
     return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
+def _yardstick() -> float:
+    """CPU seconds of a fixed pure-Python loop (the same bytecode in every venv: no tbscope).
+
+    The VM's CPUs run the same instructions at speeds that differ by up to 1.45x from one
+    second to the next (the host's load: measured with this loop beside the warm open, whose
+    CPU time moves with it at a constant ratio; see bench/README.md). Timed in each run after
+    the imports, before the row, it tells a run that met a slow CPU from a build that does more work: the
+    table divides each run's CPU time by it."""
+    cpu = time.thread_time()
+    x = 0
+    for i in range(300_000):
+        x += i
+    return time.thread_time() - cpu
+
+
+def _mapped_in_2mib(name: str) -> dict[str, int]:
+    """Of this process's mapping of the cache file ending in `name`, the kB resident and the kB
+    the kernel mapped with 2 MiB pages (`FilePmdMapped`: the page cache holds that part in 2 MiB
+    folios). Each interpreter opens a cache of its own, and how much of a file the page cache
+    holds in 2 MiB folios is decided when the file is written or read in (the free memory's
+    fragmentation then), not by the build: a warm open whose file has few of them scans its
+    dictionary keys through 4 KiB pages, ~20% more CPU (bench/README.md)."""
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith(name):
+            fields = dict(f.split(":", 1) for f in lines[i + 1 : i + 30] if ":" in f and " kB" in f)
+            return {
+                "mapped_kb": int(fields.get("Rss", "0 kB").split()[0]),
+                "pmd_kb": int(fields.get("FilePmdMapped", "0 kB").split()[0]),
+            }
+    return {}
+
+
 def _task(task: dict[str, Any]) -> dict[str, Any]:
     import pandas  # noqa: F401 - imports come before the clock starts
     import pyarrow  # noqa: F401
-    import tbscope
+    import tbscope  # noqa: F401 - before the yardstick too
 
     row, logdir = task["row"], task.get("logdir", "")
+    stick = _yardstick()
+    result = _row(task, row, logdir)
+    return {**result, "yardstick": stick}
+
+
+def _row(task: dict[str, Any], row: str, logdir: str) -> dict[str, Any]:
+    import tbscope
+
     if row in ("read1", "read2"):
         threads = 1 if row == "read1" else 2
         wall, cpu, df = _timed(lambda: tbscope.read_scalars(logdir, threads=threads))
@@ -100,7 +146,7 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
         with contextlib.suppress(ImportError):
             import tbscope._cache
         wall, cpu, t = _timed(lambda: tbscope.scan(logdir, threads=2, cache=task["cache"]).scalars().to_arrow())
-        return {"wall": wall, "cpu": cpu, "result": t.num_rows}
+        return {"wall": wall, "cpu": cpu, "result": t.num_rows, **_mapped_in_2mib("scalars.arrow")}
     if row.startswith("cli_"):
         import cachebench
 
@@ -156,6 +202,96 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
+# Statistics of the runs
+
+
+def mann_whitney(a: list[float], b: list[float]) -> tuple[float, float]:
+    """P(a run of B takes longer than one of A) (ties count half; 0.5: no difference), and the
+    two-sided p value of the Mann-Whitney U test (normal approximation with the tie correction
+    and a continuity correction, good from about 8 runs a side)."""
+    n1, n2 = len(a), len(b)
+    pooled = sorted([(x, 0) for x in a] + [(x, 1) for x in b])
+    ranks = [0.0] * len(pooled)
+    ties = 0.0
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        ties += (j - i + 1) ** 3 - (j - i + 1)
+        i = j + 1
+    u_b = sum(r for r, (_, side) in zip(ranks, pooled) if side == 1) - n2 * (n2 + 1) / 2
+    n = n1 + n2
+    mean = n1 * n2 / 2
+    sd = math.sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))))
+    if sd == 0:
+        return u_b / (n1 * n2), 1.0
+    z = max(abs(u_b - mean) - 0.5, 0.0) / sd
+    return u_b / (n1 * n2), math.erfc(z / math.sqrt(2))
+
+
+def median_ratio_ci(a: list[float], b: list[float], rounds: int = 2000) -> tuple[float, float]:
+    """95% bootstrap interval of median(B) / median(A) (resampling each side; seeded)."""
+    rng = random.Random(0)
+    ratios = sorted(
+        statistics.median(rng.choices(b, k=len(b))) / statistics.median(rng.choices(a, k=len(a))) for _ in range(rounds)
+    )
+    return ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1]
+
+
+def distributions(labels: dict[str, str], runs: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
+    """Per row: quartiles of each build's CPU seconds, the median ratio's bootstrap interval, the
+    Mann-Whitney test of B against A, and the median ratio of CPU time over each run's yardstick
+    (`_yardstick`: the CPU's speed at the time, so that a row's ratio does not depend on which
+    runs met a slow CPU)."""
+    lines = [
+        "CPU time distributions: quartiles (p25 / median / p75, ms), B/A of the medians with its 95% "
+        "bootstrap interval, the Mann-Whitney U test of B against A (P(B > A): 0.5 = alike), and B/A "
+        "and A/A of the median CPU time divided by each run's yardstick (a fixed Python loop timed in "
+        "the same process: the CPU's speed then).",
+        "",
+        "| row | A CPU (ms) | B CPU (ms) | B/A [95% CI] | P(B > A) | p | B/A per yardstick | A/A per yardstick |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
+
+    def per_stick(rs: list[dict[str, Any]]) -> float | None:
+        xs = [r["cpu"] / r["yardstick"] for r in rs if r.get("yardstick")]
+        return statistics.median(xs) if xs else None
+
+    def q(xs: list[float]) -> str:
+        p25, p50, p75 = statistics.quantiles(xs, n=4, method="inclusive")
+        return f"{p25 * 1e3:.1f} / {p50 * 1e3:.1f} / {p75 * 1e3:.1f}"
+
+    for key, label in labels.items():
+        a = [r["cpu"] for r in runs[key]["A"]]
+        b = [r["cpu"] for r in runs[key]["B"]]
+        if len(a) < 2 or len(b) < 2:
+            continue
+        lo, hi = median_ratio_ci(a, b)
+        p_gt, p = mann_whitney(a, b)
+
+        sa, sb, saa = (per_stick(runs[key][name]) for name in ("A", "B", "A/A"))
+        stick = f"{sb / sa:.2f}" if sa and sb else "-"
+        stick_aa = f"{saa / sb:.2f}" if saa and sb else "-"
+        lines.append(
+            f"| {label} | {q(a)} | {q(b)} | {statistics.median(b) / statistics.median(a):.2f} "
+            f"[{lo:.2f}, {hi:.2f}] | {p_gt:.2f} | {p:.2g} | {stick} | {stick_aa} |"
+        )
+    for key, label in labels.items():
+        share = {
+            name: [r["pmd_kb"] / r["mapped_kb"] for r in rs if r.get("mapped_kb")] for name, rs in runs[key].items()
+        }
+        if all(share.values()):
+            lines.append(
+                f"- {label}: share of the mapped segment in 2 MiB pages (median; its own cache per interpreter): "
+                + ", ".join(f"{name} {statistics.median(xs):.0%}" for name, xs in share.items())
+            )
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
 # The driver
 
 
@@ -187,6 +323,15 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # reported by the driver with the row's name
             result = {"error": f"{type(e).__name__}: {e}"}
         Path(argv[2]).write_text(json.dumps(result))
+        return 0
+
+    if argv[:1] == ["--stats"]:
+        # ab.py --stats RUN.json: the distributions table of a finished (or cut short) run.
+        saved = json.loads(Path(argv[1]).read_text())
+        if not isinstance(saved, dict) or "runs" not in saved:
+            raise SystemExit(f"{argv[1]}: not the --json of an ab.py run")
+        labels = saved.get("rows") or {k: k for k in saved["runs"]}
+        print("\n".join(distributions({k: v for k, v in labels.items() if k not in saved["failed"]}, saved["runs"])))
         return 0
 
     import corpus
@@ -322,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {label} | {a_w:.3f} | {a_c:.3f} | {b_w:.3f} | {b_c:.3f} | {b_w / a_w:.2f} | {b_c / a_c:.2f} | "
             f"{aa_w / b_w:.2f} | {aa_c / b_c:.2f} | {'yes' if same else '**no**'} |"
         )
+    lines += ["", *distributions({k: v[0] for k, v in rows.items() if k not in failed}, runs)]
     lines += ["", "Not run here:", ""] + [f"- {k}: {v}." for k, v in SKIPPED.items()]
     if not args.cold_cli:
         lines.append("- 100,000 runs, cold `tbscope summary`: 15-20 s a run under load; `--cold-cli` adds it.")

@@ -10,12 +10,17 @@
    - the s3 read's fetch alone (a mirror refresh), which shows how the read splits into
      fetching and parsing.
    Wall and CPU time (user + system, every thread) of the measured call, and the CPU time moto's
-   server process spent meanwhile (it shares the machine's CPUs with the reader).
+   server process spent meanwhile (it shares the machine's CPUs with the reader). Each ranged
+   GET is timed from its start to its last byte: the rows give the mean number of requests in
+   flight between the first start and the last end, and the time before the first request
+   (listing, client set-up) and after the last byte (what the call still does then).
+   ``--baseline PYTHON`` adds the s3 read and the fetch alone of another build (its venv's
+   python), run in the same rounds, for an A/B on a loaded machine.
 2. Dask on a warm LocalCluster (worker processes, nthreads=1, one tbscope thread each), median
    of 5 ``compute()``: ``read_scalars(...).map_partitions(len).sum()`` and ``to_parquet`` with
    1 and 2 workers.
 
-Usage: .venv/bin/python bench/remote.py [--events 1e6] [--repeats 3] [--skip-dask]
+Usage: .venv/bin/python bench/remote.py [--events 1e6] [--repeats 3] [--skip-dask] [--baseline PYTHON]
 """
 
 from __future__ import annotations
@@ -47,7 +52,19 @@ import json, os, resource, sys, time
 mode, target, endpoint, mirror = sys.argv[1:5]
 opts = {"endpoint_url": endpoint}
 # Imports are not what is measured.
-import fsspec, s3fs, tbscope, tbscope._mirror
+import fsspec, s3fs, threading, tbscope, tbscope._mirror
+# Each ranged GET's start and end (seconds from t0): requests in flight over time.
+spans, spans_lock = [], threading.Lock()
+def timed(get):
+    def run(*args):
+        a = time.perf_counter() - t0
+        n = get(*args)
+        with spans_lock:
+            spans.append((a, time.perf_counter() - t0))
+        return n
+    return run
+streamer = tbscope._mirror._streamer
+tbscope._mirror._streamer = lambda fs: (lambda f: f and timed(f))(streamer(fs))
 t0, c0 = time.perf_counter(), time.process_time()
 rows = 0
 if mode == "mirror":
@@ -69,6 +86,7 @@ elif mode == "floor":
     found = fs.find(root, detail=True)
     pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
               for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
+    @timed
     def get(piece):
         p, s, e = piece
         return len(fs.cat_file(p, start=s, end=e))
@@ -78,7 +96,14 @@ seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forking parent (the bench,
 # which held the uploaded corpus), while VmHWM belongs to this process's own memory.
 hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
-print(json.dumps({"seconds": seconds, "cpu": cpu, "rows": rows, "peak_rss": hwm}))
+out = {"seconds": seconds, "cpu": cpu, "rows": rows, "peak_rss": hwm}
+if spans:
+    # Mean requests in flight from the first request's start to the last one's end, and what
+    # the measured call spent before the first and after the last byte.
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    out["in_flight"] = sum(b - a for a, b in spans) / (last - first)
+    out["before_first"], out["after_last"] = first, seconds - last
+print(json.dumps(out))
 """
 
 
@@ -113,12 +138,14 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def child(mode: str, target: str, endpoint: str, mirror: str, server: int | None = None) -> dict[str, float]:
-    """One measured read in a fresh process; with ``server``, also that process's CPU time
-    meanwhile (moto's share of the two CPUs)."""
+def child(
+    mode: str, target: str, endpoint: str, mirror: str, server: int | None = None, python: str = sys.executable
+) -> dict[str, float]:
+    """One measured read in a fresh process of ``python``; with ``server``, also that process's
+    CPU time meanwhile (moto's share of the two CPUs)."""
     before = process_cpu(server) if server is not None else 0.0
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, target, endpoint, mirror],
+        [python, "-c", CHILD, mode, target, endpoint, mirror],
         capture_output=True,
         text=True,
         check=True,
@@ -129,11 +156,15 @@ def child(mode: str, target: str, endpoint: str, mirror: str, server: int | None
     return result
 
 
-def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[str, float]]]:
+def bench_s3(
+    logdir: Path, repeats: int, log: list[str], baseline: str | None = None
+) -> dict[str, list[dict[str, float]]]:
     import s3fs
 
     proc, endpoint = start_s3()
     results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": [], "mirror": []}
+    if baseline is not None:
+        results.update({"s3@baseline": [], "mirror@baseline": []})
     try:
         os.environ.update(AWS_ENV)
         fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
@@ -146,10 +177,14 @@ def bench_s3(logdir: Path, repeats: int, log: list[str]) -> dict[str, list[dict[
             warm_page_cache(logdir)
             results["local"].append(child("local", str(logdir), endpoint, ""))
             results["floor"].append(child("floor", url, endpoint, "", proc.pid))
-            for mode in ("s3", "mirror"):
+            reads = [key for key in results if key not in ("local", "floor")]
+            # Every other round in reverse, so that neither build always runs first.
+            for key in reads if i % 2 == 0 else reversed(reads):
+                mode, _, other = key.partition("@")
                 mirror = tempfile.mkdtemp(prefix="tbscope-bench-mirror-")
                 try:
-                    results[mode].append(child(mode, url, endpoint, mirror, proc.pid))
+                    python = baseline if other and baseline is not None else sys.executable
+                    results[key].append(child(mode, url, endpoint, mirror, proc.pid, python))
                 finally:
                     shutil.rmtree(mirror, ignore_errors=True)
             print(
@@ -206,12 +241,15 @@ def main() -> int:
     add_corpus_args(parser)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-dask", action="store_true")
+    parser.add_argument(
+        "--baseline", metavar="PYTHON", help="another build's python: its s3 read and fetch run in the same rounds"
+    )
     args = parser.parse_args()
     spec, _ = specs_from_args(args)
     corpus = ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
     log: list[str] = []
     load = os.getloadavg()
-    s3 = bench_s3(corpus.logdir, args.repeats, log)
+    s3 = bench_s3(corpus.logdir, args.repeats, log, args.baseline)
 
     def med(kind: str, key: str) -> float:
         return statistics.median(r[key] for r in s3[kind])
@@ -220,8 +258,8 @@ def main() -> int:
         f"### Remote logdirs ({corpus.events:,} scalar events, {corpus.files} files, {human_bytes(corpus.bytes)}; "
         f"moto S3 server on loopback; load average {load[0]:.1f} at start, a shared 2-CPU machine)",
         "",
-        "| read | time (s, median) | CPU (s, median) | moto's CPU meanwhile (s) | × raw-GET floor | peak RSS | × local peak RSS | rows (floor, fetch: bytes) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| read | time (s, median) | CPU (s, median) | moto's CPU meanwhile (s) | × raw-GET floor | peak RSS | × local peak RSS | requests in flight (mean) | before the first / after the last byte (s) | rows (floor, fetch: bytes) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     floor, local_rss = med("floor", "seconds"), med("local", "peak_rss")
     for kind, name in (
@@ -229,11 +267,25 @@ def main() -> int:
         ("s3", "tbscope over s3:// (empty mirror)"),
         ("mirror", "its fetch alone (mirror refresh, no read)"),
         ("local", "tbscope local (warm page cache)"),
+        ("s3@baseline", f"baseline build ({args.baseline}): s3 read"),
+        ("mirror@baseline", "baseline build: fetch alone"),
     ):
+        if kind not in s3:
+            continue
         t, cpu, rss = med(kind, "seconds"), med(kind, "cpu"), med(kind, "peak_rss")
+        timeline = kind != "local"
+        flight = f"{med(kind, 'in_flight'):.2f}" if timeline else "–"
+        ends = f"{med(kind, 'before_first'):.2f} / {med(kind, 'after_last'):.2f}" if timeline else "–"
         lines.append(
-            f"| {name} | {t:.2f} | {cpu:.2f} | {med(kind, 'server_cpu'):.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {int(med(kind, 'rows')):,} |"
+            f"| {name} | {t:.2f} | {cpu:.2f} | {med(kind, 'server_cpu'):.2f} | {t / floor:.2f} | {human_bytes(rss)} | {rss / local_rss:.2f} | {flight} | {ends} | {int(med(kind, 'rows')):,} |"
         )
+    floors = [r["seconds"] for r in s3["floor"]]
+    for kind, runs in s3.items():
+        # Each read against the floor of its own round: steadier than the medians under load.
+        ratios = "/".join(f"{r['seconds'] / f:.2f}" for r, f in zip(runs, floors))
+        walls = "/".join(f"{r['seconds']:.2f}" for r in runs)
+        cpus = "/".join(f"{r['cpu']:.2f}" for r in runs)
+        log.append(f"- {kind}: {walls} s, CPU {cpus} s, × the round's floor {ratios}")
     lines += ["", *log]
     if not args.skip_dask:
         d = bench_dask(corpus.logdir, 5)

@@ -34,8 +34,6 @@ __all__ = ["Mirror", "is_url", "local", "open_mirror", "parse_storage_option", "
 #: held in memory while fetching.
 PIECE_BYTES = 8 << 20
 CONCURRENCY = 16
-#: Reads of the mirror while a first fetch runs (see Mirror.follow).
-ROUNDS = 8
 #: Largest write of a piece as it streams in (S3): what a request in flight holds at most.
 STREAM_BYTES = 1 << 20
 #: Tries per piece (the store's own client may retry inside each), and the first backoff.
@@ -245,7 +243,6 @@ class Mirror:
             with held:
                 self._finish(self._apply(*plan))
             return
-        self._total = len(plan[3])
         self._progress = threading.Condition()
         self._published = 0
         self._done = False
@@ -289,12 +286,14 @@ class Mirror:
             return [load()]
         out = []
         seen = 0
-        # A few rounds, not one per file: each read of the mirror has a fixed cost (listing,
-        # merging, building tables), and the last round (after the fetch) stays small.
-        step = max(1, -(-self._total // ROUNDS))
+        # A read whenever files have arrived since the last one began: a read of the mirror
+        # that finds nothing new costs under a millisecond, so rounds follow the fetch as
+        # closely as the parse keeps up, and once the last byte is in only the files that
+        # arrived during the last round are left to parse (in fixed steps of an eighth of the
+        # files, up to an eighth of the logdir was).
         while True:
             with self._progress:
-                while self._published - seen < step and not self._done:
+                while self._published == seen and not self._done:
                     self._progress.wait()
                 seen, done = self._published, self._done
             if done:
@@ -439,8 +438,16 @@ class Mirror:
                 staged[rel] = os.path.join(self.dir, "partial", rel)
                 local = staged[rel]
             os.makedirs(os.path.dirname(local), exist_ok=True)
-            fd = os.open(local, os.O_RDWR | os.O_CREAT, 0o644)
-            os.ftruncate(fd, start)
+            if start == 0:
+                # Created afresh, never truncated to zero: ext4 writes back a file that was
+                # truncated to zero and then written when it is closed (auto_da_alloc), which
+                # cost a few ms per 16 MiB file, in the fetch's tail (bench/README.md, "Scale").
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(local)  # left by an interrupted refresh
+                fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            else:
+                fd = os.open(local, os.O_WRONLY)
+                os.ftruncate(fd, start)
             fds[rel] = fd
             mine = [(rel, s, min(s + PIECE_BYTES, end)) for s in range(start, end, PIECE_BYTES)]
             left[rel] = len(mine)
@@ -453,18 +460,23 @@ class Mirror:
         # so a dead server costs one round of backoff, not one per file.
         gave_up = threading.Event()
 
+        def advance() -> None:
+            """Moves every whole file at the head of the job order into the mirror and closes
+            it (under count_lock)."""
+            while next_up[0] < len(order) and left[order[next_up[0]]] <= 0:
+                r = order[next_up[0]]
+                next_up[0] += 1
+                if r not in failed:
+                    self._complete(r, fds[r], staged.get(r), mtimes.get(r))
+                    os.close(fds.pop(r))
+                    if publish is not None:
+                        publish()
+
         def finished(rel: str) -> None:
-            """One more piece of ``rel`` is done (or given up on): move every whole file at the
-            head of the job order into the mirror."""
+            """One more piece of ``rel`` is done (or given up on)."""
             with count_lock:
                 left[rel] -= 1
-                while next_up[0] < len(order) and left[order[next_up[0]]] <= 0:
-                    r = order[next_up[0]]
-                    next_up[0] += 1
-                    if r not in failed:
-                        self._complete(r, fds[r], staged.get(r), mtimes.get(r))
-                        if publish is not None:
-                            publish()
+                advance()
 
         def one(piece: tuple[str, int, int]) -> None:
             try:
@@ -500,10 +512,13 @@ class Mirror:
                     delay *= 2
 
         try:
-            with ThreadPoolExecutor(
-                max_workers=min(CONCURRENCY, len(pieces)), thread_name_prefix="tbscope-fetch"
-            ) as pool:
-                list(pool.map(one, pieces))
+            with count_lock:
+                advance()  # empty files at the head (an empty file has no pieces)
+            if pieces:
+                with ThreadPoolExecutor(
+                    max_workers=min(CONCURRENCY, len(pieces)), thread_name_prefix="tbscope-fetch"
+                ) as pool:
+                    list(pool.map(one, pieces))
         finally:
             for rel, fd in fds.items():
                 if rel in failed or left[rel] > 0:

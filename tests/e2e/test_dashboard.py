@@ -414,15 +414,34 @@ def test_url_state_round_trips(page: Page, server: Server) -> None:
 
 
 def test_url_follows_a_long_slider_drag(page: Page, server: Server) -> None:
-    """A drag sends an input per frame and the URL is written at most every 100 ms: it still
-    ends on the last value, and a pasted link of it restores it."""
+    """A drag sends an input per frame and the URL is written at most every 100 ms: a burst of
+    300 inputs (through some 30 slider positions, each a new URL) writes it at most once while
+    it lasts and once after, ends on the last value, and a pasted link of it restores it."""
     open_scalars(page, server, "scalars?smoothing=0")
-    page.page.evaluate(
-        """() => { const s = document.querySelector('#smoothing');
-        for (let i = 1; i <= 300; i++) { s.value = String(0.2 + i / 1000); s.dispatchEvent(new Event('input', {bubbles: true})); } }"""
+    burst = page.page.evaluate(
+        """() => {
+        const writes = [];
+        const replace = history.replaceState.bind(history);
+        history.replaceState = (data, unused, url) => { writes.push(String(url)); return replace(data, unused, url); };
+        window.__urlWrites = writes;
+        const s = document.querySelector('#smoothing');
+        const positions = new Set();
+        for (let i = 1; i <= 300; i++) {
+            s.value = String(0.2 + i / 1000);
+            positions.add(s.value);
+            s.dispatchEvent(new Event('input', {bubbles: true}));
+        }
+        return {positions: positions.size, during: writes.length};
+        }"""
     )
     page.page.wait_for_function("() => location.hash.includes('smoothing=0.5')", timeout=5_000)
     page.page.wait_for_timeout(300)  # nothing later overwrites it
+    writes = page.page.evaluate("() => window.__urlWrites")
+    # Without the throttle each of the ~30 positions is a write, all during the burst.
+    assert burst["positions"] >= 20, burst
+    assert burst["during"] <= 1, (burst, writes)
+    assert len(writes) <= 2, writes
+    assert "smoothing=0.5" in writes[-1]
     assert "smoothing=0.5" in page.page.url
     link = page.page.url
     page.page.goto(server.url + "#scalars")

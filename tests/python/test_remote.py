@@ -285,6 +285,100 @@ def test_first_read_parses_files_while_others_are_fetched(s3, tbx_logdir, tmp_pa
         assert same_table(lg._frame(kind).to_arrow(), local._frame(kind).to_arrow()), kind
 
 
+def test_first_read_parses_each_file_as_soon_as_it_arrives(s3, tmp_path, monkeypatch):
+    """The first read reads the mirror again whenever a file has arrived since its last read
+    (not after a fixed share of the files): once the last byte is in, only what arrived during
+    the last read is left to parse. Each request here waits until the read that follows the
+    file before it has returned, so every read finds exactly one new file."""
+    logdir = tmp_path / "logs"
+    for i in range(12):  # more than 8 files: fixed steps would be of 2 files or more
+        with tbscope.SummaryWriter(logdir / f"run{i:02d}") as w:
+            w.add_scalar("x", float(i), i)
+    s3.fs().put(str(logdir) + "/", f"{BUCKET}/each", recursive=True)
+    monkeypatch.setattr(_mirror, "CONCURRENCY", 1)
+    mirror = _mirror.Mirror(f"s3://{BUCKET}/each", {**s3.options, "mirror": str(tmp_path / "m")})
+    call_s3 = mirror.fs._call_s3
+    loaded = threading.Semaphore(0)
+    first = [True]
+
+    async def gated(method, *args, **kw):
+        if method == "get_object":
+            if not first[0]:
+                # Bounded, so that a reader that never reads before the end still finishes.
+                await asyncio.to_thread(loaded.acquire, True, 5)
+            first[0] = False
+        return await call_s3(method, *args, **kw)
+
+    monkeypatch.setattr(mirror.fs, "_call_s3", gated)
+    mirror.start()
+    lg = tbscope._reader.Logdir(mirror._path_now, tbscope.scan(logdir)._args, False, mirror)
+    load = lg._native.load
+    seen: list[list[str]] = []
+
+    def watched_load():
+        seen.append(sorted(p.parent.name for p in Path(mirror.files_dir).rglob("*tfevents*")))
+        try:
+            return load()
+        finally:
+            loaded.release()
+
+    mirror.follow(watched_load)
+    lg._loaded = True
+    runs = [f"run{i:02d}" for i in range(12)]
+    # One read per file as it arrives, then the read after the fetch (which finds nothing new,
+    # or the last file when the fetch was over before a read of it began).
+    assert seen[:11] == [runs[: i + 1] for i in range(11)] and seen[11:] in ([runs, runs], [runs]), seen
+    pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(logdir))
+
+
+def test_new_mirror_files_are_created_not_truncated(s3, tbx_logdir, tmp_path, monkeypatch):
+    """A new file is created afresh beside the mirror, never truncated to zero (ext4 writes back
+    a file truncated to zero and then written when it is closed: a few ms per file, all in the
+    fetch's tail), and whatever an interrupted refresh left there is replaced, not reused."""
+    mirror = _mirror.Mirror(f"s3://{BUCKET}/tbx", {**s3.options, "mirror": str(tmp_path / "m")})
+    files = sorted(p.relative_to(tbx_logdir).as_posix() for p in tbx_logdir.rglob("*tfevents*"))
+    stale = Path(mirror.dir) / "partial" / files[0]
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"\xff" * ((tbx_logdir / files[0]).stat().st_size + 4096))
+    truncated: list[int] = []
+    ftruncate = os.ftruncate
+
+    def watched(fd, length):
+        truncated.append(length)
+        return ftruncate(fd, length)
+
+    monkeypatch.setattr(os, "ftruncate", watched)
+    mirror.sync(first=True)
+    assert 0 not in truncated
+    for rel in files:
+        assert (Path(mirror.files_dir) / rel).read_bytes() == (tbx_logdir / rel).read_bytes(), rel
+    assert not list((Path(mirror.dir) / "partial").rglob("*tfevents*"))
+
+
+def test_empty_event_files_over_urls(mirrors, tmp_path):
+    """A logdir whose new files are all empty (writers that have not flushed yet) is read like
+    the local one; empty files among others too."""
+    import fsspec
+
+    mem = fsspec.filesystem("memory")
+    logdir = tmp_path / "logs"
+    (logdir / "a").mkdir(parents=True)
+    (logdir / "a" / "events.out.tfevents.1.host").write_bytes(b"")
+    try:
+        for step in ("only empty files", "an empty file before a run's other file"):
+            if step != "only empty files":
+                with tbscope.SummaryWriter(logdir / "b") as w:
+                    w.add_scalar("x", 1.0, 0)
+                (logdir / "b" / "events.out.tfevents.0.host").write_bytes(b"")
+            mem.put(str(logdir) + "/", "/tbscope-empty", recursive=True)
+            lg = tbscope.scan("memory://tbscope-empty", storage_options={"mirror": str(tmp_path / "m")})
+            local = tbscope.scan(logdir)
+            assert lg.runs == local.runs and lg.report == local.report, step
+            pd.testing.assert_frame_equal(lg.scalars().to_pandas(), local.scalars().to_pandas())
+    finally:
+        mem.rm("/tbscope-empty", recursive=True)
+
+
 def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, monkeypatch):
     """The S3 server dies after the first file is fetched: that file is read, every other is
     reported (its URL, why) and none is read half-fetched."""
@@ -333,6 +427,8 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
     )
     assert not lg.report.ok
     assert lg.runs == ["a"]
+    # Nothing half-fetched is left, in the mirror or beside it.
+    assert not list((Path(mirror.dir) / "partial").rglob("*tfevents*"))
     pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(logdir, runs="a"))
     assert took < 60
     # Reading again with the server gone: the listing fails, the rows read before stay.
