@@ -87,6 +87,7 @@ impl Cache {
                 r.file_names = file_names;
                 self.kept = Some(Kept {
                     manifest: p.manifest.clone(),
+                    partial: true,
                     nruns: r.run_names.len(),
                     index_at: p.index.at.clone(),
                     state_at,
@@ -121,8 +122,7 @@ impl Cache {
         k.dirs_same
             && c.facts.is_some()
             && c.stats.is_some()
-            && k.nruns == r.runs.len()
-            && k.names(r).iter().eq(r.runs.keys())
+            && r.runs.keys().all(|n| k.names(r).binary_search(n).is_ok())
             && self.partial.as_ref().is_some_and(|p| {
                 p.decoded
                     .iter()
@@ -150,10 +150,8 @@ impl Cache {
         let (rest, names, _) =
             decode_state_where(p, kept.names(r), &r.root, &|i| !done(i)).map_err(bad)?;
         let mut names = names;
-        for (i, (name, state)) in rest.into_iter().enumerate() {
-            if done(i) {
-                continue;
-            }
+        for (name, state) in rest {
+            let i = state.id as usize;
             let (a, b) = (p.index.start[i] as usize, p.index.start[i + 1] as usize);
             for (slot, n) in r
                 .file_names
@@ -179,12 +177,14 @@ impl Cache {
             let (_, body) = decode_header(&manifest).map_err(bad)?;
             decode_body(body).map_err(bad)?
         };
-        if m.nruns != r.runs.len() || w.facts.num_rows() != m.nruns {
+        // The generation's runs are the previous one's (`partial_publishable`), in order: the
+        // first of the reader's names (a run read again from its start was numbered anew).
+        let n = self.kept.as_ref().map_or(usize::MAX, |k| k.nruns);
+        if m.nruns != n || w.facts.num_rows() != m.nruns || r.run_names.len() < n {
             return Err(bad("runs out of step".into()));
         }
-        // The names in the generation's order (the reader's may hold a run twice: one read
-        // again from its start is numbered anew).
-        let names: Vec<String> = std::mem::take(&mut r.runs).into_keys().collect();
+        r.runs.clear();
+        r.run_names.truncate(n);
         self.pending = Some(Box::new(Pending {
             manifest,
             nruns: m.nruns,
@@ -200,7 +200,6 @@ impl Cache {
             facts: Some(w.facts),
             stats: Some(w.stats),
         }));
-        r.run_names = names;
         r.file_names.clear();
         self.partial = None;
         self.kept = None;

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::segments::{Piece, Segment};
 use super::stamp::FileSum;
 use crate::event_file::{SeriesMeta, Severity};
-use crate::load::{rel_name, Reader, ReportEntry};
+use crate::load::{rel_name, Reader, ReportEntry, RunState};
 use crate::logdir::{run_name, time_parts, Listing};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
@@ -304,16 +304,34 @@ pub(super) fn encode_manifest(
             intern_meta(&mut metas, &mut meta_list, m);
         }
     }
-    // Per run (in `r.runs` order), where its parts lie in the previous manifest when they are
-    // kept as encoded.
+    // Every run, in order, with its state: None for a run a partial load did not decode (its
+    // parts are copied from the previous manifest).
+    let entries: Vec<(&str, Option<&RunState>)> = match kept.filter(|k| k.partial) {
+        Some(k) => {
+            let mut decoded = r.runs.iter().peekable();
+            let mut out = Vec::with_capacity(k.nruns.max(r.runs.len()));
+            for name in k.names(r) {
+                while let Some((n, s)) = decoded.next_if(|(n, _)| *n < name) {
+                    out.push((n.as_str(), Some(s)));
+                }
+                let state = decoded.next_if(|(n, _)| *n == name).map(|(_, s)| s);
+                out.push((name.as_str(), state));
+            }
+            out.extend(decoded.map(|(n, s)| (n.as_str(), Some(s))));
+            out
+        }
+        None => r.runs.iter().map(|(n, s)| (n.as_str(), Some(s))).collect(),
+    };
+    let without_state = |name: &str| format!("run {name} without its state");
+    // Per run, where its parts lie in the previous manifest when they are kept as encoded.
     let copied: Vec<Option<(usize, usize, usize, usize)>> = match kept {
         Some(k) => {
             let mut old = k.names(r).iter().enumerate().peekable();
-            r.runs
-                .keys()
-                .map(|name| {
-                    while old.next_if(|(_, n)| n.as_str() < name.as_str()).is_some() {}
-                    let (i, _) = old.next_if(|(_, n)| n.as_str() == name.as_str())?;
+            entries
+                .iter()
+                .map(|&(name, _)| {
+                    while old.next_if(|(_, n)| n.as_str() < name).is_some() {}
+                    let (i, _) = old.next_if(|(_, n)| n.as_str() == name)?;
                     if k.again.contains(name) {
                         return None;
                     }
@@ -323,9 +341,10 @@ pub(super) fn encode_manifest(
                 })
                 .collect()
         }
-        None => vec![None; r.runs.len()],
+        None => vec![None; entries.len()],
     };
-    for (st, _) in r.runs.values().zip(&copied).filter(|(_, c)| c.is_none()) {
+    for ((name, st), _) in entries.iter().zip(&copied).filter(|(_, c)| c.is_none()) {
+        let st = st.ok_or_else(|| without_state(name))?;
         for (t, ts) in &st.tags {
             strings.id(t);
             if let Some(m) = &ts.meta {
@@ -352,23 +371,24 @@ pub(super) fn encode_manifest(
     }
     let root_is_file = r.root.is_file();
     // The runs in order: pieces and directories name their run by its index here.
-    let run_list: Vec<&str> = r.runs.keys().map(String::as_str).collect();
+    let run_list: Vec<&str> = entries.iter().map(|e| e.0).collect();
     // The runs' names, one length-prefixed section (a warm open that finds nothing changed
     // needs none of them); then the change-check index: per run its files' identities. The
     // state follows as one more section, so that a warm open can leave it undecoded.
-    e.u(r.runs.len() as u64);
+    e.u(entries.len() as u64);
     let mut names = Enc::default();
     let mut prev: &[u8] = b"";
-    for name in r.runs.keys() {
+    for name in &run_list {
         names.prefixed(prev, name.as_bytes());
         prev = name.as_bytes();
     }
     e.b(&names.0);
-    for ((name, st), copy) in r.runs.iter().zip(&copied) {
+    for ((name, st), copy) in entries.iter().zip(&copied) {
         if let (Some((a, b, _, _)), Some(k)) = (copy, kept) {
             e.0.extend_from_slice(&k.manifest[*a..*b]);
             continue;
         }
+        let st = st.ok_or_else(|| without_state(name))?;
         let dir = run_dir(&r.root, name);
         e.u(st.files.len() as u64);
         for f in st.files.values() {
@@ -404,12 +424,13 @@ pub(super) fn encode_manifest(
         }
     }
     let mut st_enc = Enc::default();
-    for (st, copy) in r.runs.values().zip(&copied) {
+    for ((name, st), copy) in entries.iter().zip(&copied) {
         let e = &mut st_enc;
         if let (Some((_, _, a, b)), Some(k)) = (copy, kept) {
             e.0.extend_from_slice(&k.manifest[*a..*b]);
             continue;
         }
+        let st = st.ok_or_else(|| without_state(name))?;
         e.opt_f(st.first_wall);
         e.opt_f(st.last_wall);
         e.flag(st.max_step.is_some());
@@ -483,9 +504,14 @@ pub(super) fn encode_manifest(
     // name order), each with its parent's index and its run's: the change check of a warm
     // open walks them without building a path or looking anything up.
     // Kept as encoded when no directory changed and the runs are the same (their indices too).
-    if let Some(k) = kept
-        .filter(|k| k.dirs_same && k.nruns == r.runs.len() && k.names(r).iter().eq(r.runs.keys()))
-    {
+    if let Some(k) = kept.filter(|k| {
+        k.dirs_same
+            && k.nruns == run_list.len()
+            && k.names(r)
+                .iter()
+                .map(String::as_str)
+                .eq(run_list.iter().copied())
+    }) {
         e.0.extend_from_slice(&k.manifest[k.dirs_at.0..k.dirs_at.1]);
         for f in derived {
             e.file_sum(f);
@@ -579,6 +605,8 @@ impl DirListing {
 /// they refer to (the new tables start with these, in this order).
 pub(super) struct Kept {
     pub(super) manifest: arrow_buffer::Buffer,
+    /// A partial load (`carry.rs`): the reader holds the state of the runs read again only.
+    pub(super) partial: bool,
     /// How many runs the previous generation has: they are the first of the reader's
     /// `run_names`, in order (a load only appends to those).
     pub(super) nruns: usize,

@@ -768,6 +768,7 @@ impl Cache {
                 let p = *p;
                 self.kept = Some(Kept {
                     manifest: p.manifest,
+                    partial: false,
                     nruns: r.run_names.len(),
                     index_at: p.index.at,
                     state_at,

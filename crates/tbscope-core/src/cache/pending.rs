@@ -167,10 +167,9 @@ pub(super) fn decode_state(
     decode_state_where(p, run_names, root, &|_| true)
 }
 
-/// [`decode_state`] for the runs `want` says yes to (by index); every other run is a
-/// placeholder (its id and nothing else) and its files' names empty, its part of the section
-/// only stepped over. The placeholders stand for runs whose encoded parts a new manifest
-/// copies as they are (`Cache::load` on a change to a few runs); nothing may read them.
+/// [`decode_state`] for the runs `want` says yes to (by index); every other run's part of the
+/// section is only stepped over (the map leaves it out, its files' names are empty), for a
+/// new manifest to copy as it is (`carry.rs`).
 pub(super) fn decode_state_where(
     p: &Pending,
     run_names: &[String],
@@ -198,10 +197,7 @@ pub(super) fn decode_state_where(
         } else {
             skip_run(p, &mut d, id)?;
             file_names.resize(p.index.start[id + 1] as usize, String::new());
-            RunState {
-                id: id as i32,
-                ..Default::default()
-            }
+            continue;
         };
         runs.push((name.clone(), state));
     }
