@@ -5,9 +5,9 @@
 //! generation (the state encoded, the stored tables answering), or, should it not be
 //! published, as after decoding the whole of the old one.
 //!
-//! Until then the reader's `runs` holds placeholders for the runs not decoded (their name and
-//! id, nothing else): only the load and the generation it writes see them, and both take
-//! those runs' parts from the old generation (`Kept`, `Carried`).
+//! Until then the reader's `runs` holds the decoded runs only (its `run_names` all of them):
+//! only the load and the generation it writes see that, and both take the other runs' parts
+//! from the old generation (`Kept`, `Carried`).
 
 use std::collections::HashSet;
 
@@ -130,7 +130,7 @@ impl Cache {
             })
     }
 
-    /// Decodes the state of the runs a partial load left as placeholders (the generation
+    /// Decodes the state of the runs a partial load left encoded (the generation
     /// was not published): the reader then holds every run, as a whole decode gives it.
     pub(super) fn complete_partial(&mut self, r: &mut Reader) -> Result<()> {
         let Some(part) = self.partial.take() else {
