@@ -471,6 +471,114 @@ fn incremental_refresh_equals_a_cold_read() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// A refresh that decodes only the runs that moved (issue 15) leaves a reader that answers as
+/// a cold read does, whatever follows: another refresh of the same reader (from the generation
+/// it just published), one whose generation cannot be published (the other runs' state is then
+/// decoded from the generation it started from), several kinds of change at once, and every
+/// table asked for afterwards.
+#[test]
+fn partial_refresh_follows_with_any_next_step() {
+    let base = tmp("partial");
+    let root = base.join("logdir");
+    let cache = base.join("cache");
+    let runs = ["s0/t0", "s0/t1", "s0/t2", "s1/t0", "s1/t1"];
+    let file = |run: &str| root.join(run).join("events.out.tfevents.1.x");
+    for run in runs {
+        std::fs::create_dir_all(root.join(run)).unwrap();
+        std::fs::write(file(run), events(run, 0..40, true)).unwrap();
+    }
+    settle(&root);
+    assert_eq!(cached(&root, &cache).cache_info().status, "miss");
+    let append = |run: &str, steps: std::ops::Range<i64>| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(file(run))
+            .unwrap();
+        f.write_all(&events(run, steps, false)).unwrap();
+    };
+    let agree = |r: &mut CachedReader, what: &str| {
+        let mut plain = fresh(&root);
+        tables_agree(r, &mut plain, what);
+        assert_eq!(snapshot(r), snapshot(&mut plain), "{what}");
+        assert_eq!(logs_of(r), logs_of(&mut plain), "{what}: logs");
+        assert_eq!(
+            format!("{:?}", r.report().unwrap()),
+            format!("{:?}", plain.report()),
+            "{what}: report"
+        );
+    };
+    let reload = |r: &mut CachedReader| r.load(&AtomicBool::new(false)).unwrap();
+
+    // One reader, refreshed twice: the second refresh continues from the generation the
+    // first published (its state still encoded, its stored tables carried over again).
+    let mut r = cached(&root, &cache);
+    assert_eq!(r.cache_info().status, "hit");
+    append("s0/t1", 40..55);
+    reload(&mut r);
+    let info = r.cache_info();
+    assert_eq!(
+        (info.status, info.written, info.runs_rechecked),
+        ("updated", true, 1)
+    );
+    assert!(r.state_pending(), "answered from the generation it wrote");
+    // New extremes and a new last value in two runs, a third truncated in place (read again
+    // from its start), all in one refresh.
+    append("s0/t0", 40..70);
+    append("s1/t1", 40..42);
+    std::fs::write(file("s0/t2"), events("s0/t2", 0..7, true)).unwrap();
+    reload(&mut r);
+    let info = r.cache_info();
+    assert_eq!(
+        (
+            info.status,
+            info.written,
+            info.runs_rechecked,
+            info.runs_dropped
+        ),
+        ("updated", true, 3, 1)
+    );
+    agree(&mut r, "two refreshes of one reader");
+    let mut warm = cached(&root, &cache);
+    assert_eq!(warm.cache_info().status, "hit");
+    agree(&mut warm, "the next open");
+
+    // A refresh whose generation cannot be written (the cache directory became a file): the
+    // reader still answers as a cold read, every run's state taken from the old generation.
+    let mut r = cached(&root, &cache);
+    assert_eq!(r.cache_info().status, "hit");
+    let aside = base.join("cache-aside");
+    std::fs::rename(&cache, &aside).unwrap();
+    std::fs::write(&cache, b"not a directory").unwrap();
+    append("s1/t0", 40..60);
+    append("s0/t1", 55..56);
+    reload(&mut r);
+    let info = r.cache_info();
+    assert_eq!(
+        (info.status, info.written, info.runs_rechecked),
+        ("updated", false, 2)
+    );
+    assert!(
+        info.warnings.iter().any(|w| w.contains("not written")),
+        "{:?}",
+        info.warnings
+    );
+    assert!(!r.state_pending());
+    agree(&mut r, "not published");
+    // Writable again: the next refresh (a full one: the state is decoded) publishes.
+    std::fs::remove_file(&cache).unwrap();
+    std::fs::rename(&aside, &cache).unwrap();
+    append("s0/t2", 7..9);
+    reload(&mut r);
+    assert_eq!(r.cache_info().status, "updated");
+    assert!(r.cache_info().written);
+    agree(&mut r, "published again");
+    let mut warm = cached(&root, &cache);
+    assert_eq!(warm.cache_info().status, "hit");
+    agree(&mut warm, "the next open, after the failed write");
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 /// Deferred writes (`tbscope serve`): a load publishes nothing; the write taken afterwards
 /// runs without the reader while the reader loads more, and each generation it publishes
 /// restores to what a fresh reader of the logdir as of its take returns, later bytes read on

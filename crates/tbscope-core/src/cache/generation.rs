@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 
+use super::carry::Written;
 use super::files::{hold, map_bytes, read_ipc_file, write_ipc, RestoreError};
 use super::manifest::{decode_body, decode_header, encode_manifest};
 use super::pending::Pending;
@@ -153,6 +154,9 @@ pub(super) fn segment_file(seg: &str, kind: Kind) -> String {
     format!("{seg}.{}.arrow", kind.name())
 }
 
+/// Per segment, what the manifest says about its file of each kind.
+type SegmentSums = Vec<[Option<FileSum>; 8]>;
+
 /// The stored tables of a generation: the runs' facts and the scalar series' statistics.
 const FACTS: &str = "facts.arrow";
 const STATS: &str = "stats.arrow";
@@ -190,7 +194,11 @@ impl Cache {
                 let _ = fs::remove_dir_all(&tmp);
                 return Err(ABANDONED.to_string());
             }
-            Ok(files) => files,
+            Ok((files, written)) => {
+                // A partial load continues from what it wrote (`Cache::repend`).
+                self.written = self.partial.is_some().then_some(written);
+                files
+            }
             Err(e) => {
                 let _ = fs::remove_dir_all(&tmp);
                 return Err(e);
@@ -253,7 +261,7 @@ impl Cache {
         r: &Reader,
         tmp: &Path,
         abandon: &AtomicBool,
-    ) -> std::result::Result<Vec<[Option<FileSum>; 8]>, String> {
+    ) -> std::result::Result<(SegmentSums, Written), String> {
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, std::time::Duration)> = Vec::new();
         let mut sums: Vec<[Option<FileSum>; 8]> = Vec::with_capacity(self.segments.len());
@@ -290,13 +298,14 @@ impl Cache {
         // The stored tables answer a warm open that finds nothing changed (see the module
         // docs): computed by the reader, which holds the unfiltered load.
         marks.push(("segments", t0.elapsed()));
-        let facts = r
-            .run_facts()
+        let facts = self
+            .facts_to_store(r)
             .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
+        marks.push(("facts", t0.elapsed()));
         let stats = self
             .stats_to_store()
             .map_err(|e| format!("cannot compute scalar statistics: {e}"))?;
-        marks.push(("facts and statistics", t0.elapsed()));
+        marks.push(("statistics", t0.elapsed()));
         let mut derived = [None; 2];
         for (slot, (name, b)) in derived.iter_mut().zip([(FACTS, &facts), (STATS, &stats)]) {
             let dest = tmp.join(name);
@@ -326,7 +335,14 @@ impl Cache {
         marks.push(("manifest written", t0.elapsed()));
         // Where a publish spends its time: on a logdir of many runs, most of a small change.
         super::trace_marks("publish", &marks);
-        Ok(sums)
+        Ok((
+            sums,
+            Written {
+                manifest,
+                facts,
+                stats,
+            },
+        ))
     }
 
     /// Restores the reader from the current generation.

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::segments::{Piece, Segment};
 use super::stamp::FileSum;
 use crate::event_file::{SeriesMeta, Severity};
-use crate::load::{rel_name, Reader, ReportEntry};
+use crate::load::{rel_name, Reader, ReportEntry, RunState};
 use crate::logdir::{run_name, time_parts, Listing};
 
 /// Bump when the manifest or segment layout changes: older caches are then read again.
@@ -304,16 +304,34 @@ pub(super) fn encode_manifest(
             intern_meta(&mut metas, &mut meta_list, m);
         }
     }
-    // Per run (in `r.runs` order), where its parts lie in the previous manifest when they are
-    // kept as encoded.
+    // Every run, in order, with its state: None for a run a partial load did not decode (its
+    // parts are copied from the previous manifest).
+    let entries: Vec<(&str, Option<&RunState>)> = match kept.filter(|k| k.partial) {
+        Some(k) => {
+            let mut decoded = r.runs.iter().peekable();
+            let mut out = Vec::with_capacity(k.nruns.max(r.runs.len()));
+            for name in k.names(r) {
+                while let Some((n, s)) = decoded.next_if(|(n, _)| *n < name) {
+                    out.push((n.as_str(), Some(s)));
+                }
+                let state = decoded.next_if(|(n, _)| *n == name).map(|(_, s)| s);
+                out.push((name.as_str(), state));
+            }
+            out.extend(decoded.map(|(n, s)| (n.as_str(), Some(s))));
+            out
+        }
+        None => r.runs.iter().map(|(n, s)| (n.as_str(), Some(s))).collect(),
+    };
+    let without_state = |name: &str| format!("run {name} without its state");
+    // Per run, where its parts lie in the previous manifest when they are kept as encoded.
     let copied: Vec<Option<(usize, usize, usize, usize)>> = match kept {
         Some(k) => {
-            let mut old = k.names.iter().enumerate().peekable();
-            r.runs
-                .keys()
-                .map(|name| {
-                    while old.next_if(|(_, n)| n.as_str() < name.as_str()).is_some() {}
-                    let (i, _) = old.next_if(|(_, n)| n.as_str() == name.as_str())?;
+            let mut old = k.names(r).iter().enumerate().peekable();
+            entries
+                .iter()
+                .map(|&(name, _)| {
+                    while old.next_if(|(_, n)| n.as_str() < name).is_some() {}
+                    let (i, _) = old.next_if(|(_, n)| n.as_str() == name)?;
                     if k.again.contains(name) {
                         return None;
                     }
@@ -323,9 +341,10 @@ pub(super) fn encode_manifest(
                 })
                 .collect()
         }
-        None => vec![None; r.runs.len()],
+        None => vec![None; entries.len()],
     };
-    for (st, _) in r.runs.values().zip(&copied).filter(|(_, c)| c.is_none()) {
+    for ((name, st), _) in entries.iter().zip(&copied).filter(|(_, c)| c.is_none()) {
+        let st = st.ok_or_else(|| without_state(name))?;
         for (t, ts) in &st.tags {
             strings.id(t);
             if let Some(m) = &ts.meta {
@@ -351,24 +370,25 @@ pub(super) fn encode_manifest(
         e.i(i64::from(m.data_class));
     }
     let root_is_file = r.root.is_file();
-    let mut run_index: HashMap<&str, u64> = HashMap::with_capacity(r.runs.len());
+    // The runs in order: pieces and directories name their run by its index here.
+    let run_list: Vec<&str> = entries.iter().map(|e| e.0).collect();
     // The runs' names, one length-prefixed section (a warm open that finds nothing changed
     // needs none of them); then the change-check index: per run its files' identities. The
     // state follows as one more section, so that a warm open can leave it undecoded.
-    e.u(r.runs.len() as u64);
+    e.u(entries.len() as u64);
     let mut names = Enc::default();
     let mut prev: &[u8] = b"";
-    for name in r.runs.keys() {
-        run_index.insert(name.as_str(), run_index.len() as u64);
+    for name in &run_list {
         names.prefixed(prev, name.as_bytes());
         prev = name.as_bytes();
     }
     e.b(&names.0);
-    for ((name, st), copy) in r.runs.iter().zip(&copied) {
+    for ((name, st), copy) in entries.iter().zip(&copied) {
         if let (Some((a, b, _, _)), Some(k)) = (copy, kept) {
             e.0.extend_from_slice(&k.manifest[*a..*b]);
             continue;
         }
+        let st = st.ok_or_else(|| without_state(name))?;
         let dir = run_dir(&r.root, name);
         e.u(st.files.len() as u64);
         for f in st.files.values() {
@@ -404,12 +424,13 @@ pub(super) fn encode_manifest(
         }
     }
     let mut st_enc = Enc::default();
-    for (st, copy) in r.runs.values().zip(&copied) {
+    for ((name, st), copy) in entries.iter().zip(&copied) {
         let e = &mut st_enc;
         if let (Some((_, _, a, b)), Some(k)) = (copy, kept) {
             e.0.extend_from_slice(&k.manifest[*a..*b]);
             continue;
         }
+        let st = st.ok_or_else(|| without_state(name))?;
         e.opt_f(st.first_wall);
         e.opt_f(st.last_wall);
         e.flag(st.max_step.is_some());
@@ -450,14 +471,23 @@ pub(super) fn encode_manifest(
     for kind in pieces {
         let mut k = Enc::default();
         k.u(kind.len() as u64);
+        // Pieces come in run order: the run's index is found by walking with them.
+        let mut at = 0usize;
         for p in kind {
+            let run = &*p.run;
+            if run_list.get(at).is_some_and(|n| *n != run) {
+                at = match run_list.get(at + 1) {
+                    Some(n) if *n == run => at + 1,
+                    _ => run_list.binary_search(&run).unwrap_or(usize::MAX),
+                };
+            }
             k.u(p.seg as u64);
             k.u(p.start as u64);
             k.u(p.len as u64);
-            let run = run_index
-                .get(&*p.run)
-                .ok_or_else(|| format!("rows of run {} without its state", p.run))?;
-            k.u(*run);
+            if run_list.get(at).is_none_or(|n| *n != run) {
+                return Err(format!("rows of run {run} without its state"));
+            }
+            k.u(at as u64);
         }
         e.b(&k.0);
     }
@@ -475,7 +505,12 @@ pub(super) fn encode_manifest(
     // open walks them without building a path or looking anything up.
     // Kept as encoded when no directory changed and the runs are the same (their indices too).
     if let Some(k) = kept.filter(|k| {
-        k.dirs_same && k.names.len() == r.runs.len() && k.names.iter().eq(r.runs.keys())
+        k.dirs_same
+            && k.nruns == run_list.len()
+            && k.names(r)
+                .iter()
+                .map(String::as_str)
+                .eq(run_list.iter().copied())
     }) {
         e.0.extend_from_slice(&k.manifest[k.dirs_at.0..k.dirs_at.1]);
         for f in derived {
@@ -503,8 +538,10 @@ pub(super) fn encode_manifest(
         };
         e.u(parent);
         e.b(rel.file_name().map_or(&[][..], |n| n.as_bytes()));
-        let run = d.has_files.then(|| run_index.get(run_name(rel).as_str()));
-        e.u(run.flatten().map_or(0, |i| i + 1));
+        let run = d
+            .has_files
+            .then(|| run_list.binary_search(&run_name(rel).as_str()).ok());
+        e.u(run.flatten().map_or(0, |i| i as u64 + 1));
         e.u(d.dev);
         e.u(d.ino);
         e.i(d.mtime.0);
@@ -568,8 +605,11 @@ impl DirListing {
 /// they refer to (the new tables start with these, in this order).
 pub(super) struct Kept {
     pub(super) manifest: arrow_buffer::Buffer,
-    /// The previous generation's runs, in order.
-    pub(super) names: Vec<String>,
+    /// A partial load (`carry.rs`): the reader holds the state of the runs read again only.
+    pub(super) partial: bool,
+    /// How many runs the previous generation has: they are the first of the reader's
+    /// `run_names`, in order (a load only appends to those).
+    pub(super) nruns: usize,
     /// Where run `i`'s part of the index and of the state sections lie: `at[i]..at[i + 1]`.
     pub(super) index_at: Vec<u32>,
     pub(super) state_at: Vec<u32>,
@@ -581,6 +621,13 @@ pub(super) struct Kept {
     /// changed): then it is copied too.
     pub(super) dirs_at: (usize, usize),
     pub(super) dirs_same: bool,
+}
+
+impl Kept {
+    /// The previous generation's runs, in order.
+    pub(super) fn names<'a>(&self, r: &'a Reader) -> &'a [String] {
+        &r.run_names[..self.nruns.min(r.run_names.len())]
+    }
 }
 
 /// The options a cache was written with.

@@ -31,6 +31,8 @@
 //! - `files`, `lease`: a cache file in memory, checked against the CRC-32C its manifest records
 //!   before it is used, and mapped only under a read lease (or read), so that no truncation
 //!   can take a mapped page away (SIGBUS).
+//! - `carry`: a change to a few runs of a large logdir: only their state is decoded, the new
+//!   generation takes the others' encoded parts and stored rows from the previous one.
 //! - `check`: what changed in the logdir since the generation was written: the warm open's
 //!   stat-only check, the discovery that lists only directories that changed, stale runs.
 //! - `view`: a scan's filters on the unfiltered load.
@@ -44,6 +46,7 @@
 //! statistics from those tables; anything else decodes the state first, when it is first
 //! needed (`Cache::ready`).
 
+mod carry;
 mod check;
 mod deferred;
 mod files;
@@ -73,6 +76,7 @@ use crate::runstats::{merge_stats, scalar_stats_of, summary_of};
 
 pub use self::deferred::{CacheWrite, WriteDone};
 
+use self::carry::{Carried, Partial, Written};
 use self::check::{discover_with, same_listing, stale_among, stale_runs, stat_found_with, Checked};
 use self::files::{read_ipc_file, RestoreError};
 use self::generation::{clean_tmp, segment_file, Restore};
@@ -290,10 +294,15 @@ struct Cache {
     pending: Option<Box<Pending>>,
     /// What the restored generation's stamp file says was verified already (see `stamp`).
     stamps: Option<Arc<stamp::Stamps>>,
-    /// The restored generation's stored statistics and the runs the load read again, when it
-    /// read only some (`load`): the next generation's statistics are the stored ones of every
+    /// The restored generation's stored tables and the runs the load read again, when it
+    /// read only some (`load`): the next generation's tables are the stored rows of every
     /// other run and those runs' own.
-    carried: Option<(RecordBatch, std::collections::HashSet<String>)>,
+    carried: Option<Carried>,
+    /// A load decoded the state of only the runs that moved (`carry.rs`); resolved before the
+    /// load returns.
+    partial: Option<Partial>,
+    /// What the last publish wrote, kept while a load is partial (`Cache::repend`).
+    written: Option<Written>,
     /// The restored generation's encoded runs, once decoded (`materialise`): a load that read
     /// only some runs again keeps the others' encoded parts in the next manifest (`load`).
     kept: Option<Kept>,
@@ -337,6 +346,8 @@ impl Cache {
             pending: None,
             stamps: None,
             carried: None,
+            partial: None,
+            written: None,
             kept: None,
             force_miss: false,
             opened: false,
@@ -367,6 +378,21 @@ impl Cache {
     /// A load through the cache: restore (the first time), drop what changed under us, read
     /// what is new, publish a generation when anything changed.
     fn load(&mut self, r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
+        let out = self.load_once(r, cancel);
+        if self.partial.is_none() {
+            return out;
+        }
+        // Not published (or failed on the way): the reader takes the other runs' state too.
+        if let Err(e) = self.complete_partial(r) {
+            self.not_used(e);
+            self.reset(r);
+            self.force_miss = true;
+            return self.load_once(r, cancel);
+        }
+        out
+    }
+
+    fn load_once(&mut self, r: &mut Reader, cancel: &AtomicBool) -> Result<LoadStats> {
         self.info.written = false;
         self.info.runs_dropped = 0;
         self.info.runs_rechecked = 0;
@@ -391,9 +417,12 @@ impl Cache {
         // Every directory as listed and only these runs' files moved: discovery is not needed.
         let mut moved: Option<Vec<u32>> = None;
         self.carried = None;
-        let mut stored_stats = None;
+        let mut stored = (None, None);
         if self.pending.is_some() {
-            stored_stats = self.pending.as_ref().and_then(|p| p.stats.clone());
+            stored = self
+                .pending
+                .as_ref()
+                .map_or((None, None), |p| (p.facts.clone(), p.stats.clone()));
             let checked = self.changes(r, threads);
             marks.push(("check", t0.elapsed()));
             if let Checked::Runs(runs) = checked {
@@ -405,7 +434,14 @@ impl Cache {
                 }
                 moved = Some(runs);
             }
-            if let Err(e) = self.materialise(r) {
+            // With only some runs moved, only their state is decoded (`carry.rs`); a deferred
+            // write takes the whole reader, so it needs every run's.
+            let decoded = match &moved {
+                Some(runs) if !self.deferred => self.materialise_some(r, runs),
+                _ => Ok(false),
+            };
+            if let Err(e) = decoded.and_then(|some| if some { Ok(()) } else { self.materialise(r) })
+            {
                 self.not_used(e);
                 self.reset(r);
                 rebuilt = true;
@@ -428,9 +464,12 @@ impl Cache {
                 // (The check found every directory as listed.)
                 k.dirs_same = true;
             }
-            if let Some(st) = stored_stats {
-                self.carried = Some((st, again));
-            }
+            let (facts, stats) = stored;
+            self.carried = Some(Carried {
+                facts,
+                stats,
+                again,
+            });
             (found, Vec::new(), stale)
         } else {
             // Every run is encoded anew (a discovery may have changed any of them).
@@ -498,10 +537,22 @@ impl Cache {
             if let Err(e) = self.compact_if_needed() {
                 self.warn(format!("cache segments could not be compacted: {e}"));
             }
+            if self.partial.is_some() && !self.partial_publishable(r) {
+                // (Cannot happen when no directory changed; decoded whole to be sure.)
+                if let Err(e) = self.complete_partial(r) {
+                    self.warn(format!("cache: {e}"));
+                }
+            }
             match self.publish(r) {
                 Ok(generation) => {
                     self.info.generation = Some(generation);
                     self.info.written = true;
+                    if let Some(w) = self.written.take().filter(|_| self.partial.is_some()) {
+                        if let Err(e) = self.repend(r, w) {
+                            // The state is then decoded whole instead (`load`).
+                            self.warn(format!("cache: {e}"));
+                        }
+                    }
                 }
                 Err(e) => {
                     let msg = format!(
@@ -521,11 +572,18 @@ impl Cache {
     /// carried ones of every run the load did not read again and those runs' own, or all of
     /// them folded from the rows.
     fn stats_to_store(&self) -> Result<RecordBatch> {
-        match &self.carried {
+        match self
+            .carried
+            .as_ref()
+            .and_then(|c| Some((c.stats.as_ref()?, &c.again)))
+        {
             Some((stored, again)) => {
                 let again = |run: &str| again.contains(run);
                 let fresh = scalar_stats_of(&self.served_of(Kind::Scalars, &again)?)?;
-                merge_stats(stored, &fresh, &again)
+                match carry::splice_stats(stored, &fresh, &again) {
+                    Some(b) => Ok(b),
+                    None => merge_stats(stored, &fresh, &again),
+                }
             }
             None => scalar_stats_of(&self.served(Kind::Scalars)?),
         }
@@ -541,6 +599,8 @@ impl Cache {
     fn reset(&mut self, r: &mut Reader) {
         self.pending = None;
         self.carried = None;
+        self.partial = None;
+        self.written = None;
         self.kept = None;
         self.stamps = None;
         self.segments.clear();
@@ -708,7 +768,8 @@ impl Cache {
                 let p = *p;
                 self.kept = Some(Kept {
                     manifest: p.manifest,
-                    names: r.run_names.clone(),
+                    partial: false,
+                    nruns: r.run_names.len(),
                     index_at: p.index.at,
                     state_at,
                     strings: p.strings,

@@ -164,114 +164,194 @@ pub(super) fn decode_state(
     run_names: &[String],
     root: &Path,
 ) -> DResult<DecodedState> {
+    decode_state_where(p, run_names, root, &|_| true)
+}
+
+/// [`decode_state`] for the runs `want` says yes to (by index); every other run's part of the
+/// section is only stepped over (the map leaves it out, its files' names are empty), for a
+/// new manifest to copy as it is (`carry.rs`).
+pub(super) fn decode_state_where(
+    p: &Pending,
+    run_names: &[String],
+    root: &Path,
+    want: &dyn Fn(usize) -> bool,
+) -> DResult<DecodedState> {
     let root_is_file = root.is_file();
     let mut d = Dec {
         buf: &p.manifest[..p.state.1],
         pos: p.state.0,
     };
-    let (strings, metas) = (&p.strings, &p.metas);
-    let mut runs = BTreeMap::new();
+    // In name order: built in bulk at the end (inserting 100,000 runs one by one walks the
+    // tree each time).
+    let mut runs: Vec<(String, RunState)> = Vec::with_capacity(run_names.len());
     let mut file_names = Vec::with_capacity(p.index.files.len());
     // Where each run's part of the section starts (and, last, where it ends).
     let mut at: Vec<u32> = Vec::with_capacity(run_names.len() + 1);
+    if run_names.len() != p.nruns {
+        return Err("run names and state disagree".into());
+    }
     for (id, name) in run_names.iter().enumerate() {
         at.push(d.pos as u32);
-        let (a, b) = (p.index.start[id] as usize, p.index.start[id + 1] as usize);
-        let index = &p.index.files[a..b];
-        let dir = run_dir(root, name);
-        let first_wall = d.opt_f()?;
-        let last_wall = d.opt_f()?;
-        let has_max = d.flag()?;
-        let max = d.i()?;
-        let corrupt = d.u()?;
-        let ns = d.n()?;
-        let mut sessions = Vec::with_capacity(ns);
-        for _ in 0..ns {
-            sessions.push(SessionEvent {
-                step: d.i()?,
-                wall: d.f()?,
-                status: d.i()? as i32,
-                offset: d.u()?,
-                source: d.u()? as u8,
-                message: d.s()?,
-                checkpoint_path: d.s()?,
-            });
-        }
-        let mut files = crate::load::FileMap::with_capacity(index.len());
-        for f in index {
-            let cursor = Cursor { offset: d.u()? };
-            let records = d.u()?;
-            let tail = d.u()?;
-            let mut opt: [Option<Arc<str>>; 2] = [None, None];
-            for v in opt.iter_mut() {
-                let i = d.index(strings.len() + 1)?;
-                if i > 0 {
-                    *v = Some(strings[i - 1].clone());
-                }
-            }
-            let [file_version, writer] = opt;
-            let fid = file_names.len() as i32;
-            let path = p.file_path(root, &dir, f);
-            file_names.push(
-                f.display
-                    .clone()
-                    .unwrap_or_else(|| rel_name(root, root_is_file, &path)),
-            );
-            files.insert(FileState {
-                path,
-                id: fid,
-                cursor,
-                size: f.size,
-                mtime: f.mtime.map(|(s, n)| time_of(s, n)),
-                dev: f.dev,
-                ino: f.ino,
-                records,
-                tail,
-                pending: f.pending,
-                file_version,
-                writer,
-                failed: f.failed,
-            });
-        }
-        let nt = d.n()?;
-        let mut tags = HashMap::with_capacity(nt);
-        let mut tag_order = Vec::with_capacity(nt);
-        for _ in 0..nt {
-            let t = strings[d.index(strings.len())?].clone();
-            let kind = match d.u()? {
-                0 => None,
-                k => Some(*Kind::ALL.get(k as usize - 1).ok_or("bad kind")?),
-            };
-            let meta = match d.index(metas.len() + 1)? {
-                0 => None,
-                i => Some(metas[i - 1].clone()),
-            };
-            let ts = TagState {
-                kind,
-                meta,
-                points: d.u()?,
-                first_step: d.i()?,
-                last_step: d.i()?,
-            };
-            tags.insert(t.clone(), ts);
-            tag_order.push(t);
-        }
-        let state = RunState {
-            id: id as i32,
-            files,
-            tags,
-            tag_order,
-            first_wall,
-            last_wall,
-            max_step: has_max.then_some(max),
-            sessions,
-            corrupt,
+        let state = if want(id) {
+            decode_run(p, &mut d, id, name, root, root_is_file, &mut file_names)?
+        } else {
+            skip_run(p, &mut d, id)?;
+            file_names.resize(p.index.start[id + 1] as usize, String::new());
+            continue;
         };
-        runs.insert(name.clone(), state);
+        runs.push((name.clone(), state));
     }
     if d.pos != p.state.1 {
         return Err("state section has trailing bytes".into());
     }
     at.push(d.pos as u32);
-    Ok((runs, file_names, at))
+    Ok((runs.into_iter().collect(), file_names, at))
+}
+
+/// Steps over run `id`'s part of the state section (as [`decode_run`] reads it), checking
+/// what it steps over as far as the bytes go.
+fn skip_run(p: &Pending, d: &mut Dec<'_>, id: usize) -> DResult<()> {
+    let nfiles = (p.index.start[id + 1] - p.index.start[id]) as usize;
+    for _ in 0..2 {
+        d.opt_f()?;
+    }
+    d.flag()?;
+    d.i()?;
+    d.u()?;
+    let ns = d.n()?;
+    for _ in 0..ns {
+        d.i()?;
+        d.f()?;
+        d.i()?;
+        d.u()?;
+        d.u()?;
+        d.b()?;
+        d.b()?;
+    }
+    for _ in 0..nfiles {
+        d.u()?;
+        d.u()?;
+        d.u()?;
+        d.index(p.strings.len() + 1)?;
+        d.index(p.strings.len() + 1)?;
+    }
+    let nt = d.n()?;
+    for _ in 0..nt {
+        d.index(p.strings.len())?;
+        if d.u()? as usize > Kind::ALL.len() {
+            return Err("bad kind".into());
+        }
+        d.index(p.metas.len() + 1)?;
+        d.u()?;
+        d.i()?;
+        d.i()?;
+    }
+    Ok(())
+}
+
+/// Decodes run `id`'s part of the state section; its files' names go to `file_names` (their
+/// ids are their positions there).
+fn decode_run(
+    p: &Pending,
+    d: &mut Dec<'_>,
+    id: usize,
+    name: &str,
+    root: &Path,
+    root_is_file: bool,
+    file_names: &mut Vec<String>,
+) -> DResult<RunState> {
+    let (strings, metas) = (&p.strings, &p.metas);
+    let (a, b) = (p.index.start[id] as usize, p.index.start[id + 1] as usize);
+    let index = &p.index.files[a..b];
+    // File ids are positions in the manifest's file index, whatever was decoded before.
+    file_names.resize(a, String::new());
+    let dir = run_dir(root, name);
+    let first_wall = d.opt_f()?;
+    let last_wall = d.opt_f()?;
+    let has_max = d.flag()?;
+    let max = d.i()?;
+    let corrupt = d.u()?;
+    let ns = d.n()?;
+    let mut sessions = Vec::with_capacity(ns);
+    for _ in 0..ns {
+        sessions.push(SessionEvent {
+            step: d.i()?,
+            wall: d.f()?,
+            status: d.i()? as i32,
+            offset: d.u()?,
+            source: d.u()? as u8,
+            message: d.s()?,
+            checkpoint_path: d.s()?,
+        });
+    }
+    let mut files = crate::load::FileMap::with_capacity(index.len());
+    for f in index {
+        let cursor = Cursor { offset: d.u()? };
+        let records = d.u()?;
+        let tail = d.u()?;
+        let mut opt: [Option<Arc<str>>; 2] = [None, None];
+        for v in opt.iter_mut() {
+            let i = d.index(strings.len() + 1)?;
+            if i > 0 {
+                *v = Some(strings[i - 1].clone());
+            }
+        }
+        let [file_version, writer] = opt;
+        let fid = file_names.len() as i32;
+        let path = p.file_path(root, &dir, f);
+        file_names.push(
+            f.display
+                .clone()
+                .unwrap_or_else(|| rel_name(root, root_is_file, &path)),
+        );
+        files.insert(FileState {
+            path,
+            id: fid,
+            cursor,
+            size: f.size,
+            mtime: f.mtime.map(|(s, n)| time_of(s, n)),
+            dev: f.dev,
+            ino: f.ino,
+            records,
+            tail,
+            pending: f.pending,
+            file_version,
+            writer,
+            failed: f.failed,
+        });
+    }
+    let nt = d.n()?;
+    let mut tags = HashMap::with_capacity(nt);
+    let mut tag_order = Vec::with_capacity(nt);
+    for _ in 0..nt {
+        let t = strings[d.index(strings.len())?].clone();
+        let kind = match d.u()? {
+            0 => None,
+            k => Some(*Kind::ALL.get(k as usize - 1).ok_or("bad kind")?),
+        };
+        let meta = match d.index(metas.len() + 1)? {
+            0 => None,
+            i => Some(metas[i - 1].clone()),
+        };
+        let ts = TagState {
+            kind,
+            meta,
+            points: d.u()?,
+            first_step: d.i()?,
+            last_step: d.i()?,
+        };
+        tags.insert(t.clone(), ts);
+        tag_order.push(t);
+    }
+    Ok(RunState {
+        id: id as i32,
+        files,
+        tags,
+        tag_order,
+        first_wall,
+        last_wall,
+        max_step: has_max.then_some(max),
+        sessions,
+        corrupt,
+    })
 }

@@ -10,7 +10,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 
-use super::{intern, Reader, ReportEntry, Restarts, RunFacts, TagState};
+use super::{intern, Reader, ReportEntry, Restarts, RunFacts, RunState, TagState};
 use crate::columns::{binary_array, string_array, to_batch, Dicts, Tables};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
@@ -179,15 +179,7 @@ impl Reader {
 
     /// One row per run: files, bytes, time range, steps, per-kind points, data loss.
     pub fn runs_table(&self) -> RecordBatch {
-        self.runs_table_with(&|_, s| {
-            let mut counts = [0i64; 8];
-            for t in s.tags.values() {
-                if let Some(k) = t.kind {
-                    counts[k as usize] += t.points as i64;
-                }
-            }
-            Some((s.max_step, counts))
-        })
+        self.runs_table_with(&|_, s| Some((s.max_step, kind_counts(s))))
     }
 
     /// The runs table with `facts` deciding, per run, whether its row is there and with which
@@ -407,6 +399,17 @@ impl Reader {
 }
 
 /// The report line of a read that found no run.
+/// A run's points per kind (the runs table's per-kind columns, unfiltered).
+pub(crate) fn kind_counts(s: &RunState) -> [i64; 8] {
+    let mut counts = [0i64; 8];
+    for t in s.tags.values() {
+        if let Some(k) = t.kind {
+            counts[k as usize] += t.points as i64;
+        }
+    }
+    counts
+}
+
 pub(crate) fn no_runs_entry(root: &Path) -> ReportEntry {
     ReportEntry {
         run: String::new(),
