@@ -56,7 +56,7 @@ impl FoldingReader {
         Ok(FoldingReader {
             reader,
             fold: StatsFold::default(),
-            piece_bytes,
+            piece_bytes: 0,
         }
         .with_piece_bytes(piece_bytes))
     }
