@@ -18,7 +18,7 @@ use arrow_schema::SchemaRef;
 use crate::cache::CacheInfo;
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
-use crate::load::{stat_found, thread_count, LoadStats, Reader, ReportEntry, Restarts};
+use crate::load::{cut_pieces, stat_found, thread_count, LoadStats, Reader, ReportEntry, Restarts};
 use crate::logdir::discover;
 use crate::runstats::{summary_of, StatsFold};
 use crate::scan::{Scan, Work};
@@ -98,25 +98,12 @@ impl FoldingReader {
         let planned = t0.elapsed();
         let mut total = LoadStats::default();
         let mut sizes = sizes.into_iter();
-        let mut piece: Work = Vec::new();
-        let mut bytes = 0u64;
-        let mut pieces: Vec<Work> = Vec::new();
-        for item in work {
-            let size = sizes
+        let pieces = cut_pieces(work, self.piece_bytes, |path| {
+            sizes
                 .by_ref()
-                .find(|(p, _)| *p == item.1)
-                .map_or(0, |(_, s)| s);
-            let left = size.saturating_sub(item.2.offset);
-            if !piece.is_empty() && bytes.saturating_add(left) > self.piece_bytes {
-                pieces.push(std::mem::take(&mut piece));
-                bytes = 0;
-            }
-            bytes = bytes.saturating_add(left);
-            piece.push(item);
-        }
-        if !piece.is_empty() {
-            pieces.push(piece);
-        }
+                .find(|(p, _)| p == path)
+                .map_or(0, |(_, s)| s)
+        });
         // Each piece's scalars are folded on a thread of their own while the next piece is
         // read: the fold is serial, and so is much of a read (merging what the workers
         // found), so the two overlap on two CPUs. One piece waits at most.

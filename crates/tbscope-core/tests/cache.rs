@@ -372,22 +372,31 @@ fn tables_agree(r: &mut CachedReader, plain: &mut Reader, what: &str) {
     );
 }
 
+/// The event file each run of [`five_runs`] holds.
+const EVENT_FILE: &str = "events.out.tfevents.1.x";
+
+/// A logdir of five runs in two directories (40 steps each, settled) and a cache directory
+/// beside it, under a fresh `tmp(name)`: (that directory, the logdir, the cache).
+fn five_runs(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let base = tmp(name);
+    let root = base.join("logdir");
+    for run in ["s0/t0", "s0/t1", "s0/t2", "s1/t0", "s1/t1"] {
+        std::fs::create_dir_all(root.join(run)).unwrap();
+        std::fs::write(root.join(run).join(EVENT_FILE), events(run, 0..40, true)).unwrap();
+    }
+    settle(&root);
+    let cache = base.join("cache");
+    (base, root, cache)
+}
+
 /// A change to a few runs of a cached logdir whose directories did not change is found by the
 /// stat check alone and re-reads only those runs (issue 15); a change the directories show (a
 /// file or run added or deleted) goes through discovery. Either way the result is a cold
 /// read's, and so is the next warm open's.
 #[test]
 fn incremental_refresh_equals_a_cold_read() {
-    let base = tmp("incremental");
-    let root = base.join("logdir");
-    let cache = base.join("cache");
-    let runs = ["s0/t0", "s0/t1", "s0/t2", "s1/t0", "s1/t1"];
-    let file = |run: &str| root.join(run).join("events.out.tfevents.1.x");
-    for run in runs {
-        std::fs::create_dir_all(root.join(run)).unwrap();
-        std::fs::write(file(run), events(run, 0..40, true)).unwrap();
-    }
-    settle(&root);
+    let (base, root, cache) = five_runs("incremental");
+    let file = |run: &str| root.join(run).join(EVENT_FILE);
     let first = cached(&root, &cache);
     assert_eq!(first.cache_info().status, "miss");
     let check = |what: &str, status: &str, rechecked: Option<usize>, dropped: usize| {
@@ -478,16 +487,8 @@ fn incremental_refresh_equals_a_cold_read() {
 /// table asked for afterwards.
 #[test]
 fn partial_refresh_follows_with_any_next_step() {
-    let base = tmp("partial");
-    let root = base.join("logdir");
-    let cache = base.join("cache");
-    let runs = ["s0/t0", "s0/t1", "s0/t2", "s1/t0", "s1/t1"];
-    let file = |run: &str| root.join(run).join("events.out.tfevents.1.x");
-    for run in runs {
-        std::fs::create_dir_all(root.join(run)).unwrap();
-        std::fs::write(file(run), events(run, 0..40, true)).unwrap();
-    }
-    settle(&root);
+    let (base, root, cache) = five_runs("partial");
+    let file = |run: &str| root.join(run).join(EVENT_FILE);
     assert_eq!(cached(&root, &cache).cache_info().status, "miss");
     let append = |run: &str, steps: std::ops::Range<i64>| {
         use std::io::Write;

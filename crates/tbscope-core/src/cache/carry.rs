@@ -185,21 +185,13 @@ impl Cache {
         }
         r.runs.clear();
         r.run_names.truncate(n);
-        self.pending = Some(Box::new(Pending {
+        self.pending = Some(Box::new(Pending::of(
             manifest,
-            nruns: m.nruns,
-            names: None,
-            pieces: [None; 8],
-            run_arcs: None,
-            state: m.state,
-            strings: m.strings,
-            metas: m.metas,
-            index: m.index,
-            dirs: m.dirs,
-            dirs_at: m.dirs_at,
-            facts: Some(w.facts),
-            stats: Some(w.stats),
-        }));
+            m,
+            false,
+            Some(w.facts),
+            Some(w.stats),
+        )));
         r.file_names.clear();
         self.partial = None;
         self.kept = None;

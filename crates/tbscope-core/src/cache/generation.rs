@@ -419,7 +419,7 @@ impl Cache {
             return Ok(Restore::Missing);
         }
         let t_read = t0.elapsed();
-        let m = decode_body(body).map_err(bad)?;
+        let mut m = decode_body(body).map_err(bad)?;
         let t_decode = t0.elapsed();
         let mut segments = Vec::with_capacity(m.segments.len());
         for (name, files) in &m.segments {
@@ -483,27 +483,13 @@ impl Cache {
         // Names and pieces too are decoded when first needed.
         r.run_names.clear();
         r.file_names.clear();
-        r.report = m.report;
+        r.report = std::mem::take(&mut m.report);
         self.segments = segments;
         self.stamps = Some(stamps);
         self.pieces = Default::default();
         // Kept as the pending index until discovery needs them as a map.
         self.dirs.clear();
-        self.pending = Some(Box::new(Pending {
-            manifest,
-            nruns: m.nruns,
-            names: Some(m.names),
-            pieces: m.pieces.map(Some),
-            run_arcs: None,
-            state: m.state,
-            strings: m.strings,
-            metas: m.metas,
-            index: m.index,
-            dirs: m.dirs,
-            dirs_at: m.dirs_at,
-            facts,
-            stats,
-        }));
+        self.pending = Some(Box::new(Pending::of(manifest, m, true, facts, stats)));
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
                 "tbscope cache restore: read {t_read:?}, decode {:?}, segments {:?}",

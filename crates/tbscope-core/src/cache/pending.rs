@@ -10,7 +10,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 
-use super::manifest::{run_dir, time_of, DResult, Dec, DirIndex, DirListing, FileIndex, RunIndex};
+use super::manifest::{
+    run_dir, time_of, DResult, Dec, DirIndex, DirListing, FileIndex, Manifest, RunIndex,
+};
 use super::segments::{Piece, Segment};
 use crate::data_compat::Kind;
 use crate::event_file::{Cursor, SeriesMeta, SessionEvent};
@@ -40,6 +42,39 @@ pub(super) struct Pending {
 }
 
 impl Pending {
+    /// What the manifest `m` was decoded from leaves to decode when first needed, with the
+    /// generation's stored tables. `with_names_and_pieces`: the reader still needs the runs'
+    /// names and the pieces from it (a warm open), or holds them already (the refresh that
+    /// just wrote it).
+    pub(super) fn of(
+        manifest: Buffer,
+        m: Manifest,
+        with_names_and_pieces: bool,
+        facts: Option<RecordBatch>,
+        stats: Option<RecordBatch>,
+    ) -> Pending {
+        let (names, pieces) = if with_names_and_pieces {
+            (Some(m.names), m.pieces.map(Some))
+        } else {
+            (None, [None; 8])
+        };
+        Pending {
+            manifest,
+            nruns: m.nruns,
+            names,
+            pieces,
+            run_arcs: None,
+            state: m.state,
+            strings: m.strings,
+            metas: m.metas,
+            index: m.index,
+            dirs: m.dirs,
+            dirs_at: m.dirs_at,
+            facts,
+            stats,
+        }
+    }
+
     /// The runs' names, in order.
     pub(super) fn decode_names(&self, (at, n): (u32, u32)) -> DResult<Vec<String>> {
         let mut d = Dec {

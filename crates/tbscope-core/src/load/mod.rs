@@ -31,7 +31,7 @@ use crate::event_file::{Cursor, Options, SeriesMeta, SessionEvent, Severity, Unt
 pub use plan::file_may_grow;
 // The one path-to-name rule lives in `logdir`; the cache and rewrites take it from here too.
 pub(crate) use crate::logdir::rel_name;
-pub(crate) use plan::{may_grow, stat_found};
+pub(crate) use plan::{cut_pieces, may_grow, stat_found};
 pub(crate) use tables::{empty_schema, hparams_of, kind_counts, no_runs_entry, SeriesPick};
 
 /// A piece of a file to parse: run, path, where to start, where to stop.

@@ -30,6 +30,31 @@ pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
     found.into_iter().map(stat).collect()
 }
 
+/// A plan cut into pieces of about `max_bytes` of event file bytes still to read (a piece
+/// holds at least one file), in plan order; `size` gives a file's size.
+pub(crate) fn cut_pieces(
+    work: Vec<(String, PathBuf, Cursor)>,
+    max_bytes: u64,
+    mut size: impl FnMut(&Path) -> u64,
+) -> Vec<Vec<(String, PathBuf, Cursor)>> {
+    let mut pieces = Vec::new();
+    let mut piece = Vec::new();
+    let mut bytes = 0u64;
+    for item in work {
+        let left = size(&item.1).saturating_sub(item.2.offset);
+        if !piece.is_empty() && bytes.saturating_add(left) > max_bytes {
+            pieces.push(std::mem::take(&mut piece));
+            bytes = 0;
+        }
+        bytes = bytes.saturating_add(left);
+        piece.push(item);
+    }
+    if !piece.is_empty() {
+        pieces.push(piece);
+    }
+    pieces
+}
+
 impl Reader {
     /// The files with bytes to read, each with where to start: discovery plus change checks.
     /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
@@ -43,24 +68,10 @@ impl Reader {
     /// (a piece holds at least one file), in plan order: [`Reader::read`] on each in turn
     /// streams a logdir in bounded memory.
     pub fn plan_pieces(&mut self, max_bytes: u64) -> Result<Vec<Vec<(String, PathBuf, Cursor)>>> {
-        let mut pieces = Vec::new();
-        let mut piece = Vec::new();
-        let mut bytes = 0u64;
-        for item in self.plan()? {
-            let left = std::fs::metadata(&item.1)
-                .map_or(0, |m| m.len())
-                .saturating_sub(item.2.offset);
-            if !piece.is_empty() && bytes.saturating_add(left) > max_bytes {
-                pieces.push(std::mem::take(&mut piece));
-                bytes = 0;
-            }
-            bytes = bytes.saturating_add(left);
-            piece.push(item);
-        }
-        if !piece.is_empty() {
-            pieces.push(piece);
-        }
-        Ok(pieces)
+        let work = self.plan()?;
+        Ok(cut_pieces(work, max_bytes, |p| {
+            std::fs::metadata(p).map_or(0, |m| m.len())
+        }))
     }
 
     /// [`Reader::plan`] on runs already discovered and stat'ed (`found` possibly holding only
