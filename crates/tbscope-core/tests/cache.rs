@@ -389,6 +389,17 @@ fn five_runs(name: &str) -> (PathBuf, PathBuf, PathBuf) {
     (base, root, cache)
 }
 
+/// Appends `steps` of `run` (no file version record) to its event file in a [`five_runs`]
+/// logdir, as its writer would.
+fn append_steps(root: &Path, run: &str, steps: std::ops::Range<i64>) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(root.join(run).join(EVENT_FILE))
+        .unwrap();
+    f.write_all(&events(run, steps, false)).unwrap();
+}
+
 /// A change to a few runs of a cached logdir whose directories did not change is found by the
 /// stat check alone and re-reads only those runs (issue 15); a change the directories show (a
 /// file or run added or deleted) goes through discovery. Either way the result is a cold
@@ -432,14 +443,7 @@ fn incremental_refresh_equals_a_cold_read() {
             "{what}: next open"
         );
     };
-    let append = |run: &str, steps: std::ops::Range<i64>| {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(file(run))
-            .unwrap();
-        f.write_all(&events(run, steps, false)).unwrap();
-    };
+    let append = |run: &str, steps: std::ops::Range<i64>| append_steps(&root, run, steps);
 
     // Appended bytes in one run: only that run is looked at, only its new bytes read.
     append("s0/t1", 40..55);
@@ -490,14 +494,7 @@ fn partial_refresh_follows_with_any_next_step() {
     let (base, root, cache) = five_runs("partial");
     let file = |run: &str| root.join(run).join(EVENT_FILE);
     assert_eq!(cached(&root, &cache).cache_info().status, "miss");
-    let append = |run: &str, steps: std::ops::Range<i64>| {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(file(run))
-            .unwrap();
-        f.write_all(&events(run, steps, false)).unwrap();
-    };
+    let append = |run: &str, steps: std::ops::Range<i64>| append_steps(&root, run, steps);
     let agree = |r: &mut CachedReader, what: &str| {
         let mut plain = fresh(&root);
         tables_agree(r, &mut plain, what);
