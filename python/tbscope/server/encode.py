@@ -33,6 +33,11 @@ def floats(values: Any) -> Any:
     return out
 
 
+def float_column(col: Any) -> Any:
+    """A nullable Arrow float column for JSON: nulls as NaN, then as :func:`floats`."""
+    return floats(col.fill_null(float("nan")).to_numpy())
+
+
 def clean(obj: Any) -> Any:
     """Any JSON-able value with non-finite floats as strings (for small nested values)."""
     if isinstance(obj, float):

@@ -92,7 +92,7 @@ def histograms(request: Request, store: StoreDep, run: Run, tag: Tag, points: Po
     t, _ = _rows(store, run, tag, points)
     cols = {
         "step": t.column("step").to_numpy(),
-        "wall_time": encode.floats(t.column("wall_time").fill_null(float("nan")).to_numpy()),
+        "wall_time": encode.float_column(t.column("wall_time")),
         "left": _lists(t.column("left")),
         "right": _lists(t.column("right")),
         "count": _lists(t.column("count")),
@@ -119,7 +119,7 @@ def distributions(request: Request, store: StoreDep, run: Run, tag: Tag, points:
     ]
     cols = {
         "step": t.column("step").to_numpy(),
-        "wall_time": encode.floats(t.column("wall_time").fill_null(float("nan")).to_numpy()),
+        "wall_time": encode.float_column(t.column("wall_time")),
         "values": encode.clean(values),
     }
     return encode.json_response(

@@ -85,7 +85,7 @@ def _media(store: Store, kind: str, run: str, tag: str) -> tuple[SourceState, An
 def _common(t: Any) -> dict[str, Any]:
     return {
         "step": t.column("step").to_numpy(),
-        "wall_time": encode.floats(t.column("wall_time").fill_null(float("nan")).to_numpy()),
+        "wall_time": encode.float_column(t.column("wall_time")),
         "index": t.column("index").to_pylist(),
     }
 
@@ -124,7 +124,7 @@ def audio(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     st, t = _media(store, "audio", run, tag)
     cols = {
         **_common(t),
-        "sample_rate": encode.floats(t.column("sample_rate").fill_null(float("nan")).to_numpy()),
+        "sample_rate": encode.float_column(t.column("sample_rate")),
         "content_type": [str(c) for c in t.column("content_type").to_pylist()],
         "label": [str(c or "") for c in t.column("label").to_pylist()],
         "key": _keys(st, t),

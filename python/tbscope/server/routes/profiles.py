@@ -187,7 +187,7 @@ def profile_events(
         "category": picked.column("category").cast(pa.string()).to_pylist(),
         "start": encode.floats(s[idx]),
         "duration": encode.floats(d[idx]),
-        "self_duration": encode.floats(picked.column("self_duration").fill_null(float("nan")).to_numpy()),
+        "self_duration": encode.float_column(picked.column("self_duration")),
         "lane": lane_of[idx],
     }
     body = {

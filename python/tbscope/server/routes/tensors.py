@@ -121,7 +121,7 @@ def pr_curves(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response
         raise ApiError(404, f"run {run!r} has no PR curve tag {tag!r}; list them with api/v1/tags?kind=pr_curves")
     cols: dict[str, Any] = {
         "step": t.column("step").to_numpy(),
-        "wall_time": encode.floats(t.column("wall_time").fill_null(float("nan")).to_numpy()),
+        "wall_time": encode.float_column(t.column("wall_time")),
     }
     for name in ("thresholds", "precision", "recall", "tp", "fp", "tn", "fn"):
         cols[name] = encode.clean(t.column(name).to_pylist())
