@@ -9,7 +9,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { XAxis } from "../lib/urlstate";
-import { nearestIndex } from "../lib/columns";
+import { lowerBound, nearestIndex } from "../lib/columns";
 import { yRange, type Slice } from "../lib/yrange";
 import { axisMap, tracePolyline, type AxisMap } from "../lib/polyline";
 import { fmtDuration, fmtNum, fmtStep, fmtTime } from "./format";
@@ -38,17 +38,6 @@ export interface LineChartOptions {
 
 /** Vertices closer than this (canvas pixels, both directions) to the last one drawn merge into it. */
 const MERGE_PX = 0.5;
-
-function lowerBound(xs: Float64Array, x: number): number {
-  let lo = 0;
-  let hi = xs.length;
-  while (lo < hi) {
-    const m = (lo + hi) >>> 1;
-    if (xs[m]! < x) lo = m + 1;
-    else hi = m;
-  }
-  return lo;
-}
 
 export class LineChart {
   readonly root: HTMLElement;

@@ -17,8 +17,20 @@ export function toFloat64(values: readonly JsonNumber[] | undefined): Float64Arr
   return out;
 }
 
-/** Index of the last element <= x in a sorted array (-1 when x is before the first). */
-export function bisectRight(xs: ArrayLike<number>, x: number): number {
+/** Index of the first element >= x in a sorted array (its length when every one is less). */
+export function lowerBound(xs: ArrayLike<number>, x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Index of the first element > x in a sorted array (its length when none is greater). */
+export function upperBound(xs: ArrayLike<number>, x: number): number {
   let lo = 0;
   let hi = xs.length;
   while (lo < hi) {
@@ -26,7 +38,12 @@ export function bisectRight(xs: ArrayLike<number>, x: number): number {
     if (xs[mid]! <= x) lo = mid + 1;
     else hi = mid;
   }
-  return lo - 1;
+  return lo;
+}
+
+/** Index of the last element <= x in a sorted array (-1 when x is before the first). */
+export function bisectRight(xs: ArrayLike<number>, x: number): number {
+  return upperBound(xs, x) - 1;
 }
 
 /** Index of the element nearest to x in a sorted array (-1 when empty). */

@@ -3,33 +3,13 @@
  * the window only); the result replaces the overview's points inside the window and keeps the
  * overview outside it, so panning out never shows a hole.
  */
+import { lowerBound, upperBound } from "./columns";
+
 export interface SeriesColumns {
   step: Float64Array;
   wallTime: Float64Array;
   value: Float64Array;
   smoothed: Float64Array | null;
-}
-
-function lowerBound(xs: Float64Array, x: number): number {
-  let lo = 0;
-  let hi = xs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (xs[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function upperBound(xs: Float64Array, x: number): number {
-  let lo = 0;
-  let hi = xs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (xs[mid]! <= x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /**
