@@ -76,6 +76,24 @@ def _peak_rss(reset_ok: bool) -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+def _measured(call: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """``call()``'s result, and its wall time and peak RSS (over the RSS before it)."""
+    gc.collect()
+    baseline = _rss()
+    reset_ok = _reset_peak()
+    started = time.perf_counter()
+    result = call()
+    seconds = time.perf_counter() - started
+    peak = _peak_rss(reset_ok)
+    return result, {
+        "seconds": seconds,
+        "baseline_rss": baseline,
+        "peak_rss": peak,
+        "peak_rss_delta": max(0, peak - baseline),
+        "peak_method": "VmHWM after clear_refs" if reset_ok else "ru_maxrss (lifetime)",
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # Loaders: each returns the scalar DataFrame the way a user of that tool would build it.
 
@@ -210,20 +228,7 @@ RUN_COLUMN = {"tbscope": "run", "tbparse": "dir_name", "ea": "run"}
 
 def measure_load(task: dict[str, Any]) -> dict[str, Any]:
     load = PREPARE[task["tool"]](task)
-    gc.collect()
-    baseline = _rss()
-    reset_ok = _reset_peak()
-    started = time.perf_counter()
-    result = load()
-    seconds = time.perf_counter() - started
-    peak = _peak_rss(reset_ok)
-    out: dict[str, Any] = {
-        "seconds": seconds,
-        "baseline_rss": baseline,
-        "peak_rss": peak,
-        "peak_rss_delta": max(0, peak - baseline),
-        "peak_method": "VmHWM after clear_refs" if reset_ok else "ru_maxrss (lifetime)",
-    }
+    result, out = _measured(load)
     if isinstance(result, pd.DataFrame):
         out["rows"] = len(result)
         out["columns"] = list(map(str, result.columns))
@@ -306,20 +311,7 @@ def measure_query(task: dict[str, Any]) -> dict[str, Any]:
 
     import duckdb  # noqa: F401 - imported before the baseline, like each tool's own imports
 
-    gc.collect()
-    baseline = _rss()
-    reset_ok = _reset_peak()
-    started = time.perf_counter()
-    result = call()
-    seconds = time.perf_counter() - started
-    peak = _peak_rss(reset_ok)
-    out: dict[str, Any] = {
-        "seconds": seconds,
-        "baseline_rss": baseline,
-        "peak_rss": peak,
-        "peak_rss_delta": max(0, peak - baseline),
-        "peak_method": "VmHWM after clear_refs" if reset_ok else "ru_maxrss (lifetime)",
-    }
+    result, out = _measured(call)
     stats = getattr(result, "stats", {}).get("scalars")
     out["rows_decoded"] = stats.rows if stats is not None else None
     out["check"] = check_query(query, result, spec, tag0)
