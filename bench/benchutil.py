@@ -6,17 +6,62 @@ worker imports it before it takes its baseline RSS reading.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import importlib.metadata
 import json
 import os
+import platform
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 BENCH_DIR = Path(__file__).resolve().parent
+
+
+def environment(packages: Sequence[str], *, loadavg: bool = False) -> dict[str, Any]:
+    """What a bench result was measured on: date, commit, CPU, platform and the versions of
+    ``packages``; with ``loadavg``, the load average at the start (other work on the machine
+    shows in every number)."""
+
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    cpu = "unknown"
+    try:
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "none"
+    env: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    if loadavg:
+        env["loadavg_start"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    env.update(
+        commit=commit,
+        cpu=cpu,
+        cpus_usable=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        platform=platform.platform(),
+        python=platform.python_version(),
+        packages={name: version(name) for name in packages},
+    )
+    return env
 
 
 def event_files(logdir: str | os.PathLike[str]) -> list[Path]:

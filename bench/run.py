@@ -22,12 +22,9 @@ Exit status 1 when any check fails or a tool errors (a missing tbscope is a skip
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib.metadata
 import importlib.util
 import json
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -43,6 +40,7 @@ import corpus as corpus_mod
 from benchutil import (
     BENCH_DIR,
     canonical_digest,
+    environment,
     human_bytes,
     restore_snapshot,
     snapshot_sizes,
@@ -553,51 +551,6 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
-def environment() -> dict[str, Any]:
-    def version(dist: str) -> str:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "none"
-    return {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": commit,
-        "cpu": cpu,
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "packages": {
-            name: version(name)
-            for name in (
-                "tbscope",
-                "tbparse",
-                "tensorboard",
-                "tensorboardX",
-                "pandas",
-                "numpy",
-                "pyarrow",
-                "protobuf",
-                "crc32c",
-            )
-        },
-    }
-
-
 def run_cache(bench: Bench, threads: int) -> None:
     """The incremental cache's scenarios (bench/cachebench.py): the main corpus, then a logdir of
     100,000 small runs (2,000 with --quick)."""
@@ -732,7 +685,9 @@ def main(argv: list[str] | None = None) -> int:
     if "cache" in args.only_set:
         run_cache(bench, max(args.thread_counts))
 
-    env = environment()
+    env = environment(
+        ("tbscope", "tbparse", "tensorboard", "tensorboardX", "pandas", "numpy", "pyarrow", "protobuf", "crc32c")
+    )
     report = render(bench, env, time.perf_counter() - started)
     print("\n" + report)
     args.results_dir.mkdir(parents=True, exist_ok=True)

@@ -28,12 +28,9 @@ median: one run's ratio moves by a quarter on this VM (see bench/README.md).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gc
-import importlib.metadata
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -44,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from benchutil import environment
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -183,41 +181,6 @@ def histograms(classes: dict[str, Callable[..., Any]], values: np.ndarray, repea
     }
 
 
-def environment() -> dict[str, Any]:
-    def version(dist: str) -> str:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-
-    cpu = "unknown"
-    try:
-        cpu = next(
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        )
-    except (OSError, StopIteration):
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "none"
-    return {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        # Other work on the machine shows in every number here: recorded with each run.
-        "loadavg_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "commit": commit,
-        "cpu": cpu,
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "packages": {n: version(n) for n in ("tbscope", "tensorboardX", "torch", "numpy", "protobuf")},
-    }
-
-
 def rate(x: float) -> str:
     return f"{x / 1e6:.2f} M/s" if x >= 1e6 else f"{x / 1e3:.1f} k/s"
 
@@ -348,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
             h = histograms(classes, values, args.hist_repeat, root)
         print(json.dumps({name: r["median_ms"] for name, r in h.items()}))
         return 0
-    results: dict[str, Any] = {"environment": environment(), "targets": TARGETS, "results": {}}
+    results: dict[str, Any] = {
+        "environment": environment(("tbscope", "tensorboardX", "torch", "numpy", "protobuf"), loadavg=True),
+        "targets": TARGETS,
+        "results": {},
+    }
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tbscope-bench-writer-") as root:
         for name, cls in classes.items():
