@@ -102,6 +102,20 @@ fn step_list(r: &mut dyn Scan) -> Vec<i64> {
     scalars(r).into_iter().map(|x| x.1).collect()
 }
 
+/// The torn file once final: every step but the torn record's (5) and the bad one's (46), and
+/// both reported as corruption.
+fn assert_read_as_final(r: &mut dyn Scan, torn: (u64, u64), bad: (u64, u64), what: &str) {
+    assert_eq!(step_list(r), all_but(&[5, 46]), "{what}");
+    assert_eq!(
+        report(r),
+        vec![
+            (Severity::Corrupt, torn.0, torn.1),
+            (Severity::Corrupt, bad.0, bad.1)
+        ],
+        "{what}"
+    );
+}
+
 fn logdir(name: &str) -> (TempDir, PathBuf) {
     let dir = TempDir::new(name);
     let run = dir.path().join("run");
@@ -169,14 +183,7 @@ fn torn_record_is_corruption_once_the_timeout_passes() {
     assert_eq!(step_list(&mut r), (0..5).collect::<Vec<_>>());
     std::thread::sleep(Duration::from_millis(1600));
     load(&mut r);
-    assert_eq!(step_list(&mut r), all_but(&[5, 46]));
-    assert_eq!(
-        report(&mut r),
-        vec![
-            (Severity::Corrupt, torn.0, torn.1),
-            (Severity::Corrupt, bad.0, bad.1)
-        ]
-    );
+    assert_read_as_final(&mut r, torn, bad, "");
 }
 
 /// Silent loss through the cache: a cache written while the tail was pending, reopened once
@@ -211,14 +218,7 @@ fn cached_reopen_reads_a_pending_tail_again_once_final() {
         }
         let mut r = CachedReader::new(&dir.path().join("run"), o.clone(), &cache).unwrap();
         load(&mut r);
-        assert_eq!(step_list(&mut r), all_but(&[5, 46]), "newer file: {newer}");
-        assert_eq!(
-            report(&mut r),
-            vec![
-                (Severity::Corrupt, torn.0, torn.1),
-                (Severity::Corrupt, bad.0, bad.1)
-            ]
-        );
+        assert_read_as_final(&mut r, torn, bad, &format!("newer file: {newer}"));
         drop(r);
         // And once more: the final answer is kept.
         let mut r = CachedReader::new(&dir.path().join("run"), o, &cache).unwrap();
@@ -261,14 +261,7 @@ fn fast_cached_reopen_sees_a_pending_tail_expire() {
     drop(r);
     std::thread::sleep(Duration::from_millis(2200));
     let mut r = open();
-    assert_eq!(step_list(&mut r), all_but(&[5, 46]));
-    assert_eq!(
-        report(&mut r),
-        vec![
-            (Severity::Corrupt, torn.0, torn.1),
-            (Severity::Corrupt, bad.0, bad.1)
-        ]
-    );
+    assert_read_as_final(&mut r, torn, bad, "");
 }
 
 /// A writer killed inside its last record: once final, a stopped tail (a warning, the record's
