@@ -16,6 +16,7 @@ Nothing here reads the data back: that is ``oracle.py``'s job (with TensorBoard'
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import time
@@ -940,3 +941,14 @@ __all__ = [
     "write_tb_tensor_logdir",
     "write_tbx_logdir",
 ]
+
+
+def write_demo_logdir(root: Path) -> Path:
+    """The README's demo logdir (examples/write_demo_logdir.py, written with tensorboardX) at
+    ``root``, as the docs' examples read it."""
+    script = Path(__file__).resolve().parents[2] / "examples" / "write_demo_logdir.py"
+    spec = importlib.util.spec_from_file_location("write_demo_logdir", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write(root)
+    return root

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fixtures
 import pandas as pd
 import pytest
 import tbscope
@@ -80,12 +81,7 @@ def test_generator_runs_as_a_module():
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
     pytest.importorskip("tensorboardX")
-    spec = importlib.util.spec_from_file_location("write_demo_logdir", REPO / "examples" / "write_demo_logdir.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    root = tmp_path_factory.mktemp("clidoc") / "runs"
-    module.write(root)
-    return root
+    return fixtures.write_demo_logdir(tmp_path_factory.mktemp("clidoc") / "runs")
 
 
 def _needs(example: str) -> str | None:

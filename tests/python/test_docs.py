@@ -8,12 +8,12 @@ earlier block of its page wrote, but must import what it uses, as a reader pasti
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import traceback
 from pathlib import Path
 
+import fixtures
 import pytest
 import tbscope
 from tbscope._cli.main import main as cli_main
@@ -33,12 +33,7 @@ def python_blocks(path: Path) -> list[tuple[int, str]]:
 @pytest.fixture(scope="session")
 def demo_logdir(tmp_path_factory) -> Path:
     pytest.importorskip("tensorboardX")
-    spec = importlib.util.spec_from_file_location("write_demo_logdir", REPO / "examples" / "write_demo_logdir.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    root = tmp_path_factory.mktemp("docs") / "demo-logdir"
-    module.write(root)
-    return root
+    return fixtures.write_demo_logdir(tmp_path_factory.mktemp("docs") / "demo-logdir")
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=[str(p.relative_to(REPO)) for p in DOCS])
