@@ -952,3 +952,14 @@ def write_demo_logdir(root: Path) -> Path:
     spec.loader.exec_module(module)
     module.write(root)
     return root
+
+
+def tf_default_edges() -> np.ndarray:
+    """TensorFlow's default bucket limits the way torch builds them: v = 1e-12, times 1.1 while
+    below 1e20 (float64 arithmetic), mirrored to the negatives around 0."""
+    pos = []
+    v = 1e-12
+    while v < 1e20:
+        pos.append(v)
+        v *= 1.1
+    return np.array([-x for x in pos[::-1]] + [0.0] + pos)

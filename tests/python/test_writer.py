@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tbscope
+from fixtures import tf_default_edges
 from tbscope import _core
 
 if not hasattr(_core, "EventWriter"):
@@ -209,17 +210,6 @@ def test_add_scalars_torch_layout(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # Histograms: torch's algorithm, re-implemented from its documented behaviour, is the oracle.
-
-
-def tf_default_edges() -> np.ndarray:
-    """TensorFlow's default bucket limits the way torch builds them: v = 1e-12, times 1.1 while
-    below 1e20 (float64 arithmetic), mirrored to the negatives around 0."""
-    pos = []
-    v = 1e-12
-    while v < 1e20:
-        pos.append(v)
-        v *= 1.1
-    return np.array([-x for x in pos[::-1]] + [0.0] + pos)
 
 
 def torch_histogram(values, edges, max_bins=None) -> dict:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures import tf_default_edges
 from tbscope import _core
 
 if not hasattr(_core, "EventWriter") or not hasattr(_core.EventWriter, "scalars_dict"):
@@ -205,15 +206,6 @@ def test_log_without_a_file(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # add_histogram
-
-
-def tf_default_edges() -> np.ndarray:
-    pos = []
-    v = 1e-12
-    while v < 1e20:
-        pos.append(v)
-        v *= 1.1
-    return np.array([-x for x in pos[::-1]] + [0.0] + pos)
 
 
 def histos(run_dir, tag: str) -> list:
