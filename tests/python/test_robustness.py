@@ -493,6 +493,17 @@ def test_dangling_symlink(base, tmp_path):
     assert_strict_raises(tmp_path, "cannot open")
 
 
+def _scan_summary(root: str | Path) -> dict:
+    """What a scan of ``root`` found: runs, scalar rows and the report, as plain data."""
+    lg = tbscope.scan(root)
+    return {
+        "runs": lg.runs,
+        "rows": len(lg.scalars()),
+        "report": [p.__dict__ for p in lg.report.problems],
+        "ok": lg.report.ok,
+    }
+
+
 def _scan_as_nobody(root: str) -> dict:
     """Scan ``root`` in a forked child that dropped root's rights (permission bits then apply)."""
     r, w = os.pipe()
@@ -502,13 +513,7 @@ def _scan_as_nobody(root: str) -> dict:
         try:
             os.setgid(65534)
             os.setuid(65534)
-            lg = tbscope.scan(root)
-            out = {
-                "runs": lg.runs,
-                "rows": len(lg.scalars()),
-                "report": [p.__dict__ for p in lg.report.problems],
-                "ok": lg.report.ok,
-            }
+            out = _scan_summary(root)
             try:
                 tbscope.scan(root, strict=True).scalars()
                 out["strict"] = None
@@ -539,13 +544,7 @@ def test_unreadable_file_and_directory(base):
         if os.geteuid() == 0:
             out = _scan_as_nobody(str(root))
         else:
-            lg = tbscope.scan(root)
-            out = {
-                "runs": lg.runs,
-                "rows": len(lg.scalars()),
-                "report": [p.__dict__ for p in lg.report.problems],
-                "ok": lg.report.ok,
-            }
+            out = _scan_summary(root)
         assert "exception" not in out, out
         assert out["rows"] == len(STEPS)  # run a, intact
         assert "a" in out["runs"]
