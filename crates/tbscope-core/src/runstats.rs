@@ -324,6 +324,36 @@ impl StatsFold {
     }
 }
 
+/// Where each row of a merge of two tables sorted by run name comes from, in output order:
+/// `(0, i)` is row `i` of the first table (`prev`, `n_prev` rows, run of row `i` by `prev_run`),
+/// `(1, j)` row `j` of the second (`fresh`); rows of `prev` that `dropped` says yes to are left
+/// out. A run is in one table or the other (`fresh` holds the runs read again, dropped from
+/// `prev`), so no tie between the two needs a rule; `prev` would come first.
+pub(crate) fn merge_order<'a>(
+    n_prev: usize,
+    n_fresh: usize,
+    prev_run: impl Fn(usize) -> &'a str,
+    fresh_run: impl Fn(usize) -> &'a str,
+    dropped: impl Fn(usize) -> bool,
+) -> Vec<(usize, usize)> {
+    let mut order = Vec::with_capacity(n_prev + n_fresh);
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < n_prev || j < n_fresh {
+        if i < n_prev && dropped(i) {
+            i += 1;
+            continue;
+        }
+        if j == n_fresh || (i < n_prev && prev_run(i) <= fresh_run(j)) {
+            order.push((0, i));
+            i += 1;
+        } else {
+            order.push((1, j));
+            j += 1;
+        }
+    }
+    order
+}
+
 /// The statistics of a load that read some runs again: `prev`'s rows of every run not
 /// `replaced`, and `fresh`'s (the statistics of the replaced runs' rows), in run-name order.
 /// Rows are grouped by run, runs in name order and each run's series in the order of its rows,
@@ -344,25 +374,13 @@ pub(crate) fn merge_stats(
     let dropped: Vec<bool> = (0..pnames.len())
         .map(|k| replaced(pnames.value(k)))
         .collect();
-    // (table, row) in output order: 0 is `prev`, 1 is `fresh`.
-    let mut order: Vec<(usize, usize)> = Vec::with_capacity(prev.num_rows() + fresh.num_rows());
-    let (mut i, mut j) = (0usize, 0usize);
-    while i < pkeys.len() || j < fkeys.len() {
-        if i < pkeys.len() && dropped[pkeys[i] as usize] {
-            i += 1;
-            continue;
-        }
-        let from_prev = j == fkeys.len()
-            || (i < pkeys.len()
-                && pnames.value(pkeys[i] as usize) <= fnames.value(fkeys[j] as usize));
-        if from_prev {
-            order.push((0, i));
-            i += 1;
-        } else {
-            order.push((1, j));
-            j += 1;
-        }
-    }
+    let order = merge_order(
+        pkeys.len(),
+        fkeys.len(),
+        |i| pnames.value(pkeys[i] as usize),
+        |j| fnames.value(fkeys[j] as usize),
+        |i| dropped[pkeys[i] as usize],
+    );
     let err = |e: arrow_schema::ArrowError| Error::Other(format!("merging statistics: {e}"));
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(prev.num_columns());
     for c in 0..prev.num_columns() {

@@ -231,21 +231,13 @@ pub(super) fn merge_rows(
         prev.column(0).as_string::<i32>(),
         fresh.column(0).as_string::<i32>(),
     );
-    let mut order: Vec<(usize, usize)> = Vec::with_capacity(prev.num_rows() + fresh.num_rows());
-    let (mut i, mut j) = (0usize, 0usize);
-    while i < pn.len() || j < fr.len() {
-        if i < pn.len() && replaced(pn.value(i)) {
-            i += 1;
-            continue;
-        }
-        if j == fr.len() || (i < pn.len() && pn.value(i) < fr.value(j)) {
-            order.push((0, i));
-            i += 1;
-        } else {
-            order.push((1, j));
-            j += 1;
-        }
-    }
+    let order = crate::runstats::merge_order(
+        pn.len(),
+        fr.len(),
+        |i| pn.value(i),
+        |j| fr.value(j),
+        |i| replaced(pn.value(i)),
+    );
     let err = |e: arrow_schema::ArrowError| Error::Other(format!("merging facts: {e}"));
     let cols = (0..prev.num_columns())
         .map(|c| {
