@@ -46,18 +46,10 @@ CORPUS_ROOT = Path(os.environ.get("TBSCOPE_BENCH_CORPUS_DIR", BENCH / ".corpus")
 RESULTS = BENCH / "results"
 STATIC = ROOT / "python" / "tbscope" / "server" / "static"
 GENERATOR_VERSION = 1
-CHROMIUM = os.environ.get("TBSCOPE_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-if os.geteuid() == 0:
-    ARGS.append("--no-sandbox")
-
+# The e2e tests' chromium and its flags (one list for both).
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from browser_util import CHROMIUM  # noqa: E402 - after the path
+from browser_util import CHROMIUM_ARGS as ARGS  # noqa: E402 - after the path
 
 # The logdir ---------------------------------------------------------------------------------
 

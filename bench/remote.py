@@ -29,13 +29,11 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -43,6 +41,10 @@ sys.path.insert(0, str(BENCH_DIR))
 
 from benchutil import human_bytes, warm_page_cache  # noqa: E402
 from corpus import add_corpus_args, ensure_corpus, specs_from_args  # noqa: E402 - after the path
+
+# The tests' moto start (one way to run the local S3 server for both).
+sys.path.insert(0, str(BENCH_DIR.parent / "tests" / "python"))
+from s3_util import start_moto  # noqa: E402 - after the path
 
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
 BUCKET = "tbscope-bench"
@@ -107,30 +109,6 @@ print(json.dumps(out))
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_s3() -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(1200):
-        try:
-            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).close()
-            return proc, endpoint
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("moto's S3 server did not start")
-
-
 def process_cpu(pid: int) -> float:
     """User + system seconds of a process so far, every thread (/proc/PID/stat)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -161,7 +139,7 @@ def bench_s3(
 ) -> dict[str, list[dict[str, float]]]:
     import s3fs
 
-    proc, endpoint = start_s3()
+    proc, endpoint = start_moto()
     results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": [], "mirror": []}
     if baseline is not None:
         results.update({"s3@baseline": [], "mirror@baseline": []})

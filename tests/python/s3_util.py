@@ -43,8 +43,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextmanager
-def s3_server() -> Iterator[S3Server]:
+def start_moto() -> tuple[subprocess.Popen[bytes], str]:
+    """moto's standalone S3 server on a free port of 127.0.0.1, once it answers: the process
+    and its endpoint URL (bench/remote.py starts its server with this too)."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -56,12 +57,17 @@ def s3_server() -> Iterator[S3Server]:
     while True:
         try:
             urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).close()
-            break
+            return proc, endpoint
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 raise RuntimeError("moto's S3 server did not start") from None
             time.sleep(0.05)
+
+
+@contextmanager
+def s3_server() -> Iterator[S3Server]:
+    proc, endpoint = start_moto()
     server = S3Server(endpoint, proc)
     try:
         yield server
