@@ -477,9 +477,10 @@ async (cards) => {
 """
 
 
-def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
-    """The 50-card scroll with every run selected, and the same page with no run selected (empty
-    charts): the floor that the machine itself gives the compositor, for reading the first."""
+def tbscope_scroll(browser: Any, url: str, repeat: int, cards: int) -> dict[str, Any]:
+    """The scroll over all `cards` cards (one per tag: 50 by default) with every run selected,
+    and the same page with no run selected (empty charts): the floor that the machine itself
+    gives the compositor, for reading the first."""
     allv: list[float] = []
     p95s: list[float] = []
     floor: list[float] = []
@@ -491,7 +492,9 @@ def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
         page = ctx.new_page()
         page.goto(url + ("#scalars?only=" if empty else "#scalars"))
         if empty:
-            page.wait_for_function("() => document.querySelectorAll('.scalar-card').length >= 50", timeout=60_000)
+            page.wait_for_function(
+                "n => document.querySelectorAll('.scalar-card').length >= n", arg=cards, timeout=60_000
+            )
         else:
             page.wait_for_function(
                 "() => performance.getEntriesByName('tbscope:first-chart-painted').length > 0", timeout=60_000
@@ -501,7 +504,7 @@ def tbscope_scroll(browser: Any, url: str, repeat: int) -> dict[str, Any]:
         page.wait_for_timeout(1500)
         cdp = cpu_session(page)
         before = cpu_ms(cdp)
-        r = page.evaluate(SCROLL_JS, 50)
+        r = page.evaluate(SCROLL_JS, cards)
         per_frame = cpu_delta(before, cpu_ms(cdp))["task"] / max(1, len(r["intervals"]) + 1)
         if empty:
             floor.extend(r["intervals"])
@@ -585,7 +588,7 @@ def main() -> int:
         try:
             phase("tbscope_first_chart", tbscope_first_chart, browser, url, a.repeat)
             phase("tbscope_smoothing", tbscope_smoothing, browser, url, a.repeat, a.runs)
-            phase("tbscope_scroll", tbscope_scroll, browser, url, a.repeat)
+            phase("tbscope_scroll", tbscope_scroll, browser, url, a.repeat, a.tags)
         finally:
             proc.terminate()
             proc.wait(30)
@@ -650,7 +653,7 @@ def render(r: dict[str, Any]) -> str:
             capped(bs.get("ms", []), bs.get("cap_ms", math.inf)) + " (pixels changed)" if bs else "not run",
         ),
         (
-            "scrolling 50 cards: frame interval p95",
+            f"scrolling {c['tags']} cards: frame interval p95",
             "<= 20 ms",
             f"{pct(iv, 0.95):.1f} ms (p50 {pct(iv, 0.5):.1f}, max {max(iv) if iv else math.nan:.0f})",
             "-",
@@ -676,7 +679,7 @@ def render(r: dict[str, Any]) -> str:
             f"{med(ts.get('draw_ms', [])):.1f} ms",
         ),
         (
-            "scrolling 50 cards: main thread per frame",
+            f"scrolling {c['tags']} cards: main thread per frame",
             f"{med(sc.get('cpu_per_frame_ms', [])):.1f} ms (no run selected: "
             f"{med(sc.get('empty_cpu_per_frame_ms', [])):.1f} ms)",
         ),
