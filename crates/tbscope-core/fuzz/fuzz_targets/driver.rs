@@ -18,25 +18,9 @@ use std::time::{Duration, Instant};
 
 use tbscope_core::masked_crc::masked_crc32c;
 
-/// SplitMix64.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-}
+#[path = "../../tests/common/rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 fn files_under(p: &Path, out: &mut Vec<PathBuf>, only_events: bool) {
     if p.is_dir() {
@@ -105,7 +89,7 @@ fn damage(rng: &mut Rng, buf: &mut Vec<u8>, donor: &[u8]) {
             }
             3 => {
                 let n = rng.below(20) as usize;
-                let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
                 buf.splice(p..p, bytes);
             }
             // A torn record: the first bytes of a piece of another file, whole records after.
@@ -177,12 +161,12 @@ pub fn run(check: fn(&[u8])) {
         .and_then(|v| v.parse().ok())
         .unwrap_or(if seconds.is_some() { u64::MAX } else { 20_000 });
     let deadline = seconds.map(|s| Instant::now() + Duration::from_secs_f64(s));
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let t0 = Instant::now();
     let mut n = 0u64;
     let mut kinds = [0u64; 3];
     while n < iters && deadline.is_none_or(|d| Instant::now() < d) {
-        let sel = rng.next() as u8; // the targets' option byte
+        let sel = rng.next_u64() as u8; // the targets' option byte
         let kind = rng.below(if seeds.is_empty() { 2 } else { 3 });
         kinds[kind as usize] += 1;
         let mut buf = match kind {
@@ -192,7 +176,7 @@ pub fn run(check: fn(&[u8])) {
                 for _ in 0..rng.below(6) {
                     let most = if rng.below(4) == 0 { 300 } else { 40 };
                     let len = rng.below(most) as usize;
-                    let payload: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                    let payload: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
                     tbscope_core::tf_record::write_record(&mut b, &payload);
                 }
                 b
