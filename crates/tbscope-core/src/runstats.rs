@@ -129,7 +129,6 @@ pub(crate) fn runs_table_of_facts(facts: &RecordBatch) -> RecordBatch {
 }
 
 /// Running statistics of one series.
-#[derive(Clone)]
 struct Acc {
     run: u32,
     tag: u32,
@@ -163,7 +162,7 @@ pub fn scalar_stats_of(batches: &[RecordBatch]) -> Result<RecordBatch> {
 /// [`scalar_stats_of`] a batch at a time: the batches folded in turn give its table to the
 /// bit, and none of them needs to be kept (a summary without a cache folds each piece of a
 /// logdir as it is read and drops its rows). The one implementation of the statistics.
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub struct StatsFold {
     run_ids: HashMap<Arc<str>, u32>,
     run_names: Vec<Arc<str>>,

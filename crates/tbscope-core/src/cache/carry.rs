@@ -9,9 +9,7 @@
 //! only the load and the generation it writes see that, and both take the other runs' parts
 //! from the old generation (`Kept`, `Carried`).
 
-use std::collections::HashSet;
-
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
