@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import tbscope
-from test_cache import KINDS, _norm, assert_same, cold, current, snapshot
+from test_cache import KINDS, _norm, assert_same, cold, current, event_files, frame_records, scalar_events, snapshot
 
 
 def settle(root: Path) -> None:
@@ -204,6 +204,67 @@ def test_a_verified_file_is_trusted_until_it_changes(
     info = lg.cache_info
     assert info is not None and info.status == "miss" and info.written, info
     assert any("not used" in w and seg.name in w and "checksum" in w for w in info.warnings), info.warnings
+
+
+def test_a_segment_linked_into_the_next_generation_keeps_its_stamp(
+    tbx_logdir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A refresh that reads appended bytes hard-links the segments it did not rewrite into
+    its new generation. The link (and the removal of the generation before) moves their ctime;
+    their stamp is carried with them, so the refresh after takes them unchecked, as the one
+    before did (it used to check them again on every refresh). A byte changed in place later,
+    its mtime put back, is still checked and found."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(tbx_logdir, logdir)
+    cache = tmp_path / "cache"
+    tbscope.scan(logdir, cache=cache).scalars()
+    first = {p.name for p in (cache / current(cache)).glob("*.scalars.arrow")}
+    assert len(first) == 1
+    (seg,) = first
+    # Stamped only once its last change (the write) lies 2 s in the past.
+    time.sleep(2.2)
+    monkeypatch.setenv("TBSCOPE_TRACE", "1")
+    run_file = event_files(logdir / "hp" / "trial_0")[-1]
+
+    def append_and_open(start: int | None) -> tuple[tbscope.Logdir, dict[str, str]]:
+        if start is not None:
+            with open(run_file, "ab") as fh:
+                fh.write(frame_records(scalar_events("appended", range(start, start + 10))))
+        capfd.readouterr()
+        lg = tbscope.scan(logdir, cache=cache)
+        assert_same(cold(logdir), snapshot(lg))
+        return lg, held_files(capfd.readouterr().err)
+
+    _, held = append_and_open(None)
+    assert held[seg] == "checked", held
+    for start in (100, 200, 300):
+        before = current(cache)
+        lg, held = append_and_open(start)
+        info = lg.cache_info
+        assert info is not None and info.status == "updated" and info.written, info
+        assert current(cache) != before
+        # The first generation's scalars segment, linked into every generation since.
+        assert (cache / current(cache) / seg).stat().st_nlink >= 2
+        assert held[seg] == "trusted", (start, held)
+
+    # One bit of the linked segment flipped in place, its mtime restored.
+    path = cache / current(cache) / seg
+    st = path.stat()
+    with open(path, "r+b") as fh:
+        fh.seek(st.st_size // 2)
+        b = fh.read(1)
+        fh.seek(-1, os.SEEK_CUR)
+        fh.write(bytes([b[0] ^ 0x08]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    capfd.readouterr()
+    lg = tbscope.scan(logdir, cache=cache)
+    assert_same(cold(logdir), snapshot(lg))
+    info = lg.cache_info
+    assert info is not None and info.status == "miss" and info.written, info
+    assert any("not used" in w and seg in w and "checksum" in w for w in info.warnings), info.warnings
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 //! or the new one, never part of one. Restoring reads `CURRENT` and checks everything it opens
 //! (docs/cache.md, "Several processes, and crashes").
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +19,7 @@ use super::files::{hold, map_bytes, read_ipc_file, write_ipc, RestoreError};
 use super::manifest::{decode_body, decode_header, encode_manifest};
 use super::pending::Pending;
 use super::segments::Segment;
-use super::stamp::FileSum;
-use super::stamp::Stamps;
+use super::stamp::{Carry, FileSum, Leased, Stamps};
 use super::unique_name;
 use super::Cache;
 use crate::data_compat::Kind;
@@ -150,6 +150,18 @@ impl Drop for Lock {
     }
 }
 
+/// Removes the generations of `dir` other than those `keep` names (under the lock).
+fn prune(dir: &Path, keep: &dyn Fn(&str) -> bool) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("gen-") && !keep(&name) {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
 pub(super) fn segment_file(seg: &str, kind: Kind) -> String {
     format!("{seg}.{}.arrow", kind.name())
 }
@@ -229,17 +241,9 @@ impl Cache {
             }
             // Older generations go, except the one that was current until now: a reader may
             // have just read its name and not opened it yet.
-            if let Ok(entries) = fs::read_dir(&self.dir) {
-                for e in entries.flatten() {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    if name.starts_with("gen-")
-                        && name != generation
-                        && previous.as_deref() != Some(name.as_str())
-                    {
-                        let _ = fs::remove_dir_all(e.path());
-                    }
-                }
-            }
+            prune(&self.dir, &|name| {
+                name == generation || previous.as_deref() == Some(name)
+            });
             Ok(())
         })();
         if let Err(e) = published {
@@ -250,6 +254,8 @@ impl Cache {
             s.home = Some(gdir.clone());
             s.files = files;
         }
+        // The stamps carried into it speak for the files linked there.
+        self.stamps = Some(Arc::new(Stamps::load(&gdir)));
         Ok(generation)
     }
 
@@ -265,6 +271,8 @@ impl Cache {
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, std::time::Duration)> = Vec::new();
         let mut sums: Vec<[Option<FileSum>; 8]> = Vec::with_capacity(self.segments.len());
+        let mut carry = Carry::default();
+        let mut leased = self.lease_linked();
         for s in &self.segments {
             let mut files: [Option<FileSum>; 8] = Default::default();
             for k in Kind::ALL {
@@ -278,7 +286,13 @@ impl Cache {
                 let dest = tmp.join(&name);
                 let linked = match (&s.home, s.files[k as usize]) {
                     (Some(h), Some(sum)) => {
-                        fs::hard_link(h.join(&name), &dest).is_ok().then_some(sum)
+                        let src = h.join(&name);
+                        let held = leased.remove(&src);
+                        let ok = fs::hard_link(&src, &dest).is_ok();
+                        if let (true, Some(l)) = (ok, held) {
+                            carry.linked(l, &dest);
+                        }
+                        ok.then_some(sum)
                     }
                     _ => None,
                 };
@@ -295,6 +309,9 @@ impl Cache {
             }
             sums.push(files);
         }
+        let stamps = Stamps::load(tmp);
+        carry.record(&stamps);
+        stamps.flush();
         // The stored tables answer a warm open that finds nothing changed (see the module
         // docs): computed by the reader, which holds the unfiltered load.
         marks.push(("segments", t0.elapsed()));
@@ -343,6 +360,44 @@ impl Cache {
                 stats,
             },
         ))
+    }
+
+    /// The segment files the next generation hard-links that the stamps of the generation
+    /// they live in vouch for, each opened under a read lease (`stamp::Carry`), by path. When
+    /// there are any, the generations other than the current one and theirs are removed now
+    /// rather than after the publish: removing a generation that also links a file moves the
+    /// file's ctime, and must happen while the lease shows nobody wrote it.
+    fn lease_linked(&self) -> HashMap<PathBuf, Leased> {
+        let mut out = HashMap::new();
+        let Some(st) = &self.stamps else {
+            return out;
+        };
+        for s in &self.segments {
+            if s.home.as_deref() != Some(st.dir()) {
+                continue;
+            }
+            for k in Kind::ALL {
+                let (Some(h), Some(sum)) = (&s.home, s.files[k as usize]) else {
+                    continue;
+                };
+                if !s.has(k) {
+                    continue;
+                }
+                let src = h.join(segment_file(&s.name, k));
+                if let Some(l) = st.lease_vouched(&src, &sum) {
+                    out.insert(src, l);
+                }
+            }
+        }
+        if !out.is_empty() {
+            if let Ok(_lock) = Lock::take(&self.dir) {
+                let current = fs::read_to_string(self.dir.join("CURRENT")).unwrap_or_default();
+                let current = current.trim();
+                let home = st.dir().file_name().and_then(|n| n.to_str());
+                prune(&self.dir, &|name| name == current || home == Some(name));
+            }
+        }
+        out
     }
 
     /// Restores the reader from the current generation.

@@ -182,14 +182,7 @@ pub(super) fn map(f: File, len: usize) -> Result<Buffer, File> {
     let fd = f.as_raw_fd();
     // Held from the lease to the registration: a break arriving meanwhile waits for it.
     let mut maps = MAPS.lock().unwrap_or_else(|p| p.into_inner());
-    let owner: [libc::c_int; 2] = [F_OWNER_TID, w.tid];
-    // SAFETY: fcntl on a descriptor we own, with the argument each command takes.
-    let leased = unsafe {
-        libc::fcntl(fd, F_SETSIG, w.sig) == 0
-            && libc::fcntl(fd, F_SETOWN_EX, owner.as_ptr()) == 0
-            && libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) == 0
-    };
-    if !leased {
+    if !lease(fd, w) {
         return Err(f);
     }
     // SAFETY: a fresh read-only private mapping of an open file; checked below.
@@ -213,4 +206,33 @@ pub(super) fn map(f: File, len: usize) -> Result<Buffer, File> {
     let map = LeasedMap { ptr, len, file: f };
     // SAFETY: `len` readable bytes at `ptr` for as long as the owner (the mapping) lives.
     Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) })
+}
+
+/// A read lease on `fd` whose breaks signal the watcher `w`.
+fn lease(fd: RawFd, w: &Watcher) -> bool {
+    let owner: [libc::c_int; 2] = [F_OWNER_TID, w.tid];
+    // SAFETY: fcntl on a descriptor we own, with the argument each command takes.
+    unsafe {
+        libc::fcntl(fd, F_SETSIG, w.sig) == 0
+            && libc::fcntl(fd, F_SETOWN_EX, owner.as_ptr()) == 0
+            && libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) == 0
+    }
+}
+
+/// A read lease on `f`, with no mapping: until `f` is closed, whoever opens the file for
+/// writing or truncates it waits (up to `/proc/sys/fs/lease-break-time`). Its break signals
+/// the watcher, which finds no mapping of `f` and leaves the lease to be given up by closing
+/// `f`. False when the kernel grants none (the file open for writing somewhere, another user's
+/// file, a filesystem without leases, a forked child).
+pub(super) fn hold(f: &File) -> bool {
+    watcher()
+        .filter(|w| w.pid == std::process::id())
+        .is_some_and(|w| lease(f.as_raw_fd(), w))
+}
+
+/// Whether the lease [`hold`] took on `f` is still whole: nobody has tried to open the file
+/// for writing since (a pending break reports the type it is being broken to).
+pub(super) fn held(f: &File) -> bool {
+    // SAFETY: as above; F_GETLEASE takes no argument.
+    unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLEASE) == libc::F_RDLCK }
 }

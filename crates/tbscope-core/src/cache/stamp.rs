@@ -22,19 +22,29 @@
 //! back to hit a stamped ctime exactly. Those were caught by checking every open; now they are
 //! caught only by the first open of a generation (docs/cache.md, "Damage").
 //!
+//! A file hard-linked into the next generation (a segment no load rewrote) keeps its bytes but
+//! not its ctime: the link, and the removal of the generation before, move it. Its stamp is
+//! carried over ([`Carry`]) when nothing else can have changed meanwhile: the file is held
+//! under a read lease (whoever opens it for writing waits) from before the stamp is found to
+//! vouch for it, through the removal and the link, until the clock has moved past the ctime
+//! the link gave it; then the new generation's stamp names that ctime. A write after the lease
+//! lands in a later clock tick and moves the ctime, as for any stamp. Where the kernel grants
+//! no lease, or the filesystem's times are too coarse to tell the ticks apart (whole
+//! milliseconds or coarser), nothing is carried and the file is checked on its next open.
+//!
 //! The stamp file has its own CRC-32C: a damaged one vouches for nothing (every file is checked
 //! again and the stamp rewritten). Writing it is best effort (a read-only cache is checked on
 //! every open): tmp file and rename, no fsync (a stamp lost in a crash costs one more check).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::fs::{self, Metadata};
+use std::fs::{self, File, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::unique_name;
+use super::{lease, unique_name};
 
 /// What the manifest says about one file of a generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +83,14 @@ impl Identity {
             mtime: (m.mtime(), m.mtime_nsec()),
             ctime: (m.ctime(), m.ctime_nsec()),
         }
+    }
+
+    /// The same bytes as far as a hard link or an unlink can tell: they move only the ctime.
+    fn same_but_ctime(&self, other: &Identity) -> bool {
+        Identity {
+            ctime: other.ctime,
+            ..*self
+        } == *other
     }
 
     /// Whether the last change of the file lies at least `settle` before `now`.
@@ -152,6 +170,25 @@ impl Stamps {
         }
     }
 
+    /// `path`, a file of this generation the next one hard-links with the manifest's `sum`,
+    /// opened and leased when these stamps vouch for it as it is now (see [`Carry`]); None
+    /// when they do not or no lease is granted (it is checked on its next open).
+    pub(super) fn lease_vouched(&self, path: &Path, sum: &FileSum) -> Option<Leased> {
+        let name = path.file_name()?.to_str()?;
+        let file = File::open(path).ok()?;
+        // The lease first: once it is held nobody writes the file until it is given up, so
+        // what the stamp vouches for now still holds when the stamp is carried.
+        if !lease::hold(&file) {
+            return None;
+        }
+        let before = Identity::of(&file.metadata().ok()?);
+        self.vouches(name, &before, sum).then_some(Leased {
+            file,
+            before,
+            sum: *sum,
+        })
+    }
+
     /// Writes the stamps if anything was recorded: a temporary file renamed over the stamp
     /// file. Failures only mean the files are checked again next time.
     pub(super) fn flush(&self) {
@@ -169,6 +206,89 @@ impl Stamps {
             let _ = fs::remove_file(&tmp);
         }
     }
+}
+
+/// A stamped file under a read lease, about to be hard-linked into a new generation.
+pub(super) struct Leased {
+    file: File,
+    before: Identity,
+    sum: FileSum,
+}
+
+/// The stamps to carry into a new generation for the files hard-linked into it (see the
+/// module docs): each file's lease is held until [`Carry::record`].
+#[derive(Default)]
+pub(super) struct Carry {
+    linked: Vec<(String, Leased, Identity)>,
+}
+
+impl Carry {
+    /// `l` was hard-linked as `dest`: its stamp is carried if the link is the same file with
+    /// the same bytes (only its ctime moved).
+    pub(super) fn linked(&mut self, l: Leased, dest: &Path) {
+        let Some(name) = dest.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        let (Ok(at_dest), Ok(held)) = (fs::metadata(dest), l.file.metadata()) else {
+            return;
+        };
+        let (at_dest, held) = (Identity::of(&at_dest), Identity::of(&held));
+        if at_dest == held && l.before.same_but_ctime(&held) {
+            self.linked.push((name.to_string(), l, at_dest));
+        }
+    }
+
+    /// Records the carried stamps in `into` (the new generation's, flushed by the caller) once
+    /// the clock has moved past every new ctime, for the files whose lease nobody broke; gives
+    /// the leases up.
+    pub(super) fn record(self, into: &Stamps) {
+        // Times in whole milliseconds or coarser: a later write might share the tick.
+        let fine = |id: &Identity| id.ctime.1 % 1_000_000 != 0;
+        let last = self
+            .linked
+            .iter()
+            .filter(|(_, _, id)| fine(id))
+            .map(|(_, _, id)| id.ctime)
+            .max();
+        let Some(last) = last else { return };
+        // The filesystem takes its times from the coarse clock (or a finer one): once that
+        // reads a millisecond past the last ctime, every later change has a later ctime.
+        let past = nanos(last) + 1_000_000;
+        let waited = std::time::Instant::now();
+        while coarse_now() < past {
+            if waited.elapsed() > Duration::from_millis(50) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut e = into.entries.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, l, id) in &self.linked {
+            if fine(id) && lease::held(&l.file) {
+                let stamp = Stamp {
+                    id: *id,
+                    bytes: l.sum.bytes,
+                    crc: l.sum.crc,
+                };
+                e.0.insert(name.clone(), stamp);
+                e.1 = true;
+            }
+        }
+    }
+}
+
+fn nanos((s, ns): (i64, i64)) -> i128 {
+    i128::from(s) * 1_000_000_000 + i128::from(ns)
+}
+
+/// CLOCK_REALTIME_COARSE in nanoseconds, as [`nanos`] gives a ctime.
+fn coarse_now() -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    nanos((ts.tv_sec, ts.tv_nsec))
 }
 
 fn encode(entries: &HashMap<String, Stamp>) -> Vec<u8> {
@@ -290,6 +410,97 @@ mod tests {
             );
         }
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A stamped file hard-linked into another generation's directory under a lease carries
+    /// its stamp there (its ctime moved by the link and by the removal of the first name);
+    /// written in place afterwards, its mtime put back, the carried stamp vouches for nothing.
+    /// A write attempted while the lease is held (it waits for it) carries nothing.
+    #[test]
+    fn a_stamp_carried_over_a_hard_link_vouches_until_a_write() {
+        use std::os::unix::fs::FileExt;
+        let (a, b) = (scratch("carry-a"), scratch("carry-b"));
+        let src = a.join("s.scalars.arrow");
+        fs::write(&src, b"0123456789").unwrap();
+        let probe = File::open(&src).unwrap();
+        if !lease::hold(&probe) {
+            eprintln!("no leases on {}: skipped", src.display());
+            return;
+        }
+        drop(probe);
+        let sum = sum(10, 7);
+        let old = Stamps::load(&a);
+        let id = Identity::of(&fs::metadata(&src).unwrap());
+        old.record_with("s.scalars.arrow", &id, &sum, Duration::ZERO);
+        // Another name of the file, removed as an older generation is while the lease is held.
+        let other = a.join("older");
+        fs::hard_link(&src, &other).unwrap();
+        let id = Identity::of(&fs::metadata(&src).unwrap());
+        old.record_with("s.scalars.arrow", &id, &sum, Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(20));
+
+        let l = old.lease_vouched(&src, &sum).expect("vouched and leased");
+        fs::remove_file(&other).unwrap();
+        let dest = b.join("s.scalars.arrow");
+        fs::hard_link(&src, &dest).unwrap();
+        let linked = Identity::of(&fs::metadata(&dest).unwrap());
+        assert_ne!(linked, id, "the link moves the ctime");
+        let mut carry = Carry::default();
+        carry.linked(l, &dest);
+        let new = Stamps::load(&b);
+        carry.record(&new);
+        new.flush();
+        let new = Stamps::load(&b);
+        if linked.ctime.1 % 1_000_000 == 0 {
+            eprintln!("times in whole milliseconds here: nothing is carried");
+            assert!(!new.vouches("s.scalars.arrow", &linked, &sum));
+            return;
+        }
+        assert!(new.vouches("s.scalars.arrow", &linked, &sum));
+        assert!(!new.vouches("s.scalars.arrow", &linked, &FileSum { crc: 8, ..sum }));
+
+        // Written in place, mtime restored: another ctime, vouched for by nothing.
+        let mtime = fs::metadata(&dest).unwrap().modified().unwrap();
+        let h = fs::OpenOptions::new().write(true).open(&dest).unwrap();
+        h.write_all_at(b"X", 3).unwrap();
+        h.set_modified(mtime).unwrap();
+        drop(h);
+        let written = Identity::of(&fs::metadata(&dest).unwrap());
+        assert!(!new.vouches("s.scalars.arrow", &written, &sum));
+
+        // A writer arriving while the lease is held: nothing carried.
+        new.record_with("s.scalars.arrow", &written, &sum, Duration::ZERO);
+        let third = scratch("carry-c");
+        let l = new.lease_vouched(&dest, &sum).expect("vouched and leased");
+        let writer = {
+            let dest = dest.clone();
+            std::thread::spawn(move || {
+                let h = fs::OpenOptions::new().write(true).open(&dest).unwrap();
+                h.write_all_at(b"Y", 4).unwrap();
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let dest3 = third.join("s.scalars.arrow");
+        fs::hard_link(&dest, &dest3).unwrap();
+        let mut carry = Carry::default();
+        carry.linked(l, &dest3);
+        let newer = Stamps::load(&third);
+        carry.record(&newer);
+        writer.join().unwrap();
+        let now = Identity::of(&fs::metadata(&dest3).unwrap());
+        assert!(!newer.vouches("s.scalars.arrow", &now, &sum));
+        assert!(!newer.vouches(
+            "s.scalars.arrow",
+            &Identity::of(&fs::metadata(&dest3).unwrap()),
+            &sum
+        ));
+        {
+            let e = newer.entries.lock().unwrap();
+            assert!(e.0.is_empty(), "a stamp carried over a broken lease");
+        }
+        for d in [a, b, third] {
+            fs::remove_dir_all(&d).unwrap();
+        }
     }
 
     /// A write in place moves the ctime even when the writer puts the mtime back.
