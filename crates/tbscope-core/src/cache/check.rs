@@ -429,32 +429,14 @@ impl Cache {
     }
 }
 
-/// Stats the discovered event files, in parallel when a pool is given.
+/// Stats the discovered event files (`load::stat_found`), on the pool's threads when a pool
+/// is given.
 pub(super) fn stat_found_with(
     found: crate::logdir::Discovered,
     pool: Option<&rayon::ThreadPool>,
 ) -> Found {
-    let Some(p) = pool else {
-        return stat_found(found);
-    };
-    use rayon::prelude::*;
-    let flat: Vec<&PathBuf> = found.values().flatten().collect();
-    let mut metas = p
-        .install(|| {
-            flat.par_iter()
-                .with_min_len(256)
-                .map(|f| fs::metadata(f).ok())
-                .collect::<Vec<_>>()
-        })
-        .into_iter();
-    found
-        .into_iter()
-        .map(|(run, files)| {
-            let files = files
-                .into_iter()
-                .map(|f| (f, metas.next().flatten()))
-                .collect();
-            (run, files)
-        })
-        .collect()
+    match pool {
+        Some(p) => p.install(|| stat_found(found)),
+        None => stat_found(found),
+    }
 }
