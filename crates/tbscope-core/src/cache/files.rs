@@ -445,20 +445,31 @@ fn dictionary_of(
     Ok(Arc::new(d))
 }
 
-/// Whether every key lies in `0..len`: one pass of unsigned maxima (a negative key is a large
-/// unsigned one), which the compiler vectorises.
+/// Whether every key lies in `0..len`, in one pass the compiler vectorises: a key `k` lies
+/// in `0..=last` exactly when neither `k` nor `last - k` is negative, so the sign bit of the
+/// OR of them all says whether any does not (sixteen accumulators: no dependency chain).
 fn keys_within(keys: &[i32], len: usize) -> bool {
-    const LANES: usize = 16;
-    let mut max = [0u32; LANES];
-    let chunks = keys.chunks_exact(LANES);
+    if keys.is_empty() {
+        return true;
+    }
+    let Some(last) = len.checked_sub(1) else {
+        return false;
+    };
+    let last = i32::try_from(last).unwrap_or(i32::MAX);
+    let mut acc = [0i32; 16];
+    let chunks = keys.chunks_exact(acc.len());
     let rest = chunks.remainder();
     for c in chunks {
-        for (m, &k) in max.iter_mut().zip(c) {
-            *m = (*m).max(k as u32);
+        for (a, &k) in acc.iter_mut().zip(c) {
+            *a |= k | last.wrapping_sub(k);
         }
     }
-    let top = rest.iter().map(|&k| k as u32).chain(max).max().unwrap_or(0);
-    keys.is_empty() || (top as usize) < len
+    let all = rest
+        .iter()
+        .map(|&k| k | last.wrapping_sub(k))
+        .chain(acc)
+        .fold(0, |a, b| a | b);
+    all >= 0
 }
 
 /// The errors of holding a cache file.
@@ -557,6 +568,60 @@ mod tests {
             );
             drop(buf);
             fs::remove_file(&path).unwrap();
+        }
+    }
+
+    /// The one-pass key check against the plain definition, at the edges of `i32` and of
+    /// the dictionary, and on seeded random keys.
+    #[test]
+    fn keys_within_is_every_key_in_range() {
+        let plain = |keys: &[i32], len: usize| keys.iter().all(|&k| k >= 0 && (k as usize) < len);
+        let edges = [
+            i32::MIN,
+            i32::MIN + 1,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            35,
+            36,
+            37,
+            38,
+            i32::MAX - 1,
+            i32::MAX,
+        ];
+        let lens = [
+            0,
+            1,
+            2,
+            37,
+            38,
+            i32::MAX as usize,
+            i32::MAX as usize + 1,
+            usize::MAX,
+        ];
+        let mut rng = rng::Rng::new(0x6b77);
+        for len in lens {
+            assert!(keys_within(&[], len));
+            for &e in &edges {
+                for n in [1, 15, 16, 17, 40] {
+                    for at in [0, n - 1, n / 2] {
+                        let mut keys = vec![0i32; n];
+                        if len > 1 {
+                            for k in &mut keys {
+                                *k = rng.below(len.min(1 << 31) as u64) as i32;
+                            }
+                        }
+                        keys[at] = e;
+                        assert_eq!(
+                            keys_within(&keys, len),
+                            plain(&keys, len),
+                            "{len} {e} {n} {at}"
+                        );
+                    }
+                }
+            }
         }
     }
 
