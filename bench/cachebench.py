@@ -377,12 +377,54 @@ def bench_ab(
                 )
         return out
 
+    # One run of the many-runs logdir appended to, then `summary` (as `bench_append`): each
+    # interpreter on its own hard-linked copy with its own cache, the same steps appended to
+    # each before its run (untimed), one append before the timed rounds (a cache just written
+    # holds no stamps yet).
+    appended: dict[str, tuple[Path, Path]] = {}
+    append_run = 0
+    if many_logdir is not None:
+        import manyruns
+
+        append_run = json.loads((many_logdir.parent / "corpus.json").read_text())["params"]["runs"] // 2
+        for i, py in enumerate(pythons):
+            work = cache_root / f".cache-ab-append-{i}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            copy = work / "logdir"
+            subprocess.run(["cp", "-al", str(many_logdir), str(copy)], check=True)
+            own = manyruns.own_file(copy, append_run)
+            back = time.time() - 3600
+            os.utime(own.parent, (back, back))
+            appended[py] = (copy, work / "cache")
+            for task in (
+                {"task": "read", "logdir": str(copy), "cache": str(work / "cache")},
+                {"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(work / "cache")},
+            ):
+                if task["task"] == "cli":
+                    time.sleep(2.5)  # the segment's ctime settled: the open stamps it
+                    manyruns.append_to_run(copy, append_run, first_step=9_000)
+                r = run_task(task, python=py)
+                if "error" in r:
+                    raise RuntimeError(f"{py}: {r['error']}")
+
     names = [name for name, _ in tasks(pythons[0])]
+    if appended:
+        names.append("many runs, one run appended to, then `summary`")
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {n: {py: [] for py in pythons} for n in names}
     for i in range(repeat):
         order = pythons if i % 2 == 0 else pythons[::-1]
         for k, name in enumerate(names):
             for py in order:
+                if k == len(tasks(py)):
+                    copy, cache = appended[py]
+                    manyruns.append_to_run(copy, append_run, first_step=10_000 + 100 * i)
+                    r = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(cache)}, python=py)
+                    if "error" in r:
+                        raise RuntimeError(f"{name} ({py}): {r['error']}")
+                    runs[name][py].append(r)
+                    log(f"  {name}, {py}: run {i + 1}/{repeat}: {r['seconds']:.3f}s wall, {r['cpu_seconds']:.3f}s CPU")
+                    continue
                 # Rows are checked in the first round only.
                 task = {**tasks(py)[k][1], "check": i == 0}
                 r = run_task(task, python=py)
@@ -393,13 +435,17 @@ def bench_ab(
                 runs[name][py].append(r)
                 log(f"  {name}, {py}: run {i + 1}/{repeat}: {r['seconds']:.3f}s wall, {r['cpu_seconds']:.3f}s CPU")
     for name in names:
-        for key in ("digest", "output_sha256"):
-            got = {json.dumps(r[key], sort_keys=True) for py in pythons for r in runs[name][py] if key in r}
-            if len(got) > 1:
-                raise RuntimeError(f"{name}: the interpreters' results differ ({key})")
+        # (Each round of the append row has more steps: its outputs agree round by round.)
+        for i in range(repeat):
+            for key in ("digest", "output_sha256"):
+                got = {json.dumps(runs[name][py][i][key], sort_keys=True) for py in pythons if key in runs[name][py][i]}
+                if len(got) > 1:
+                    raise RuntimeError(f"{name}: the interpreters' results differ ({key}, round {i + 1})")
     for open_cache, cli_cache in caches.values():
         for d in (open_cache, cli_cache):
             shutil.rmtree(d, ignore_errors=True)
+    for copy, _ in appended.values():
+        shutil.rmtree(copy.parent, ignore_errors=True)
     return {"pythons": pythons, "names": names, "runs": runs}
 
 

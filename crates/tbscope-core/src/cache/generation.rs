@@ -273,6 +273,7 @@ impl Cache {
         let mut sums: Vec<[Option<FileSum>; 8]> = Vec::with_capacity(self.segments.len());
         let mut carry = Carry::default();
         let mut leased = self.lease_linked();
+        marks.push(("leased and pruned", t0.elapsed()));
         for s in &self.segments {
             let mut files: [Option<FileSum>; 8] = Default::default();
             for k in Kind::ALL {
@@ -309,12 +310,13 @@ impl Cache {
             }
             sums.push(files);
         }
+        marks.push(("segments", t0.elapsed()));
         let stamps = Stamps::load(tmp);
         carry.record(&stamps);
         stamps.flush();
+        marks.push(("stamps carried", t0.elapsed()));
         // The stored tables answer a warm open that finds nothing changed (see the module
         // docs): computed by the reader, which holds the unfiltered load.
-        marks.push(("segments", t0.elapsed()));
         let facts = self
             .facts_to_store(r)
             .map_err(|e| format!("cannot compute the runs' facts: {e}"))?;
