@@ -224,6 +224,8 @@ def test_a_segment_linked_into_the_next_generation_keeps_its_stamp(
     first = {p.name for p in (cache / current(cache)).glob("*.scalars.arrow")}
     assert len(first) == 1
     (seg,) = first
+    if not leases(cache / current(cache) / seg):
+        pytest.skip("no read leases on this filesystem: nothing is carried (docs/cache.md)")
     # Stamped only once its last change (the write) lies 2 s in the past.
     time.sleep(2.2)
     monkeypatch.setenv("TBSCOPE_TRACE", "1")
