@@ -141,6 +141,19 @@ def test_a_flipped_bit_anywhere_is_found(
         assert again.cache_info is not None and not again.cache_info.warnings, where
 
 
+def flip_in_place(path: Path) -> None:
+    """One bit in the middle of `path` flipped by a write in place, its mtime put back as it was
+    (only the ctime tells)."""
+    st = path.stat()
+    with open(path, "r+b") as fh:
+        fh.seek(st.st_size // 2)
+        b = fh.read(1)
+        fh.seek(-1, os.SEEK_CUR)
+        fh.write(bytes([b[0] ^ 0x08]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_size == st.st_size
+
+
 def held_files(err: str) -> dict[str, str]:
     """From `TBSCOPE_TRACE=1` output: per cache file name, whether its open `checked` its
     checksum or `trusted` its generation's stamp."""
@@ -191,14 +204,7 @@ def test_a_verified_file_is_trusted_until_it_changes(
 
     # One bit of the scalars segment flipped in place, its mtime restored.
     seg = files["scalars"]
-    st = seg.stat()
-    with open(seg, "r+b") as fh:
-        fh.seek(st.st_size // 2)
-        b = fh.read(1)
-        fh.seek(-1, os.SEEK_CUR)
-        fh.write(bytes([b[0] ^ 0x08]))
-    os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert seg.stat().st_mtime_ns == st.st_mtime_ns and seg.stat().st_size == st.st_size
+    flip_in_place(seg)
     lg, snap, held = open_all()
     assert_same(truth, snap)
     info = lg.cache_info
@@ -253,14 +259,7 @@ def test_a_segment_linked_into_the_next_generation_keeps_its_stamp(
         assert held[seg] == "trusted", (start, held)
 
     # One bit of the linked segment flipped in place, its mtime restored.
-    path = cache / current(cache) / seg
-    st = path.stat()
-    with open(path, "r+b") as fh:
-        fh.seek(st.st_size // 2)
-        b = fh.read(1)
-        fh.seek(-1, os.SEEK_CUR)
-        fh.write(bytes([b[0] ^ 0x08]))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    flip_in_place(cache / current(cache) / seg)
     capfd.readouterr()
     lg = tbscope.scan(logdir, cache=cache)
     assert_same(cold(logdir), snapshot(lg))
