@@ -10,6 +10,7 @@ from typing_extensions import Buffer
 __all__ = [
     "EventWriter",
     "NativeReader",
+    "S3Fetcher",
     "Stream",
     "Table",
     "__version__",
