@@ -127,7 +127,7 @@ class NativeS3:
         if not self.anonymous and not (self.key and self.secret) and self._chain() is None:
             # s3fs fails the same way, with botocore's words: let it say so.
             raise Unsupported("botocore's credential chain found no credentials")
-        self._clients: dict[str, tuple[tuple[str | None, ...], Any]] = {}
+        self._clients: dict[str, tuple[tuple[int | str | None, ...], Any]] = {}
 
     @staticmethod
     def _env_endpoint() -> str | None:
@@ -187,7 +187,8 @@ class NativeS3:
 
         key, secret, token = self._identity()
         made = self._clients.get(bucket)
-        if made is None or made[0] != (key, secret, token):
+        # A client's connections belong to its process: a forked child makes its own.
+        if made is None or made[0] != (os.getpid(), key, secret, token):
             client = S3Fetcher(
                 bucket,
                 region=self.region,
@@ -198,7 +199,7 @@ class NativeS3:
                 anonymous=self.anonymous,
                 retries=self.retries,
             )
-            made = ((key, secret, token), client)
+            made = ((os.getpid(), key, secret, token), client)
             self._clients[bucket] = made
         return made[1]
 

@@ -6,6 +6,7 @@ S3 server on loopback."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -157,3 +158,39 @@ def test_a_request_that_keeps_failing_is_reported_and_the_rest_read(s3, tbx_logd
         rel = p.relative_to(tbx_logdir).as_posix()
         assert (Path(lg._remote.files_dir) / rel).read_bytes() == p.read_bytes(), rel
     assert set(lg.runs) == {p.parent.relative_to(tbx_logdir).as_posix() or "." for p in files[1:]}
+
+
+def test_a_forked_child_fetches_with_its_own_client(s3, tbx_logdir, tmp_path):
+    """A process that fetched natively and then forked (DataLoader workers, a pre-fork server):
+    the child has none of the runtime's threads nor the client's connections; its fetches,
+    through the parent's Mirror and through a new one, work all the same."""
+    parent = _mirror.Mirror(f"s3://{BUCKET}/tbx", {**s3.options, "mirror": str(tmp_path / "parent")})
+    parent.sync(first=True)
+    assert parent.transport == "native" and parent.last.bytes_fetched > 0
+    one = next(p for p in sorted(tbx_logdir.rglob("*tfevents*")))
+    rel = one.relative_to(tbx_logdir).as_posix()
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when both fetches gave the right bytes
+        code = 3
+        try:
+            write = parent._piece_writer()
+            fd = os.open(tmp_path / "piece", os.O_WRONLY | os.O_CREAT, 0o644)
+            n = write(f"{parent.root}/{rel}", 0, one.stat().st_size, fd)
+            os.close(fd)
+            child = _mirror.Mirror(f"s3://{BUCKET}/tbx", {**s3.options, "mirror": str(tmp_path / "child")})
+            stats = child.sync(first=True)
+            good = n == one.stat().st_size and (tmp_path / "piece").read_bytes() == one.read_bytes()
+            code = 0 if good and stats.bytes_fetched == parent.last.bytes_fetched and not stats.problems else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's fetch hung")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -63,24 +63,42 @@ impl std::fmt::Display for FetchError {
 
 impl std::error::Error for FetchError {}
 
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        // reqwest is built without a crypto provider of its own (see Cargo.toml); an error
-        // here means the process already has one, which serves as well.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+/// The process's runtime, made on first use. A child forked after it was made has none of its
+/// threads (a `block_on` there would wait forever for an I/O driver nobody runs), so a new
+/// process gets a runtime of its own; the parent's copy is leaked, never dropped (dropping
+/// waits for threads that are not there).
+fn runtime() -> Arc<tokio::runtime::Runtime> {
+    static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((made_in, rt)) = slot.as_ref() {
+        if *made_in == pid {
+            return Arc::clone(rt);
+        }
+    }
+    if let Some((_, inherited)) = slot.take() {
+        std::mem::forget(inherited);
+    }
+    // reqwest is built without a crypto provider of its own (see Cargo.toml); an error here
+    // means the process already has one, which serves as well.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = Arc::new(
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(RUNTIME_THREADS)
             .thread_name("tbscope-s3")
             .enable_all()
             .build()
-            .expect("tokio runtime: the system refused threads or an epoll instance")
-    })
+            .expect("tokio runtime: the system refused threads or an epoll instance"),
+    );
+    *slot = Some((pid, Arc::clone(&rt)));
+    rt
 }
 
-/// A client of one bucket.
+/// A client of one bucket. Its connections belong to the process that made it: a forked
+/// child makes its own client (`get_into` refuses, saying so).
 pub struct S3Fetcher {
     store: Arc<dyn ObjectStore>,
+    pid: u32,
 }
 
 impl S3Fetcher {
@@ -137,6 +155,7 @@ impl S3Fetcher {
             .map_err(|e| FetchError::Other(e.to_string()))?;
         Ok(Self {
             store: Arc::new(store),
+            pid: std::process::id(),
         })
     }
 
@@ -149,6 +168,12 @@ impl S3Fetcher {
         end: u64,
         file: &File,
     ) -> Result<u64, FetchError> {
+        if std::process::id() != self.pid {
+            return Err(FetchError::Other(
+                "this S3 client was made by the parent of this forked process: make a new one"
+                    .into(),
+            ));
+        }
         let path = Path::parse(key).map_err(|e| FetchError::BadKey(e.to_string()))?;
         if end <= start {
             return Ok(0);
