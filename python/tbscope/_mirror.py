@@ -126,6 +126,15 @@ def _mtime(info: Mapping[str, Any]) -> float | None:
     return None
 
 
+#: Storage options that are tbscope's own (where the mirror is, which transport), not the store's.
+OWN_OPTIONS = ("mirror", "transport")
+
+
+def fsspec_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``storage_options`` without tbscope's own keys: what the store's filesystem takes."""
+    return {k: v for k, v in options.items() if k not in OWN_OPTIONS}
+
+
 def _fs(url: str, options: Mapping[str, Any]) -> tuple[Any, str]:
     try:
         import fsspec

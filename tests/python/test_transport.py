@@ -194,3 +194,15 @@ def test_a_forked_child_fetches_with_its_own_client(s3, tbx_logdir, tmp_path):
             pytest.fail("the forked child's fetch hung")
         time.sleep(0.05)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_dask_listing_takes_tbscope_s_own_storage_options(s3, tbx_logdir, tmp_path):
+    """``transport`` and ``mirror`` are tbscope's options, not the store's: the Dask listing
+    (fsspec) leaves them out."""
+    from tbscope.dask import event_files
+
+    url = f"s3://{BUCKET}/tbx"
+    plain = event_files(url, storage_options=s3.options)
+    assert len(plain) == len(list(tbx_logdir.rglob("*tfevents*")))
+    own = {**s3.options, "transport": "fsspec", "mirror": str(tmp_path / "m")}
+    assert event_files(url, storage_options=own) == plain
