@@ -26,6 +26,19 @@ impl Reader {
         work: Vec<(String, PathBuf, Cursor)>,
         cancel: &AtomicBool,
     ) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
+        self.read_planned(work, cancel, false)
+    }
+
+    /// [`Reader::read`]; `counted`: the progress counts were given `work`'s files beforehand
+    /// (a load in pieces counts its whole plan up front), so only segments beyond one per
+    /// file (large files cut for several threads) are added to them here.
+    pub(crate) fn read_planned(
+        &mut self,
+        work: Vec<(String, PathBuf, Cursor)>,
+        cancel: &AtomicBool,
+        counted: bool,
+    ) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
+        let files = work.len();
         // What each run already knows about its tags, so later files resolve at once. Only
         // runs that know some: a first read of many runs would otherwise clone every name.
         let mut known = RunKnown::default();
@@ -80,6 +93,11 @@ impl Reader {
         // Large files are cut at record boundaries so several threads can share them. Each
         // file is stat'ed once here, for its size: what the split and the balancing go by.
         let (work, bytes) = self.split_large(work, threads, pool.as_ref());
+        super::progress::planned(if counted {
+            work.len().saturating_sub(files)
+        } else {
+            work.len()
+        });
         let mut groups = self.parse_groups(&work, &bytes, threads, pool.as_ref(), &known, cancel);
         // Two rare cases need a second pass over the work, with what the first one learnt:
         // values of undecided kind (tensors before any metadata) are filed once every file of
@@ -126,6 +144,7 @@ impl Reader {
                 }
             }
             let bytes = segment_bytes(&redo);
+            super::progress::planned(redo.len());
             groups = self.parse_groups(&redo, &bytes, threads, pool.as_ref(), &known2, cancel);
             redo
         } else {
@@ -208,7 +227,6 @@ impl Reader {
         cancel: &AtomicBool,
     ) -> Vec<(Tables, Vec<FileChunk>)> {
         let opts = &self.opts.file;
-        super::progress::planned(work.len());
         let total: u64 = bytes.iter().sum();
         let n = threads.clamp(1, work.len().max(1));
         let mut ranges = Vec::with_capacity(n);
