@@ -59,9 +59,29 @@ impl Reader {
     /// The files with bytes to read, each with where to start: discovery plus change checks.
     /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
     pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
-        let (found, errors) =
-            discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
-        self.plan_found(stat_found(found), errors)
+        let (root, runs) = (&self.root, self.opts.runs.as_ref());
+        // Listing directories and stat'ing files on worker threads (a pool for this call
+        // only, as a read makes its own): on a logdir of many small runs, much of a load.
+        let threads = super::thread_count(self.opts.threads);
+        let pool = if threads > 1 {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("tbscope-{i}"))
+                .build()
+                .ok()
+        } else {
+            None
+        };
+        let discover_stat = || -> Result<_> {
+            let (found, errors) = discover(root, runs).map_err(|e| Error::io(e, root))?;
+            Ok((stat_found(found), errors))
+        };
+        let (found, errors) = match &pool {
+            Some(p) => p.install(discover_stat)?,
+            None => discover_stat()?,
+        };
+        drop(pool);
+        self.plan_found(found, errors)
     }
 
     /// [`Reader::plan`] cut into pieces of about `max_bytes` of event file bytes still to read
