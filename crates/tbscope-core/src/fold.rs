@@ -105,12 +105,18 @@ impl FoldingReader {
         crate::load::progress::planned(work.len());
         let mut total = LoadStats::default();
         let mut sizes = sizes.into_iter();
+        // The size of each planned file, in plan order: the reads go by it too (no second
+        // stat per file).
+        let mut planned_sizes = Vec::with_capacity(work.len());
         let pieces = cut_pieces(work, self.piece_bytes, |path| {
-            sizes
+            let size = sizes
                 .by_ref()
                 .find(|(p, _)| p == path)
-                .map_or(0, |(_, s)| s)
+                .map_or(0, |(_, s)| s);
+            planned_sizes.push(size);
+            size
         });
+        let mut planned_sizes = planned_sizes.into_iter();
         // Each piece's scalars are folded on a thread of their own while the next piece is
         // read: the fold is serial, and so is much of a read (merging what the workers
         // found), so the two overlap on two CPUs. One piece waits at most.
@@ -128,7 +134,8 @@ impl FoldingReader {
                 .map_err(|e| Error::Other(format!("cannot start a thread: {e}")))?;
             let read = || -> Result<()> {
                 for piece in pieces {
-                    let (st, batches) = r.read_planned(piece, cancel, true)?;
+                    let sizes = planned_sizes.by_ref().take(piece.len()).collect();
+                    let (st, batches) = r.read_planned(piece, cancel, Some(sizes))?;
                     total.files_read += st.files_read;
                     total.bytes_read += st.bytes_read;
                     total.records += st.records;
