@@ -93,7 +93,8 @@ impl Reader {
             .map(|((r, p, c), u)| (r, p, c, u))
             .collect();
         // Large files are cut at record boundaries so several threads can share them. Each
-        // file is stat'ed once here, for its size: what the split and the balancing go by.
+        // file's size (stat'ed here unless the caller gives it) is what the split and the
+        // balancing go by.
         let (work, bytes) = self.split_large(work, sizes, threads, pool.as_ref());
         super::progress::planned(if counted {
             work.len().saturating_sub(files)
