@@ -18,8 +18,7 @@ use arrow_schema::SchemaRef;
 use crate::cache::CacheInfo;
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
-use crate::load::{cut_pieces, stat_found, thread_count, LoadStats, Reader, ReportEntry, Restarts};
-use crate::logdir::discover;
+use crate::load::{cut_pieces, LoadStats, Reader, ReportEntry, Restarts};
 use crate::runstats::{summary_of, StatsFold};
 use crate::scan::{Scan, Work};
 
@@ -65,58 +64,21 @@ impl FoldingReader {
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         let r = &mut self.reader;
         let t0 = std::time::Instant::now();
-        // Discovery's listings and the stats (a path lookup each) on worker threads: on a
-        // logdir of many small runs they are a good part of the work, and the serial part
-        // before the reads.
-        let threads = thread_count(r.opts.threads);
-        let pool = if threads > 1 {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("tbscope-{i}"))
-                .build()
-                .ok()
-        } else {
-            None
-        };
-        let root = &r.root;
-        let runs = r.opts.runs.as_ref();
-        let (found, errors) = match &pool {
-            Some(p) => p.install(|| discover(root, runs)),
-            None => discover(root, runs),
-        }
-        .map_err(|e| Error::io(e, root))?;
-        let discovered = t0.elapsed();
-        let found = match &pool {
-            Some(p) => p.install(|| stat_found(found)),
-            None => stat_found(found),
-        };
-        drop(pool);
-        // Each file's size as discovery stat'ed it, in discovery order (the plan keeps a
-        // subsequence of that order): what the pieces are cut by, without a second stat.
-        let sizes: Vec<(PathBuf, u64)> = found
-            .iter()
-            .flat_map(|(_, files)| files.iter())
-            .map(|(p, m)| (p.clone(), m.as_ref().map_or(0, |m| m.len())))
-            .collect();
-        let stated = t0.elapsed();
-        let work = r.plan_found(found, errors)?;
+        // Discovery and the stats run on worker threads; each planned file's size comes with
+        // the plan (what the pieces are cut by and the reads go by, without a second stat).
+        let (work, sizes) = r.plan_sized()?;
         let planned = t0.elapsed();
         // The whole plan is what a progress display counts to, not one piece after another.
         crate::load::progress::planned(work.len());
         let mut total = LoadStats::default();
         let mut sizes = sizes.into_iter();
-        // The size of each planned file, in plan order: the reads go by it too (no second
-        // stat per file).
-        let mut planned_sizes = Vec::with_capacity(work.len());
-        let pieces = cut_pieces(work, self.piece_bytes, |path| {
-            let size = sizes
-                .by_ref()
-                .find(|(p, _)| p == path)
-                .map_or(0, |(_, s)| s);
-            planned_sizes.push(size);
+        let mut piece_sizes = Vec::new();
+        let pieces = cut_pieces(work, self.piece_bytes, |_| {
+            let size = sizes.next().unwrap_or(0);
+            piece_sizes.push(size);
             size
         });
-        let mut planned_sizes = planned_sizes.into_iter();
+        let mut piece_sizes = piece_sizes.into_iter();
         // Each piece's scalars are folded on a thread of their own while the next piece is
         // read: the fold is serial, and so is much of a read (merging what the workers
         // found), so the two overlap on two CPUs. One piece waits at most.
@@ -134,7 +96,7 @@ impl FoldingReader {
                 .map_err(|e| Error::Other(format!("cannot start a thread: {e}")))?;
             let read = || -> Result<()> {
                 for piece in pieces {
-                    let sizes = planned_sizes.by_ref().take(piece.len()).collect();
+                    let sizes = piece_sizes.by_ref().take(piece.len()).collect();
                     let (st, batches) = r.read_planned(piece, cancel, Some(sizes))?;
                     total.files_read += st.files_read;
                     total.bytes_read += st.bytes_read;
@@ -161,9 +123,7 @@ impl FoldingReader {
         })?;
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
-                "tbscope fold: discover {discovered:?}, stat {:?}, plan {:?}, read and fold {:?}",
-                stated - discovered,
-                planned - stated,
+                "tbscope fold: plan {planned:?}, read and fold {:?}",
                 t0.elapsed() - planned
             );
         }
