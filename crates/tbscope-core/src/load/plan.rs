@@ -55,6 +55,9 @@ pub(crate) fn cut_pieces(
     pieces
 }
 
+/// What a load reads: each file with bytes to read, its run and where to start.
+pub(crate) type Plan = Vec<(String, PathBuf, Cursor)>;
+
 impl Reader {
     /// The files with bytes to read, each with where to start: discovery plus change checks.
     /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
@@ -64,7 +67,7 @@ impl Reader {
 
     /// [`Reader::plan`] with each planned file's size as discovery stat'ed it, in the plan's
     /// order: what [`Reader::read_planned`] goes by instead of stat'ing every file again.
-    pub(crate) fn plan_sized(&mut self) -> Result<(Vec<(String, PathBuf, Cursor)>, Vec<u64>)> {
+    pub(crate) fn plan_sized(&mut self) -> Result<(Plan, Vec<u64>)> {
         let t0 = std::time::Instant::now();
         let (root, runs) = (&self.root, self.opts.runs.as_ref());
         // Listing directories and stat'ing files on worker threads (a pool for this call
