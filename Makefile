@@ -63,8 +63,10 @@ build: $(VENV_STAMP) $(WEB_STATIC)
 # pytest runs last so its summary closes the output.
 test: build test-rust fuzz-smoke lint smoke test-web test-e2e test-torch test-python
 
+# tbscope-remote has no Rust tests (it needs an S3 server: tests/python/test_transport.py and
+# test_remote.py drive it against moto), so its HTTP stack is not built a third time here.
 test-rust:
-	cargo test --workspace --exclude tbscope-py --quiet
+	cargo test --workspace --exclude tbscope-py --exclude tbscope-remote --quiet
 
 # Rust formatting and clippy (warnings denied; each allow carries its reason), ruff's lint and
 # format check (pinned in constraints.txt; rules in pyproject.toml), mypy strict, the stub.

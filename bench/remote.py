@@ -6,7 +6,9 @@
    - local: ``tbscope.scan(logdir).scalars().to_arrow()`` with a warm page cache;
    - s3: the same over ``s3://`` with an empty mirror (every byte fetched);
    - raw-GET floor: the same objects, the same ranged GETs (piece size and concurrency of
-     tbscope's fetcher, same client), bytes discarded;
+     tbscope's fetcher) through the client the s3 read uses (the native one, unless
+     TBSCOPE_REMOTE_TRANSPORT=fsspec), bytes discarded; and the same through s3fs, the floor
+     of the builds before the native transport;
    - the s3 read's fetch alone (a mirror refresh), which shows how the read splits into
      fetching and parsing.
    Wall and CPU time (user + system, every thread) of the measured call, and the CPU time moto's
@@ -65,8 +67,14 @@ def timed(get):
             spans.append((a, time.perf_counter() - t0))
         return n
     return run
-streamer = tbscope._mirror._streamer
-tbscope._mirror._streamer = lambda fs: (lambda f: f and timed(f))(streamer(fs))
+Mirror = tbscope._mirror.Mirror
+if hasattr(Mirror, "_piece_writer"):
+    # Whichever transport the mirror chose.
+    writer = Mirror._piece_writer
+    Mirror._piece_writer = lambda self: timed(writer(self))
+else:  # a build before the native transport (--baseline): s3fs's streamer
+    streamer = tbscope._mirror._streamer
+    tbscope._mirror._streamer = lambda fs: (lambda f: f and timed(f))(streamer(fs))
 t0, c0 = time.perf_counter(), time.process_time()
 rows = 0
 if mode == "mirror":
@@ -79,8 +87,10 @@ elif mode == "local":
 elif mode == "s3":
     import tbscope
     rows = tbscope.scan(target, storage_options={**opts, "mirror": mirror}).scalars().to_arrow().num_rows
-elif mode == "floor":
-    # tbscope's fetcher without tbscope: one listing, the same pieces, the same concurrency.
+elif mode in ("floor", "floor-fsspec"):
+    # tbscope's fetcher without tbscope: one listing, the same pieces, the same concurrency,
+    # through the client the read uses ("floor": the native one when the read is native,
+    # writing into /dev/null) or s3fs ("floor-fsspec", bytes into memory and dropped).
     from concurrent.futures import ThreadPoolExecutor
     import fsspec
     from tbscope import _mirror
@@ -88,17 +98,32 @@ elif mode == "floor":
     found = fs.find(root, detail=True)
     pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
               for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
-    @timed
-    def get(piece):
-        p, s, e = piece
-        return len(fs.cat_file(p, start=s, end=e))
+    native = None
+    if mode == "floor":
+        from tbscope import _transport
+        native = _transport.choose(target, opts, "auto")
+    if native is not None:
+        write = native.piece_writer(root.split("/", 1)[0])
+        sink = os.open(os.devnull, os.O_WRONLY)
+        @timed
+        def get(piece):
+            p, s, e = piece
+            return write(p, s, e, sink)
+    else:
+        @timed
+        def get(piece):
+            p, s, e = piece
+            return len(fs.cat_file(p, start=s, end=e))
     with ThreadPoolExecutor(_mirror.CONCURRENCY) as pool:
         rows = sum(pool.map(get, pieces))
+    out_transport = "native" if native is not None else "fsspec"
 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forking parent (the bench,
 # which held the uploaded corpus), while VmHWM belongs to this process's own memory.
 hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
 out = {"seconds": seconds, "cpu": cpu, "rows": rows, "peak_rss": hwm}
+if mode == "floor":
+    out["native"] = out_transport == "native"
 if spans:
     # Mean requests in flight from the first request's start to the last one's end, and what
     # the measured call spent before the first and after the last byte.
@@ -140,7 +165,7 @@ def bench_s3(
     import s3fs
 
     proc, endpoint = start_moto()
-    results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": [], "mirror": []}
+    results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": [], "floor-fsspec": [], "mirror": []}
     if baseline is not None:
         results.update({"s3@baseline": [], "mirror@baseline": []})
     try:
@@ -155,7 +180,8 @@ def bench_s3(
             warm_page_cache(logdir)
             results["local"].append(child("local", str(logdir), endpoint, ""))
             results["floor"].append(child("floor", url, endpoint, "", proc.pid))
-            reads = [key for key in results if key not in ("local", "floor")]
+            results["floor-fsspec"].append(child("floor-fsspec", url, endpoint, "", proc.pid))
+            reads = [key for key in results if key not in ("local", "floor", "floor-fsspec")]
             # Every other round in reverse, so that neither build always runs first.
             for key in reads if i % 2 == 0 else reversed(reads):
                 mode, _, other = key.partition("@")
@@ -240,8 +266,10 @@ def main() -> int:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     floor, local_rss = med("floor", "seconds"), med("local", "peak_rss")
+    client = "tbscope's native client" if s3["floor"][0].get("native") else "s3fs"
     for kind, name in (
-        ("floor", "raw-GET floor (same pieces and concurrency, bytes discarded)"),
+        ("floor", f"raw-GET floor ({client}: the read's; same pieces and concurrency, bytes discarded)"),
+        ("floor-fsspec", "raw-GET floor through s3fs (fsspec's cat_file)"),
         ("s3", "tbscope over s3:// (empty mirror)"),
         ("mirror", "its fetch alone (mirror refresh, no read)"),
         ("local", "tbscope local (warm page cache)"),

@@ -10,6 +10,7 @@ from typing_extensions import Buffer
 __all__ = [
     "EventWriter",
     "NativeReader",
+    "S3Fetcher",
     "Stream",
     "Table",
     "__version__",
@@ -100,6 +101,31 @@ class NativeReader:
     def cache_info(self) -> tuple[str, str, str | None, bool, int, list[str]] | None:
         """(dir, status, generation, written, runs dropped, warnings) of the last load through
         the cache; None for a reader without one."""
+
+@final
+class S3Fetcher:
+    """A client of one S3 bucket (Rust ``object_store``) for the remote mirror: ranged GETs
+    written into local files as they arrive, without the GIL; one client may serve many
+    threads at once. Credentials come resolved (``tbscope._transport``); without a region or
+    an endpoint, AWS is asked for the bucket's region here. ``retries``: tries of a request
+    after the first, with backoff, inside the client."""
+
+    def __new__(
+        cls,
+        bucket: str,
+        *,
+        region: str | None = None,
+        endpoint: str | None = None,
+        key_id: str | None = None,
+        secret: str | None = None,
+        token: str | None = None,
+        anonymous: bool = False,
+        retries: int = 2,
+    ) -> S3Fetcher: ...
+    def get_into(self, key: str, start: int, end: int, fd: int) -> int:
+        """Bytes [start, end) of object ``key`` into file descriptor ``fd`` at offset
+        ``start``; the count written (fewer when the object is shorter). FileNotFoundError
+        when the object is not there, ValueError for a key it cannot name, else OSError."""
 
 @final
 class EventWriter:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tbscope import _transport
+
 __all__ = ["Mirror", "is_url", "local", "open_mirror", "parse_storage_option", "split_url", "use_storage_options"]
 
 #: Bytes per ranged request, and requests in flight per refresh: at most their product is
@@ -124,6 +126,15 @@ def _mtime(info: Mapping[str, Any]) -> float | None:
     return None
 
 
+#: Storage options that are tbscope's own (where the mirror is, which transport), not the store's.
+OWN_OPTIONS = ("mirror", "transport")
+
+
+def fsspec_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``storage_options`` without tbscope's own keys: what the store's filesystem takes."""
+    return {k: v for k, v in options.items() if k not in OWN_OPTIONS}
+
+
 def _fs(url: str, options: Mapping[str, Any]) -> tuple[Any, str]:
     try:
         import fsspec
@@ -140,9 +151,12 @@ class Mirror:
     def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None) -> None:
         options = dict(_default_options if storage_options is None else storage_options)
         root = options.pop("mirror", None)
+        self._asked = _transport.mode(options)
         self.url = url
         self.fs, self.root = _fs(url, options)
         self.root = self.root.rstrip("/")
+        #: Fetches bytes natively (s3:// with options it maps), else None: fsspec does.
+        self._native = _transport.choose(url, options, self._asked)
         if root is None:
             from tbscope._cache import default_root
 
@@ -452,7 +466,7 @@ class Mirror:
             mine = [(rel, s, min(s + PIECE_BYTES, end)) for s in range(start, end, PIECE_BYTES)]
             left[rel] = len(mine)
             pieces.extend(mine)
-        write = _streamer(self.fs) or self._write_piece
+        write = self._piece_writer()
         order = [rel for rel, _, _ in jobs]
         next_up = [0]  # the first job not moved into the mirror yet
         remote_path = {rel: self.root if self.single else self.root + "/" + rel for rel, _, _ in jobs}
@@ -534,6 +548,34 @@ class Mirror:
             _release_freed_memory()
         stats.bytes_fetched = fetched[0]
         return failed
+
+    @property
+    def transport(self) -> str:
+        """What fetches the bytes: ``native`` or ``fsspec``."""
+        return "fsspec" if self._native is None else "native"
+
+    def _piece_writer(self) -> Callable[[str, int, int, int], int]:
+        """``write(remote path, start, end, fd)``: bytes [start, end) of an object into ``fd``
+        at ``start``, returning the count, by the native transport when it serves this logdir."""
+        fsspec_write = _streamer(self.fs) or self._write_piece
+        if self._native is None:
+            return fsspec_write
+        try:
+            native = self._native.piece_writer(self.root.split("/", 1)[0])
+        except Exception:
+            if self._asked == "native":
+                raise
+            # No client (AWS would not say the bucket's region, ...): fsspec says what is wrong.
+            self._native = None
+            return fsspec_write
+
+        def write(path: str, start: int, end: int, fd: int) -> int:
+            try:
+                return native(path, start, end, fd)
+            except ValueError:  # a key object_store cannot name (characters it refuses)
+                return fsspec_write(path, start, end, fd)
+
+        return write
 
     def _write_piece(self, path: str, start: int, end: int, fd: int) -> int:
         """Bytes [start, end) of an object into ``fd`` at ``start``, through any filesystem."""

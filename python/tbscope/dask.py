@@ -95,7 +95,7 @@ def event_files(
             import fsspec
 
             fs, base = fsspec.core.url_to_fs(
-                path, **dict(_mirror._default_options if storage_options is None else storage_options)
+                path, **_mirror.fsspec_options(_mirror._default_options if storage_options is None else storage_options)
             )
             base = base.rstrip("/")
             prefix = path.rstrip("/")

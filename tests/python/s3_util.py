@@ -88,3 +88,79 @@ def environ(**values: str) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@dataclass
+class FlakyProxy:
+    """An HTTP proxy on loopback in front of an S3 server that answers the first ``fail``
+    ranged GETs (the fetches of object bytes, not listings) with ``status`` (503 SlowDown:
+    S3's throttling) and forwards everything else; ``ranged`` counts the ranged GETs seen."""
+
+    endpoint: str
+    fail: int
+    status: int = 503
+    ranged: int = 0
+    failed: int = 0
+
+
+@contextmanager
+def flaky_proxy(upstream: str, fail: int, status: int = 503) -> Iterator[FlakyProxy]:
+    import http.client
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import urlparse
+
+    up = urlparse(upstream)
+    lock = threading.Lock()
+    state = FlakyProxy("", fail, status)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _forward(self) -> None:
+            if self.headers.get("Range"):
+                with lock:
+                    state.ranged += 1
+                    refuse = state.failed < state.fail
+                    state.failed += refuse
+                if refuse:
+                    body = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+                    self.send_response(state.status)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+            length = int(self.headers.get("Content-Length") or 0)
+            data = self.rfile.read(length) if length else None
+            conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
+            try:
+                conn.request(self.command, self.path, body=data, headers=dict(self.headers))
+                resp = conn.getresponse()
+                payload = resp.read()
+            finally:
+                conn.close()
+            self.send_response(resp.status)
+            for k, v in resp.getheaders():
+                if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+
+        do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,7 +3,6 @@ file://: every reading entry point gives what it gives on the local logdir."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
@@ -45,6 +44,25 @@ def s3(mirrors, tbx_logdir, tb_logdir):
         yield server
 
 
+TRANSPORTS = ["native", "fsspec"]
+
+
+def watch_pieces(monkeypatch, mirror, around):
+    """Every ranged request of the mirror's fetch, whichever transport makes it, goes through
+    ``around(start, end, request)`` (in the fetching thread), which calls ``request()``."""
+    make = mirror._piece_writer
+
+    def wrapped():
+        write = make()
+
+        def watched(path, start, end, fd):
+            return around(start, end, lambda: write(path, start, end, fd))
+
+        return watched
+
+    monkeypatch.setattr(mirror, "_piece_writer", wrapped)
+
+
 def _ipc(table: pa.Table) -> bytes:
     # Dictionary columns by their values: a remote read parses files in rounds as they arrive,
     # as a reload does, so its tables are chunked with a dictionary per chunk.
@@ -65,11 +83,14 @@ def same_table(a: pa.Table, b: pa.Table) -> bool:
     return a.schema == b.schema and _ipc(a) == _ipc(b)
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("which", ["tbx", "tb"])
-def test_every_kind_over_s3_equals_local(s3, which, tbx_logdir, tb_logdir):
+def test_every_kind_over_s3_equals_local(s3, which, transport, tbx_logdir, tb_logdir, tmp_path):
     local_dir = {"tbx": tbx_logdir, "tb": tb_logdir}[which]
     url = f"s3://{BUCKET}/{which}"
-    remote = tbscope.scan(url, storage_options=s3.options)
+    options = {**s3.options, "transport": transport}
+    remote = tbscope.scan(url, storage_options={**options, "mirror": str(tmp_path / "m")})
+    assert remote._remote.transport == transport
     local = tbscope.scan(local_dir)
     assert remote.runs == local.runs and len(remote.runs) > 0
     for kind in KINDS:
@@ -81,12 +102,10 @@ def test_every_kind_over_s3_equals_local(s3, which, tbx_logdir, tb_logdir):
     assert remote.report == local.report
     assert remote.url == url and url in repr(remote)
     # The eager readers and SQL take the URL and the options too.
-    pd.testing.assert_frame_equal(
-        tbscope.read_scalars(url, storage_options=s3.options), tbscope.read_scalars(local_dir)
-    )
+    pd.testing.assert_frame_equal(tbscope.read_scalars(url, storage_options=options), tbscope.read_scalars(local_dir))
     q = "SELECT run, tag, count(*) AS n, max(value) AS top FROM scalars GROUP BY run, tag ORDER BY run, tag"
     pd.testing.assert_frame_equal(
-        tbscope.sql(url, q, storage_options=s3.options).to_pandas(), tbscope.sql(local_dir, q).to_pandas()
+        tbscope.sql(url, q, storage_options=options).to_pandas(), tbscope.sql(local_dir, q).to_pandas()
     )
 
 
@@ -207,7 +226,8 @@ def test_reload_fetches_only_the_grown_bytes(s3, tbx_logdir, tmp_path):
         tbscope.scan(f"s3://{BUCKET}/grow", storage_options=s3.options)
 
 
-def test_large_objects_are_fetched_in_bounded_concurrent_ranges(s3, tmp_path, monkeypatch):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_large_objects_are_fetched_in_bounded_concurrent_ranges(s3, tmp_path, monkeypatch, transport):
     """An object several pieces long is fetched as ranged requests of at most PIECE_BYTES,
     several in flight at once, that cover it exactly; never one whole-object request."""
     with tbscope.SummaryWriter(tmp_path / "big") as w:
@@ -219,27 +239,26 @@ def test_large_objects_are_fetched_in_bounded_concurrent_ranges(s3, tmp_path, mo
     assert size > 8 * piece
     monkeypatch.setattr(_mirror, "PIECE_BYTES", piece)
     monkeypatch.setattr(_mirror, "CONCURRENCY", 4)
-    s3.fs().put(str(tmp_path / "big") + "/", f"{BUCKET}/big", recursive=True)
-    mirror = _mirror.Mirror(f"s3://{BUCKET}/big", s3.options)
+    s3.fs().put(str(tmp_path / "big") + "/", f"{BUCKET}/big-{transport}", recursive=True)
+    mirror = _mirror.Mirror(f"s3://{BUCKET}/big-{transport}", {**s3.options, "transport": transport})
+    assert mirror.transport == transport
     requests: list[tuple[int, int]] = []
     in_flight, most = [0], [0]
-    call_s3 = mirror.fs._call_s3
+    lock = threading.Lock()
 
-    async def watched(method, *args, **kw):
-        # Every request to the store, whichever way the fetcher reads a response.
-        if method != "get_object":
-            return await call_s3(method, *args, **kw)
-        first, last = kw["Range"].removeprefix("bytes=").split("-")
-        requests.append((int(first), int(last) + 1))
-        in_flight[0] += 1
-        most[0] = max(most[0], in_flight[0])
+    def watched(start, end, request):
+        with lock:
+            requests.append((start, end))
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
         try:
-            await asyncio.sleep(0.02)  # a store's latency, so that requests overlap
-            return await call_s3(method, *args, **kw)
+            time.sleep(0.02)  # a store's latency, so that requests overlap
+            return request()
         finally:
-            in_flight[0] -= 1
+            with lock:
+                in_flight[0] -= 1
 
-    monkeypatch.setattr(mirror.fs, "_call_s3", watched)
+    watch_pieces(monkeypatch, mirror, watched)
     mirror.sync(first=True)
     assert all(s is not None and e is not None and 0 < e - s <= piece for s, e in requests)
     assert sorted(requests) == [(s, min(s + piece, size)) for s in range(0, size, piece)]
@@ -253,14 +272,12 @@ def test_first_read_parses_files_while_others_are_fetched(s3, tbx_logdir, tmp_pa
     whole files arrive (in the reader's order) and gives what a read of the local logdir does."""
     monkeypatch.setattr(_mirror, "CONCURRENCY", 1)
     mirror = _mirror.Mirror(f"s3://{BUCKET}/tbx", {**s3.options, "mirror": str(tmp_path / "m")})
-    call_s3 = mirror.fs._call_s3
 
-    async def slow(method, *args, **kw):
-        if method == "get_object":
-            await asyncio.sleep(0.05)  # a store's latency: the fetch outlasts the first rounds
-        return await call_s3(method, *args, **kw)
+    def slow(start, end, request):
+        time.sleep(0.05)  # a store's latency: the fetch outlasts the first rounds
+        return request()
 
-    monkeypatch.setattr(mirror.fs, "_call_s3", slow)
+    watch_pieces(monkeypatch, mirror, slow)
     seen: list[list[str]] = []  # the mirror's files at each read of it
     mirror.start()
     assert mirror._thread is not None  # fetching in the background
@@ -297,19 +314,17 @@ def test_first_read_parses_each_file_as_soon_as_it_arrives(s3, tmp_path, monkeyp
     s3.fs().put(str(logdir) + "/", f"{BUCKET}/each", recursive=True)
     monkeypatch.setattr(_mirror, "CONCURRENCY", 1)
     mirror = _mirror.Mirror(f"s3://{BUCKET}/each", {**s3.options, "mirror": str(tmp_path / "m")})
-    call_s3 = mirror.fs._call_s3
     loaded = threading.Semaphore(0)
     first = [True]
 
-    async def gated(method, *args, **kw):
-        if method == "get_object":
-            if not first[0]:
-                # Bounded, so that a reader that never reads before the end still finishes.
-                await asyncio.to_thread(loaded.acquire, True, 5)
-            first[0] = False
-        return await call_s3(method, *args, **kw)
+    def gated(start, end, request):
+        if not first[0]:
+            # Bounded, so that a reader that never reads before the end still finishes.
+            loaded.acquire(True, 5)
+        first[0] = False
+        return request()
 
-    monkeypatch.setattr(mirror.fs, "_call_s3", gated)
+    watch_pieces(monkeypatch, mirror, gated)
     mirror.start()
     lg = tbscope._reader.Logdir(mirror._path_now, tbscope.scan(logdir)._args, False, mirror)
     load = lg._native.load
@@ -379,7 +394,8 @@ def test_empty_event_files_over_urls(mirrors, tmp_path):
         mem.rm("/tbscope-empty", recursive=True)
 
 
-def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, monkeypatch):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, monkeypatch, transport):
     """The S3 server dies after the first file is fetched: that file is read, every other is
     reported (its URL, why) and none is read half-fetched."""
     logdir = tmp_path / "logs"
@@ -395,9 +411,9 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
         fs = server.fs()
         fs.mkdir(BUCKET)
         fs.put(str(logdir) + "/", f"{BUCKET}/logs", recursive=True)
-        mirror = _mirror.Mirror(
-            f"s3://{BUCKET}/logs", {**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}}
-        )
+        options = {**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}, "transport": transport}
+        mirror = _mirror.Mirror(f"s3://{BUCKET}/logs", options)
+        assert mirror.transport == transport
 
         def kill_when_b_arrives() -> None:
             deadline = time.monotonic() + 60
@@ -414,7 +430,7 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
         t0 = time.monotonic()
         lg = tbscope.scan(
             f"s3://{BUCKET}/logs",
-            storage_options={**server.options, "config_kwargs": {"retries": {"max_attempts": 1}}, "mirror": mirror.dir},
+            storage_options={**options, "mirror": mirror.dir},
         )
         killer.join()
         took = time.monotonic() - t0

@@ -17,6 +17,7 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use tbscope_core::writer::WriteError;
 use tbscope_core::Error;
+use tbscope_remote::FetchError;
 
 // Python-defined (tbscope/errors.py), so they pickle like any Python exception.
 pyo3::import_exception!(tbscope.errors, CorruptRecordError);
@@ -28,6 +29,8 @@ pub(crate) enum Failure {
     Core(Error),
     /// The event writer.
     Write(WriteError),
+    /// A ranged GET of the native object-store transport.
+    Fetch(FetchError),
     /// A bad argument found by core code that says why in words (histogram edges, bins).
     Value(String),
     /// A system call's failure, without a path to name (OSError with its errno).
@@ -51,6 +54,12 @@ impl From<Error> for Failure {
 impl From<WriteError> for Failure {
     fn from(e: WriteError) -> Self {
         Failure::Write(e)
+    }
+}
+
+impl From<FetchError> for Failure {
+    fn from(e: FetchError) -> Self {
+        Failure::Fetch(e)
     }
 }
 
@@ -94,6 +103,13 @@ impl From<Failure> for PyErr {
                     PyFileNotFoundError::new_err((enoent(), message))
                 }
                 WriteError::Other(m) => PyOSError::new_err(m),
+            },
+            // The mirror tells these apart: a removed object, a key only fsspec can name
+            // (ValueError), anything else (retried, then reported).
+            Failure::Fetch(e) => match e {
+                FetchError::NotFound(m) => PyFileNotFoundError::new_err((enoent(), m)),
+                FetchError::BadKey(m) => PyValueError::new_err(m),
+                FetchError::Other(m) => PyOSError::new_err(m),
             },
             Failure::Value(m) => PyValueError::new_err(m),
             Failure::Os(e) => match e.raw_os_error() {

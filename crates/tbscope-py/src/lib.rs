@@ -1,5 +1,5 @@
 //! Python bindings for tbscope-core: a `Reader` and Arrow tables, the rewrite, CSV text and
-//! the event writer (`writer.rs`).
+//! the event writer (`writer.rs`), the object-store transport of the remote mirror (`remote.rs`).
 //!
 //! Every failure leaves through `funnel.rs` (one `From<Failure> for PyErr`; panics included);
 //! every long call runs in its one interruptible runner, which releases the GIL and stays
@@ -24,6 +24,7 @@ use tbscope_core::fold::{FoldingReader, PIECE_BYTES};
 use tbscope_core::{CachedReader, Kind, Reader, ReaderOptions, Restarts, Scan};
 
 mod funnel;
+mod remote;
 mod series;
 mod writer;
 
@@ -880,6 +881,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Table>()?;
     m.add_class::<Stream>()?;
     m.add_class::<writer::EventWriter>()?;
+    m.add_class::<remote::S3Fetcher>()?;
     m.add_function(wrap_pyfunction!(rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
     m.add_function(wrap_pyfunction!(to_csv, m)?)?;

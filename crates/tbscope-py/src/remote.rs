@@ -1,0 +1,65 @@
+//! `S3Fetcher`: ranged GETs into mirror files for `tbscope/_mirror.py`, over
+//! `tbscope-remote`. Plumbing: credentials come resolved from Python, the plan stays there.
+
+use std::fs::File;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+
+use pyo3::prelude::*;
+use tbscope_remote::{S3Config, S3Fetcher as Fetcher};
+
+use crate::funnel::{guarded, Failure, Outcome};
+
+/// A client of one S3 bucket; `get_into` may be called from many threads at once.
+#[pyclass(frozen, module = "tbscope._core")]
+pub struct S3Fetcher {
+    inner: Fetcher,
+}
+
+#[pymethods]
+impl S3Fetcher {
+    #[new]
+    #[pyo3(signature = (bucket, *, region=None, endpoint=None, key_id=None, secret=None, token=None, anonymous=false, retries=2))]
+    #[allow(clippy::too_many_arguments)] // keyword-only options of one client, as Python passes them
+    fn new(
+        py: Python<'_>,
+        bucket: String,
+        region: Option<String>,
+        endpoint: Option<String>,
+        key_id: Option<String>,
+        secret: Option<String>,
+        token: Option<String>,
+        anonymous: bool,
+        retries: usize,
+    ) -> Outcome<Self> {
+        let config = S3Config {
+            bucket,
+            region,
+            endpoint,
+            key_id,
+            secret,
+            token,
+            anonymous,
+            retries,
+        };
+        // Without a region and endpoint, AWS is asked for the bucket's: a request.
+        let inner = py.detach(|| guarded(|| Ok(Fetcher::new(&config)?)))?;
+        Ok(Self { inner })
+    }
+
+    /// Bytes `[start, end)` of object `key` written into file descriptor `fd` at `start` as
+    /// they arrive, without the GIL; returns the count written.
+    fn get_into(&self, py: Python<'_>, key: &str, start: u64, end: u64, fd: i32) -> Outcome<u64> {
+        if fd < 0 {
+            return Err(Failure::Value(format!("not a file descriptor: {fd}")));
+        }
+        py.detach(|| {
+            guarded(|| {
+                // Borrowed: the caller owns and closes the descriptor.
+                // SAFETY: fd is an open descriptor the caller keeps open during this call.
+                let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+                Ok(self.inner.get_into(key, start, end, &file)?)
+            })
+        })
+    }
+}
