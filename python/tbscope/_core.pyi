@@ -67,12 +67,14 @@ class NativeReader:
         tail_timeout: float = 600.0,
         byte_range: tuple[int, int | None] | None = None,
         fold_scalars: bool = False,
+        fold_piece_bytes: int | None = None,
     ) -> NativeReader:
         """``byte_range=(start, end)``: ``path`` is one event file and only its records starting
         in ``[start, end)`` are read (``end`` a record boundary, e.g. from :func:`split_points`;
         None: to the end), with their offsets in the whole file. ``fold_scalars=True`` (no
         cache, ``restarts="all"``): scalar rows are folded into statistics as they are read and
-        not kept (``scalar_stats``, ``summary_table``; ``table("scalars")`` then fails)."""
+        not kept (``scalar_stats``, ``summary_table``; ``table("scalars")`` then fails), read
+        ``fold_piece_bytes`` of event files at a time (None: the default, 32 MiB)."""
     def load(self) -> tuple[int, int, int, int]:
         """Read what is new: (files read, bytes read, records, rows)."""
     def table(self, kind_name: str) -> Table: ...

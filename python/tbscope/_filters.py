@@ -182,9 +182,10 @@ class ScanArgs:
     #: Only the records starting in [start, end) of a single event file (end None: to its end).
     byte_range: tuple[int, int | None] | None = None
 
-    def open(self, path: str, fold_scalars: bool = False) -> _core.NativeReader:
+    def open(self, path: str, fold_scalars: bool = False, fold_piece_bytes: int | None = None) -> _core.NativeReader:
         """The native reader of this scan; ``fold_scalars``: one that keeps statistics of its
-        scalars instead of their rows (see :meth:`tbscope.Logdir._fold_scalars`)."""
+        scalars instead of their rows, reading ``fold_piece_bytes`` at a time (see
+        :meth:`tbscope.Logdir._fold_scalars`)."""
         return _core.NativeReader(
             path,
             runs=self.runs,
@@ -201,4 +202,5 @@ class ScanArgs:
             cache_dir=self.cache_dir,
             byte_range=self.byte_range,
             fold_scalars=fold_scalars,
+            fold_piece_bytes=fold_piece_bytes,
         )

@@ -117,17 +117,18 @@ class Logdir:
         if not self._loaded:
             self._load()
 
-    def _fold_scalars(self) -> bool:
+    def _fold_scalars(self, piece_bytes: int | None = None) -> bool:
         """(For ``tbscope summary``.) Makes this scan, before its first read, keep statistics of
         its scalars instead of their rows: the read folds each piece of the logdir as it is
         parsed, so memory is bounded by a piece, not by the logdir, and :meth:`summary` gives
         the same table. Its scalar rows are then unavailable. Only without a cache (a cache
         stores the rows) and with ``restarts="all"`` (the restart rule needs the rows it drops);
-        returns whether it applies."""
+        returns whether it applies. ``piece_bytes``: event file bytes read per piece (None: the
+        default; tests cut a small logdir into many pieces with it)."""
         a = self._args
         if self._loaded or a.cache_dir is not None or a.restarts != "all" or a.byte_range is not None:
             return False
-        self._native = a.open(self._path, fold_scalars=True)
+        self._native = a.open(self._path, fold_scalars=True, fold_piece_bytes=piece_bytes)
         return True
 
     def reload(self) -> LoadStats:

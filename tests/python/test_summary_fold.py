@@ -76,11 +76,28 @@ def columns_csv(root: Path, **kwargs) -> str:
     return data.decode()
 
 
-@pytest.mark.parametrize("piece", ["1", "3000", ""])
-def test_folded_summary_is_the_columns_summary(many, monkeypatch, piece):
-    # Pieces of one file, of a few files (cut inside runs of two files) and the default.
-    if piece:
-        monkeypatch.setenv("TBSCOPE_FOLD_BYTES", piece)
+def folded_csv(root: Path, piece: int, **kwargs) -> str:
+    """The summary CSV from a scan that folds its scalars, reading ``piece`` bytes at a time."""
+    lg = tbscope.scan(root, kinds=["scalars", "hparams"])
+    assert lg._fold_scalars(piece_bytes=piece)
+    lg.reload()
+    data = _fast_csv(lg._summary_columns(**kwargs), header=True)
+    assert data is not None
+    return data.decode()
+
+
+@pytest.mark.parametrize("piece", [1, 3000])
+def test_small_pieces_fold_to_the_columns_summary(many, piece):
+    # Pieces of one file, and of a few files (cut inside runs of two files).
+    assert folded_csv(many, piece) == columns_csv(many)
+    stats = "first,last,min,max,mean,count,argmin,argmax"
+    assert folded_csv(many, piece, stats=stats.split(","), hparams=False) == columns_csv(
+        many, stats=stats.split(","), hparams=False
+    )
+
+
+def test_folded_summary_is_the_columns_summary(many):
+    # The command's own pieces (the default size: the whole of this logdir in one).
     want = columns_csv(many)
     got = summary_cli(str(many), "--format", "csv")
     assert got == want

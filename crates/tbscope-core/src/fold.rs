@@ -18,8 +18,7 @@ use arrow_schema::SchemaRef;
 use crate::cache::CacheInfo;
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
-use crate::load::{cut_pieces, stat_found, thread_count, LoadStats, Reader, ReportEntry, Restarts};
-use crate::logdir::discover;
+use crate::load::{cut_pieces, LoadStats, Reader, ReportEntry, Restarts};
 use crate::runstats::{summary_of, StatsFold};
 use crate::scan::{Scan, Work};
 
@@ -36,8 +35,14 @@ pub struct FoldingReader {
 
 impl FoldingReader {
     /// Folds the scalars of `reader`'s loads (it must not have loaded yet, nor use the
-    /// restart rule, which needs the rows it would drop).
+    /// restart rule, which needs the rows it would drop), reading [`PIECE_BYTES`] at a time.
     pub fn new(reader: Reader) -> Result<FoldingReader> {
+        FoldingReader::with_piece_bytes(reader, PIECE_BYTES)
+    }
+
+    /// [`FoldingReader::new`] reading at most about `piece_bytes` of event files at a time
+    /// (tests cut a small logdir into many pieces with it).
+    pub fn with_piece_bytes(reader: Reader, piece_bytes: u64) -> Result<FoldingReader> {
         if reader.opts.restarts != Restarts::All || reader.opts.step_lo.is_some() {
             return Err(Error::InvalidArgument(
                 "statistics folded while reading keep no rows for restarts=\"preempt\" to drop; read the columns instead".into(),
@@ -48,62 +53,32 @@ impl FoldingReader {
                 "a reader folds its scalars from its first load".into(),
             ));
         }
-        // TBSCOPE_FOLD_BYTES overrides the piece size (tests cut small logdirs with it).
-        let piece_bytes = std::env::var("TBSCOPE_FOLD_BYTES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(PIECE_BYTES);
         Ok(FoldingReader {
             reader,
             fold: StatsFold::default(),
-            piece_bytes: 0,
-        }
-        .with_piece_bytes(piece_bytes))
-    }
-
-    /// Reads at most about `bytes` of event files at a time (tests cut a small logdir into
-    /// many pieces with it).
-    pub fn with_piece_bytes(mut self, bytes: u64) -> FoldingReader {
-        self.piece_bytes = bytes.max(1);
-        self
+            piece_bytes: piece_bytes.max(1),
+        })
     }
 
     /// What [`Reader::load`] does, the scalar rows folded piece by piece instead of kept.
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         let r = &mut self.reader;
         let t0 = std::time::Instant::now();
-        let (found, errors) =
-            discover(&r.root, r.opts.runs.as_ref()).map_err(|e| Error::io(e, &r.root))?;
-        // The stats (a path lookup each) on worker threads: on a logdir of many small runs
-        // they are a good part of the work, and the serial part before the reads.
-        let threads = thread_count(r.opts.threads);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("tbscope-{i}"))
-            .build();
-        let discovered = t0.elapsed();
-        let found = match pool {
-            Ok(p) if threads > 1 => p.install(|| stat_found(found)),
-            _ => stat_found(found),
-        };
-        // Each file's size as discovery stat'ed it, in discovery order (the plan keeps a
-        // subsequence of that order): what the pieces are cut by, without a second stat.
-        let sizes: Vec<(PathBuf, u64)> = found
-            .iter()
-            .flat_map(|(_, files)| files.iter())
-            .map(|(p, m)| (p.clone(), m.as_ref().map_or(0, |m| m.len())))
-            .collect();
-        let stated = t0.elapsed();
-        let work = r.plan_found(found, errors)?;
+        // Discovery and the stats run on worker threads; each planned file's size comes with
+        // the plan (what the pieces are cut by and the reads go by, without a second stat).
+        let (work, sizes) = r.plan_sized()?;
         let planned = t0.elapsed();
+        // The whole plan is what a progress display counts to, not one piece after another.
+        crate::load::progress::planned(work.len());
         let mut total = LoadStats::default();
         let mut sizes = sizes.into_iter();
-        let pieces = cut_pieces(work, self.piece_bytes, |path| {
-            sizes
-                .by_ref()
-                .find(|(p, _)| p == path)
-                .map_or(0, |(_, s)| s)
+        let mut piece_sizes = Vec::new();
+        let pieces = cut_pieces(work, self.piece_bytes, |_| {
+            let size = sizes.next().unwrap_or(0);
+            piece_sizes.push(size);
+            size
         });
+        let mut piece_sizes = piece_sizes.into_iter();
         // Each piece's scalars are folded on a thread of their own while the next piece is
         // read: the fold is serial, and so is much of a read (merging what the workers
         // found), so the two overlap on two CPUs. One piece waits at most.
@@ -121,7 +96,8 @@ impl FoldingReader {
                 .map_err(|e| Error::Other(format!("cannot start a thread: {e}")))?;
             let read = || -> Result<()> {
                 for piece in pieces {
-                    let (st, batches) = r.read(piece, cancel)?;
+                    let sizes = piece_sizes.by_ref().take(piece.len()).collect();
+                    let (st, batches) = r.read_planned(piece, cancel, Some(sizes))?;
                     total.files_read += st.files_read;
                     total.bytes_read += st.bytes_read;
                     total.records += st.records;
@@ -147,9 +123,7 @@ impl FoldingReader {
         })?;
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
-                "tbscope fold: discover {discovered:?}, stat {:?}, plan {:?}, read and fold {:?}",
-                stated - discovered,
-                planned - stated,
+                "tbscope fold: plan {planned:?}, read and fold {:?}",
                 t0.elapsed() - planned
             );
         }

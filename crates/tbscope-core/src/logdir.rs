@@ -44,8 +44,99 @@ pub fn discover(
         }
         return Ok((out, Vec::new()));
     }
+    if rayon::current_thread_index().is_some() {
+        if let Some(found) = par_walk(root, &meta, runs) {
+            return Ok(found);
+        }
+    }
     let w = walk(root, runs, HashMap::new(), None);
     Ok((w.found, w.errors))
+}
+
+/// What a subtree of [`par_walk`] found, in walk order.
+#[derive(Default)]
+struct Part {
+    found: Vec<(String, Vec<PathBuf>)>,
+    errors: Vec<(PathBuf, io::Error)>,
+}
+
+/// [`walk`] (without `stats` or `reuse`) on the current rayon pool's threads, each subtree
+/// listed by whichever thread takes it: listing is what a walk of many runs spends its time
+/// on (a path lookup, an open and a read per directory). The runs found and the problems, in
+/// their order, are the serial walk's as long as each directory is reached once; a link to a
+/// directory, or a directory reached twice (a bind mount), makes which path names it depend on
+/// the walk's order: then this gives up (None) and the serial walk decides.
+fn par_walk(
+    root: &Path,
+    meta: &fs::Metadata,
+    runs: Option<&Regex>,
+) -> Option<(Discovered, Vec<(PathBuf, io::Error)>)> {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    struct Walk<'a> {
+        root: &'a Path,
+        runs: Option<&'a Regex>,
+        /// Inodes of the directories taken (all on the root's device, as [`walk`] takes
+        /// real subdirectories to be).
+        seen: Mutex<HashSet<u64>>,
+        linked: AtomicBool,
+    }
+    fn go(w: &Walk<'_>, rel: PathBuf) -> Part {
+        let mut part = Part::default();
+        if w.linked.load(Ordering::Relaxed) {
+            return part;
+        }
+        let dir = if rel.as_os_str().is_empty() {
+            w.root.to_path_buf()
+        } else {
+            w.root.join(&rel)
+        };
+        let (mut listing, inos) = match list(&dir, None, (0, 0)) {
+            Ok(l) => l,
+            Err(e) => {
+                part.errors.push((dir, e));
+                return part;
+            }
+        };
+        for odd in &listing.odd {
+            part.errors.push((dir.join(odd), io::Error::other(ODD)));
+        }
+        let name = run_name(&rel);
+        if listing.has_files && w.runs.is_none_or(|re| re.is_match(&name)) {
+            part.found.push((name, std::mem::take(&mut listing.files)));
+        }
+        let mut subs = Vec::with_capacity(listing.subdirs.len());
+        {
+            let mut seen = w.seen.lock().unwrap_or_else(|e| e.into_inner());
+            for (s, ino) in listing.subdirs.iter().zip(inos) {
+                // A link's target (no inode from the entry) may be reached by another path.
+                if !ino.is_some_and(|i| seen.insert(i)) {
+                    w.linked.store(true, Ordering::Relaxed);
+                    return part;
+                }
+                subs.push(rel.join(s));
+            }
+        }
+        let parts: Vec<Part> = subs.into_par_iter().map(|s| go(w, s)).collect();
+        for p in parts {
+            part.found.extend(p.found);
+            part.errors.extend(p.errors);
+        }
+        part
+    }
+    let w = Walk {
+        root,
+        runs,
+        seen: Mutex::new(HashSet::from([meta.ino()])),
+        linked: AtomicBool::new(false),
+    };
+    let part = go(&w, PathBuf::new());
+    if w.linked.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some((part.found.into_iter().collect(), part.errors))
 }
 
 /// What a directory held when it was listed.
@@ -383,6 +474,91 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         // "a/again" (sorted before "a/b") reaches b first; "a/b" is then the same directory.
         assert_eq!(found.keys().cloned().collect::<Vec<_>>(), vec!["a/again"]);
+        // The same on a pool, whose threads list "a/b" beforehand.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (found, errors) = pool.install(|| discover(&tmp, None)).unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(found.keys().cloned().collect::<Vec<_>>(), vec!["a/again"]);
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn a_walk_on_a_pool_finds_what_a_serial_walk_finds() {
+        // Subtrees are listed on the pool's threads in any order; the runs found, the
+        // problems in their order, and with links the cycle rule (the first path in walk
+        // order to reach a directory names it) must be the serial walk's.
+        let tmp = std::env::temp_dir().join(format!("tbscope-parwalk-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        for s in 0..12 {
+            for t in 0..15 {
+                let d = tmp.join(format!("s{s:02}/t{t:02}"));
+                fs::create_dir_all(&d).unwrap();
+                if (s + t) % 4 != 0 {
+                    fs::write(d.join(format!("events.out.tfevents.{t}.h")), b"").unwrap();
+                    fs::write(d.join("events.out.tfevents.0.h"), b"").unwrap();
+                }
+                if t % 5 == 1 {
+                    fs::create_dir_all(d.join("deep/er")).unwrap();
+                    fs::write(d.join("deep/er/events.out.tfevents.1.h"), b"").unwrap();
+                }
+            }
+        }
+        fs::write(tmp.join("events.out.tfevents.5.root"), b"").unwrap();
+        // Problems, reported in walk order: entries named like event files that are not
+        // regular files, and a dangling link (kept, as a file that fails to read).
+        for (i, d) in ["s07/t03", "s02/t11", "s02/t11/deep/er", "s10/t00"]
+            .iter()
+            .enumerate()
+        {
+            let fifo = tmp.join(d).join(format!("events.out.tfevents.{i}.fifo"));
+            let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        std::os::unix::fs::symlink("missing", tmp.join("s02/t03/events.out.tfevents.9.h")).unwrap();
+        let errs = |e: &[(PathBuf, io::Error)]| {
+            e.iter()
+                .map(|(p, e)| (p.clone(), e.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let meta = fs::metadata(&tmp).unwrap();
+        let check = |linked: bool| {
+            let serial = walk(&tmp, None, HashMap::new(), None);
+            assert_eq!(serial.errors.len(), 4);
+            let re = Regex::new("^s0[1-3]/").unwrap();
+            let filtered = walk(&tmp, Some(&re), HashMap::new(), None);
+            for threads in [2, 3, 8] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                for _ in 0..5 {
+                    let par = pool.install(|| par_walk(&tmp, &meta, None));
+                    // Without links the pool's walk answers; with them it leaves it to the
+                    // serial walk, which `discover` then runs.
+                    assert_eq!(par.is_none(), linked);
+                    let (found, errors) = pool.install(|| discover(&tmp, None)).unwrap();
+                    assert_eq!(found, serial.found);
+                    assert_eq!(errs(&errors), errs(&serial.errors));
+                    let (found, errors) = pool.install(|| discover(&tmp, Some(&re))).unwrap();
+                    assert_eq!(found, filtered.found);
+                    assert_eq!(errs(&errors), errs(&filtered.errors));
+                }
+            }
+            serial.found
+        };
+        let plain = check(false);
+        assert_eq!(plain.len(), 12 * 15 - 45 + 36 + 1);
+        // Links: back up the tree (a cycle), sideways to a directory walked later (which the
+        // link's path then names), and to one walked earlier.
+        std::os::unix::fs::symlink("../..", tmp.join("s03/t04/up")).unwrap();
+        std::os::unix::fs::symlink("../s09/t02", tmp.join("s01/a_link")).unwrap();
+        std::os::unix::fs::symlink("../s00/t01", tmp.join("s05/z_link")).unwrap();
+        let linked = check(true);
+        assert!(linked.contains_key("s01/a_link") && !linked.contains_key("s09/t02"));
+        assert!(linked.contains_key("s00/t01") && !linked.contains_key("s05/z_link"));
         fs::remove_dir_all(&tmp).unwrap();
     }
 

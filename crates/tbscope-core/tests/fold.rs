@@ -102,9 +102,8 @@ fn folded_statistics_equal_the_columns_whatever_the_pieces() {
         for threads in [1, 2] {
             let mut o = opts(false, true);
             o.threads = threads;
-            let mut f = FoldingReader::new(Reader::new(dir.path(), o).unwrap())
-                .unwrap()
-                .with_piece_bytes(piece);
+            let mut f = FoldingReader::with_piece_bytes(Reader::new(dir.path(), o).unwrap(), piece)
+                .unwrap();
             let st = f.load(&cancel).unwrap();
             assert!(st.files_read > 40);
             same(&f.scalar_stats().unwrap(), &stats);

@@ -892,7 +892,7 @@ fn read_file_from_a_cursor() {
         &stop,
     );
     assert_eq!((rest.records, rest.end.offset), (3, bytes.len() as u64));
-    assert_eq!(rest.tables.rows()[0], 2 * 3);
+    assert_eq!(rest.tables.as_ref().unwrap().rows()[0], 2 * 3);
     assert!(rest.problems.is_empty());
 
     let mid = read_file(

@@ -34,7 +34,7 @@ fn read(path: &Path) -> FileChunk {
 
 /// `(tag, step, wall, value)` of every scalar row, in file order.
 fn scalars(c: &FileChunk) -> Vec<(String, i64, f64, f64)> {
-    let s = &c.tables.scalars;
+    let s = &c.tables.as_ref().unwrap().scalars;
     (0..s.value.len())
         .map(|i| {
             (
@@ -243,7 +243,7 @@ fn histograms_and_tensors_read_back() {
 
     let c = read(&path);
     assert!(c.problems.is_empty(), "{:?}", c.problems);
-    let hs = &c.tables.histograms;
+    let hs = &c.tables.as_ref().unwrap().histograms;
     assert_eq!(hs.c.step, vec![3, 4]);
     assert_eq!(hs.c.wall, vec![7.0, 8.0]);
     for (row, want) in [(0usize, &h), (1, &raw)] {
@@ -263,7 +263,7 @@ fn histograms_and_tensors_read_back() {
     }
     assert_eq!(h.bucket.iter().sum::<f64>(), 10_000.0);
 
-    let ts = &c.tables.tensors;
+    let ts = &c.tables.as_ref().unwrap().tensors;
     assert_eq!(ts.dtype, vec![5]);
     assert_eq!(ts.shape.get(0), &[2, 3]);
     assert_eq!(ts.content.get(0), &data[..]);

@@ -20,7 +20,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule};
 use tbscope_core::event_file::Options;
-use tbscope_core::fold::FoldingReader;
+use tbscope_core::fold::{FoldingReader, PIECE_BYTES};
 use tbscope_core::{CachedReader, Kind, Reader, ReaderOptions, Restarts, Scan};
 
 mod funnel;
@@ -85,12 +85,39 @@ struct NativeReader {
     abandon: Arc<AtomicBool>,
 }
 
+/// The state of a reader of a large logdir (per run and per file: 100,000 runs take a
+/// quarter of a second to free) is freed on a thread of its own, so that whoever lets go of
+/// the reader (a command about to exit, a notebook cell) does not wait for it. If something
+/// else still holds the state (a deferred cache write), the last holder frees it as before.
+impl Drop for NativeReader {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.inner) != 1 {
+            return;
+        }
+        let mut inner = Arc::clone(&self.inner);
+        let _ = std::thread::Builder::new()
+            .name("tbscope-free".into())
+            .spawn(move || loop {
+                // The reader's own reference goes as soon as this `drop` returns; nothing
+                // else can take one meanwhile.
+                match Arc::try_unwrap(inner) {
+                    Ok(state) => return drop(state),
+                    Err(held) => {
+                        inner = held;
+                        std::thread::yield_now();
+                    }
+                }
+            });
+    }
+}
+
 #[pymethods]
 impl NativeReader {
     #[new]
     #[pyo3(signature = (path, *, runs=None, tags=None, kinds=None, step_lo=None, step_hi=None,
                         restarts="all", verify=true, max_record_bytes=256 << 20, provenance=false, threads=0,
-                        cache_dir=None, tail_timeout=600.0, byte_range=None, fold_scalars=false))]
+                        cache_dir=None, tail_timeout=600.0, byte_range=None, fold_scalars=false,
+                        fold_piece_bytes=None))]
     #[allow(
         clippy::too_many_arguments,
         reason = "one parameter per Python keyword argument (pyo3 maps them)"
@@ -111,6 +138,7 @@ impl NativeReader {
         tail_timeout: f64,
         byte_range: Option<(u64, Option<u64>)>,
         fold_scalars: bool,
+        fold_piece_bytes: Option<u64>,
     ) -> Outcome<Self> {
         if fold_scalars && cache_dir.is_some() {
             return Err(Failure::Value(
@@ -176,7 +204,10 @@ impl NativeReader {
         let reader: Inner = guarded(|| {
             Ok(match cache_dir {
                 Some(dir) => Box::new(CachedReader::new(&path, opts, &dir)?) as Inner,
-                None if fold_scalars => Box::new(FoldingReader::new(Reader::new(&path, opts)?)?),
+                None if fold_scalars => Box::new(FoldingReader::with_piece_bytes(
+                    Reader::new(&path, opts)?,
+                    fold_piece_bytes.unwrap_or(PIECE_BYTES),
+                )?),
                 None => Box::new(Reader::new(&path, opts)?),
             })
         })?;

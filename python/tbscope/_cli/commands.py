@@ -45,12 +45,12 @@ def ls_command(logdir: LogdirArgs, fmt: str) -> None:
       tbscope ls runs/
       tbscope ls runs/ --runs 'lr=0.1/*' --format json
     """
+    lg = logdir.scan()
+    _read(lg)
     import numpy as np
     import pandas as pd
     import pyarrow as pa
 
-    lg = logdir.scan()
-    _read(lg)
     # Per run, natively: the runs table, its series' count and step range, its newest file
     # mtime (as stat'ed by the read: no second stat per file). A warm cache that found nothing
     # changed answers from the table it stored.
@@ -172,10 +172,10 @@ def check(logdir: LogdirArgs, verify: bool, final: bool, strict: bool, tail_time
       tbscope check runs/ --final --strict
       tbscope check runs/ --format json
     """
-    import pandas as pd
-
     lg = logdir.scan(verify=verify, tail_timeout=0.0 if final else tail_timeout)
     _read(lg)
+    import pandas as pd
+
     info = lg.run_info().to_pandas()
     report = lg.report
     if fmt == "table":
@@ -247,8 +247,6 @@ def summary(
       tbscope summary runs/ --tags 'eval/*' --stats last,max,argmax --format csv
       tbscope summary runs/ --tags train/loss --group-by 'lr=[^/]*' --format csv
     """
-    import pandas as pd
-
     stat_list = _split_list(stats)
     lg = logdir.scan(kinds=["scalars", "hparams"])
     if group_by is not None:
@@ -267,6 +265,8 @@ def summary(
     # rows are never all in memory (a cached scan answers from its stored statistics instead).
     lg._fold_scalars()
     _read(lg)
+    import pandas as pd
+
     if fmt == "csv":
         # Straight from the columns: a DataFrame of 100,000 runs is not needed to write them.
         cols = lg._summary_columns(**kwargs)

@@ -9,7 +9,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -86,11 +86,40 @@ def _activity(what: str) -> Iterator[None]:
             p.refresh()
 
 
+def _import_meanwhile(*modules: str) -> Callable[[], None]:
+    """Starts importing ``modules`` on another thread; returns what waits for that to end.
+
+    Every reading command formats its output with pandas and pyarrow, whose imports take most
+    of a second of CPU: imported while the native read (which releases the GIL) runs, they
+    cost the command nothing on a machine with a core to spare. A failed import is left for
+    the command's own ``import`` to raise."""
+    import importlib
+    import threading
+
+    missing = [m for m in modules if m not in sys.modules]
+    if not missing:
+        return lambda: None
+
+    def run() -> None:
+        for m in missing:
+            with contextlib.suppress(Exception):
+                importlib.import_module(m)
+
+    t = threading.Thread(target=run, name="tbscope-import", daemon=True)
+    t.start()
+    return t.join
+
+
 def _read(lg: Logdir) -> None:
-    """Read a scan now (with a progress bar on a terminal) and log what it cost."""
+    """Read a scan now (with a progress bar on a terminal) and log what it cost; pandas and
+    pyarrow are imported meanwhile (:func:`_import_meanwhile`)."""
     t0 = time.perf_counter()
-    with _activity(f"reading {lg.path}"):
-        st = lg.reload()
+    imported = _import_meanwhile("pandas", "pyarrow")
+    try:
+        with _activity(f"reading {lg.path}"):
+            st = lg.reload()
+    finally:
+        imported()
     log.info(
         "read %d files, %d bytes, %d records, %d rows in %.3f s",
         st.files_read,

@@ -185,8 +185,10 @@ pub struct Cursor {
 #[derive(Debug, Default)]
 pub struct FileChunk {
     pub tags: Vec<LocalTag>,
-    /// The rows, when the file was read into tables of its own ([`read_file`]).
-    pub tables: Tables,
+    /// The rows, when the file was read into tables of its own ([`read_file`]); None when
+    /// they went into the caller's ([`read_file_into`]). Boxed and optional: a load moves a
+    /// chunk per file around several times, `Tables` is large, and an empty one allocates.
+    pub tables: Option<Box<Tables>>,
     /// Per kind, the range of rows this file added to the tables it was read into.
     pub rows: [(usize, usize); 8],
     /// Values skipped because their series' kind was not known yet (a tensor before any

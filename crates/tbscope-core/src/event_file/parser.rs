@@ -46,7 +46,7 @@ pub fn read_file(
 ) -> FileChunk {
     let mut tables = Tables::default();
     let mut chunk = read_file_into(path, start, until, opts, known, cancel, &mut tables);
-    chunk.tables = tables;
+    chunk.tables = Some(Box::new(tables));
     chunk
 }
 

@@ -282,8 +282,9 @@ impl Reader {
 
     /// Reads everything new since the last call (everything, the first time) and keeps it.
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
-        let work = self.plan()?;
-        let (stats, batches) = self.read(work, cancel)?;
+        let (work, sizes) = self.plan_sized()?;
+        progress::planned(work.len());
+        let (stats, batches) = self.read_planned(work, cancel, Some(sizes))?;
         for (kind, b) in batches {
             self.batches[kind as usize].push(b);
         }

@@ -55,13 +55,67 @@ pub(crate) fn cut_pieces(
     pieces
 }
 
+/// What a load reads: each file with bytes to read, its run and where to start.
+pub(crate) type Plan = Vec<(String, PathBuf, Cursor)>;
+
 impl Reader {
     /// The files with bytes to read, each with where to start: discovery plus change checks.
     /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
     pub fn plan(&mut self) -> Result<Vec<(String, PathBuf, Cursor)>> {
-        let (found, errors) =
-            discover(&self.root, self.opts.runs.as_ref()).map_err(|e| Error::io(e, &self.root))?;
-        self.plan_found(stat_found(found), errors)
+        Ok(self.plan_sized()?.0)
+    }
+
+    /// [`Reader::plan`] with each planned file's size as discovery stat'ed it, in the plan's
+    /// order: what [`Reader::read_planned`] goes by instead of stat'ing every file again.
+    pub(crate) fn plan_sized(&mut self) -> Result<(Plan, Vec<u64>)> {
+        let t0 = std::time::Instant::now();
+        let (root, runs) = (&self.root, self.opts.runs.as_ref());
+        // Listing directories and stat'ing files on worker threads (a pool for this call
+        // only, as a read makes its own): on a logdir of many small runs, much of a load.
+        let threads = super::thread_count(self.opts.threads);
+        let pool = if threads > 1 {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("tbscope-{i}"))
+                .build()
+                .ok()
+        } else {
+            None
+        };
+        let discover_stat = || -> Result<_> {
+            let (found, errors) = discover(root, runs).map_err(|e| Error::io(e, root))?;
+            Ok((stat_found(found), errors))
+        };
+        let (found, errors) = match &pool {
+            Some(p) => p.install(discover_stat)?,
+            None => discover_stat()?,
+        };
+        drop(pool);
+        let stated = t0.elapsed();
+        // Each file's size, in discovery order: the plan keeps a subsequence of that order.
+        let mut sizes = found
+            .iter()
+            .flat_map(|(_, files)| files.iter())
+            .map(|(p, m)| (p.clone(), m.as_ref().map_or(0, |m| m.len())))
+            .collect::<Vec<_>>()
+            .into_iter();
+        let work = self.plan_found(found, errors)?;
+        let sizes = work
+            .iter()
+            .map(|(_, path, _)| {
+                sizes
+                    .by_ref()
+                    .find(|(p, _)| p == path)
+                    .map_or(0, |(_, s)| s)
+            })
+            .collect();
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope plan: discover and stat {stated:?}, plan {:?}",
+                t0.elapsed() - stated
+            );
+        }
+        Ok((work, sizes))
     }
 
     /// [`Reader::plan`] cut into pieces of about `max_bytes` of event file bytes still to read

@@ -26,6 +26,21 @@ impl Reader {
         work: Vec<(String, PathBuf, Cursor)>,
         cancel: &AtomicBool,
     ) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
+        self.read_planned(work, cancel, None)
+    }
+
+    /// [`Reader::read`] of a piece of a plan whose files were stat'ed and counted already: with
+    /// `sizes` (each file's size, in `work`'s order) the files are not stat'ed again, and the
+    /// progress counts, given the whole plan beforehand, only get segments beyond one per
+    /// file (large files cut for several threads).
+    pub(crate) fn read_planned(
+        &mut self,
+        work: Vec<(String, PathBuf, Cursor)>,
+        cancel: &AtomicBool,
+        sizes: Option<Vec<u64>>,
+    ) -> Result<(LoadStats, Vec<(Kind, RecordBatch)>)> {
+        let counted = sizes.is_some();
+        let files = work.len();
         // What each run already knows about its tags, so later files resolve at once. Only
         // runs that know some: a first read of many runs would otherwise clone every name.
         let mut known = RunKnown::default();
@@ -78,8 +93,14 @@ impl Reader {
             .map(|((r, p, c), u)| (r, p, c, u))
             .collect();
         // Large files are cut at record boundaries so several threads can share them. Each
-        // file is stat'ed once here, for its size: what the split and the balancing go by.
-        let (work, bytes) = self.split_large(work, threads, pool.as_ref());
+        // file's size (stat'ed here unless the caller gives it) is what the split and the
+        // balancing go by.
+        let (work, bytes) = self.split_large(work, sizes, threads, pool.as_ref());
+        super::progress::planned(if counted {
+            work.len().saturating_sub(files)
+        } else {
+            work.len()
+        });
         let mut groups = self.parse_groups(&work, &bytes, threads, pool.as_ref(), &known, cancel);
         // Two rare cases need a second pass over the work, with what the first one learnt:
         // values of undecided kind (tensors before any metadata) are filed once every file of
@@ -126,6 +147,7 @@ impl Reader {
                 }
             }
             let bytes = segment_bytes(&redo);
+            super::progress::planned(redo.len());
             groups = self.parse_groups(&redo, &bytes, threads, pool.as_ref(), &known2, cancel);
             redo
         } else {
@@ -208,7 +230,6 @@ impl Reader {
         cancel: &AtomicBool,
     ) -> Vec<(Tables, Vec<FileChunk>)> {
         let opts = &self.opts.file;
-        super::progress::planned(work.len());
         let total: u64 = bytes.iter().sum();
         let n = threads.clamp(1, work.len().max(1));
         let mut ranges = Vec::with_capacity(n);
@@ -315,10 +336,12 @@ impl Reader {
     }
 
     /// Splits files with much left to read into segments for parallel parsing; with each
-    /// segment, the bytes it spans (files are stat'ed once, here).
+    /// segment, the bytes it spans (files are stat'ed once, here, unless `sizes` gives each
+    /// one's size, in order).
     fn split_large(
         &self,
         work: Vec<Segment>,
+        sizes: Option<Vec<u64>>,
         threads: usize,
         pool: Option<&rayon::ThreadPool>,
     ) -> (Vec<Segment>, Vec<u64>) {
@@ -328,34 +351,41 @@ impl Reader {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(64 << 20);
-        let plan = |(run, path, cursor, until): Segment| -> Vec<(Segment, u64)> {
-            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-            let left = size.saturating_sub(cursor.offset);
-            if threads <= 1 || left <= split_above {
-                return vec![((run, path, cursor, until), left)];
+        let work: Vec<(Segment, Option<u64>)> = match sizes {
+            Some(s) if s.len() == work.len() => {
+                work.into_iter().zip(s.into_iter().map(Some)).collect()
             }
-            let piece = (left / (threads as u64 * 4)).max(split_above / 4).max(1);
-            let cuts = split_points(&path, cursor.offset, piece, self.opts.file.max_len);
-            let mut out = Vec::with_capacity(cuts.len() + 1);
-            let mut start = cursor.offset;
-            for c in cuts {
-                out.push((
-                    (
-                        run.clone(),
-                        path.clone(),
-                        Cursor { offset: start },
-                        Until::Cut(c),
-                    ),
-                    c.saturating_sub(start),
-                ));
-                start = c;
-            }
-            out.push((
-                (run, path, Cursor { offset: start }, until),
-                size.saturating_sub(start),
-            ));
-            out
+            _ => work.into_iter().map(|w| (w, None)).collect(),
         };
+        let plan =
+            |((run, path, cursor, until), size): (Segment, Option<u64>)| -> Vec<(Segment, u64)> {
+                let size = size.unwrap_or_else(|| std::fs::metadata(&path).map_or(0, |m| m.len()));
+                let left = size.saturating_sub(cursor.offset);
+                if threads <= 1 || left <= split_above {
+                    return vec![((run, path, cursor, until), left)];
+                }
+                let piece = (left / (threads as u64 * 4)).max(split_above / 4).max(1);
+                let cuts = split_points(&path, cursor.offset, piece, self.opts.file.max_len);
+                let mut out = Vec::with_capacity(cuts.len() + 1);
+                let mut start = cursor.offset;
+                for c in cuts {
+                    out.push((
+                        (
+                            run.clone(),
+                            path.clone(),
+                            Cursor { offset: start },
+                            Until::Cut(c),
+                        ),
+                        c.saturating_sub(start),
+                    ));
+                    start = c;
+                }
+                out.push((
+                    (run, path, Cursor { offset: start }, until),
+                    size.saturating_sub(start),
+                ));
+                out
+            };
         match pool {
             Some(p) => p.install(|| work.into_par_iter().flat_map_iter(plan).unzip()),
             None => work.into_iter().flat_map(plan).unzip(),
