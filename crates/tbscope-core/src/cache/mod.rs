@@ -474,15 +474,7 @@ impl Cache {
         } else {
             // Every run is encoded anew (a discovery may have changed any of them).
             self.kept = None;
-            let pool = if threads > 1 {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("tbscope-stat-{i}"))
-                    .build()
-                    .ok()
-            } else {
-                None
-            };
+            let pool = crate::load::worker_pool(threads, "stat-");
             let (found, errors, dirs) =
                 discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
             marks.push(("discover", t0.elapsed()));

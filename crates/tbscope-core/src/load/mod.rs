@@ -241,6 +241,20 @@ pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, 
 /// starting them.
 pub const MAX_THREADS: usize = 1024;
 
+/// Worker threads for one call, named `tbscope-{prefix}{i}` (nothing outlives the call, so a
+/// fork() in between is safe); none for a single thread, or when the system refuses threads
+/// (the caller then works on its own thread).
+pub(crate) fn worker_pool(threads: usize, prefix: &'static str) -> Option<rayon::ThreadPool> {
+    if threads <= 1 {
+        return None;
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("tbscope-{prefix}{i}"))
+        .build()
+        .ok()
+}
+
 /// The number of worker threads for `requested` (0 = automatic), at most [`MAX_THREADS`].
 pub fn thread_count(requested: usize) -> usize {
     if requested > 0 {

@@ -73,15 +73,7 @@ impl Reader {
         // Listing directories and stat'ing files on worker threads (a pool for this call
         // only, as a read makes its own): on a logdir of many small runs, much of a load.
         let threads = super::thread_count(self.opts.threads);
-        let pool = if threads > 1 {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("tbscope-{i}"))
-                .build()
-                .ok()
-        } else {
-            None
-        };
+        let pool = super::worker_pool(threads, "");
         let discover_stat = || -> Result<_> {
             let (found, errors) = discover(root, runs).map_err(|e| Error::io(e, root))?;
             Ok((stat_found(found), errors))
