@@ -505,7 +505,8 @@ impl Cache {
         }
         self.info.runs_dropped = stale.len();
         let report_len = r.report.len();
-        let work = r.plan_found(found, errors)?;
+        let work = r.plan_found(&found, errors)?;
+        drop(found);
         let changed =
             rebuilt || !stale.is_empty() || !work.is_empty() || r.report.len() != report_len;
         marks.push(("plan", t0.elapsed()));

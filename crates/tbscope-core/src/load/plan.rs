@@ -84,20 +84,18 @@ impl Reader {
         };
         drop(pool);
         let stated = t0.elapsed();
+        let work = self.plan_found(&found, errors)?;
         // Each file's size, in discovery order: the plan keeps a subsequence of that order.
         let mut sizes = found
             .iter()
             .flat_map(|(_, files)| files.iter())
-            .map(|(p, m)| (p.clone(), m.as_ref().map_or(0, |m| m.len())))
-            .collect::<Vec<_>>()
-            .into_iter();
-        let work = self.plan_found(found, errors)?;
+            .map(|(p, m)| (p, m.as_ref().map_or(0, |m| m.len())));
         let sizes = work
             .iter()
             .map(|(_, path, _)| {
                 sizes
                     .by_ref()
-                    .find(|(p, _)| p == path)
+                    .find(|(p, _)| *p == path)
                     .map_or(0, |(_, s)| s)
             })
             .collect();
@@ -124,7 +122,7 @@ impl Reader {
     /// those that may have changed).
     pub(crate) fn plan_found(
         &mut self,
-        found: Found,
+        found: &Found,
         errors: Vec<(PathBuf, std::io::Error)>,
     ) -> Result<Vec<(String, PathBuf, Cursor)>> {
         for (path, e) in errors {
@@ -159,7 +157,7 @@ impl Reader {
         let mut work: Vec<(String, PathBuf, Cursor)> = Vec::new();
         let mut root_is_file: Option<bool> = None;
         let now = std::time::SystemTime::now();
-        for (run, files) in &found {
+        for (run, files) in found {
             // This run's files to read, in order; `true`: only if no longer pending.
             let mut todo: Vec<(&PathBuf, Cursor, bool)> = Vec::new();
             if !self.runs.contains_key(run) {
