@@ -64,6 +64,14 @@ fn regex(pattern: Option<String>, what: &str) -> PyResult<Option<regex::Regex>> 
         .transpose()
 }
 
+/// The caller's open file descriptor as a `File` for the length of a call: `ManuallyDrop`
+/// never closes it (the Python side owns it).
+pub(crate) fn borrowed_file(fd: i32) -> std::mem::ManuallyDrop<std::fs::File> {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: `fd` is a descriptor the caller keeps open during the call, and never closed here.
+    std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 fn kind(name: &str) -> PyResult<Kind> {
     Kind::from_name(name).ok_or_else(|| {
         let all: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
@@ -692,9 +700,7 @@ fn csv_of<'py>(
         return Ok(Some(bytes));
     };
     use std::io::Write as _;
-    use std::os::fd::FromRawFd as _;
-    // SAFETY: the caller's open descriptor, borrowed for the call: ManuallyDrop never closes it.
-    let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    let mut file = borrowed_file(fd);
     let mut failed: Option<std::io::Error> = None;
     let out = py.detach(|| {
         csv(&mut |b| {

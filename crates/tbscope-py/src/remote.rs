@@ -1,10 +1,6 @@
 //! `S3Fetcher`: ranged GETs into mirror files for `tbscope/_mirror.py`, over
 //! `tbscope-remote`. Plumbing: credentials come resolved from Python, the plan stays there.
 
-use std::fs::File;
-use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
-
 use pyo3::prelude::*;
 use tbscope_remote::{S3Config, S3Fetcher as Fetcher};
 
@@ -55,9 +51,7 @@ impl S3Fetcher {
         }
         py.detach(|| {
             guarded(|| {
-                // Borrowed: the caller owns and closes the descriptor.
-                // SAFETY: fd is an open descriptor the caller keeps open during this call.
-                let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+                let file = crate::borrowed_file(fd);
                 Ok(self.inner.get_into(key, start, end, &file)?)
             })
         })
