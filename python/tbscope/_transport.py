@@ -116,10 +116,8 @@ class NativeS3:
         self.profile = _str(options, "profile")
         self._session: Any = None
         self._credentials: Any = None
-        self.endpoint = _str(options, "endpoint_url") or _str(client, "endpoint_url") or self._env_endpoint()
+        self.endpoint = _str(options, "endpoint_url") or _str(client, "endpoint_url") or self._configured_endpoint()
         self.region = _str(client, "region_name") or self._configured("region") or os.environ.get("AWS_REGION")
-        if self.endpoint is None:
-            self.endpoint = self._configured("endpoint_url")
         if self.endpoint is not None and "://" not in self.endpoint:
             self.endpoint = ("https://" if options.get("use_ssl", True) else "http://") + self.endpoint
         elif self.endpoint is None and options.get("use_ssl", True) is False:
@@ -128,12 +126,6 @@ class NativeS3:
             # s3fs fails the same way, with botocore's words: let it say so.
             raise Unsupported("botocore's credential chain found no credentials")
         self._clients: dict[str, tuple[tuple[int | str | None, ...], Any]] = {}
-
-    @staticmethod
-    def _env_endpoint() -> str | None:
-        if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true":
-            return None
-        return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
     def _botocore(self) -> Any:
         if self._session is None:
@@ -144,22 +136,29 @@ class NativeS3:
             self._session = botocore.session.Session(profile=self.profile)
         return self._session
 
+    def _configured_endpoint(self) -> str | None:
+        """The endpoint AWS's configuration gives S3: ``AWS_ENDPOINT_URL_S3``,
+        ``AWS_ENDPOINT_URL``, then the profile's ``endpoint_url`` (none of them when
+        ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true``)."""
+        if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true":
+            return None
+        env = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if env:
+            return env
+        try:
+            scoped = self._botocore().get_scoped_config()
+        except Exception as e:  # noqa: BLE001 - a broken profile: fsspec says what is wrong
+            raise Unsupported(f"the AWS profile could not be read: {e}") from None
+        if "services" in scoped:
+            raise Unsupported("the AWS profile has a services section (per-service endpoints)")
+        v = scoped.get("endpoint_url")
+        return str(v) if v else None
+
     def _configured(self, name: str) -> str | None:
         """A setting of botocore's configuration (environment, then the profile)."""
-        if name == "endpoint_url":
-            if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true":
-                return None
-            try:
-                scoped = self._botocore().get_scoped_config()
-            except Exception as e:  # noqa: BLE001 - a broken profile: fsspec says what is wrong
-                raise Unsupported(f"the AWS profile could not be read: {e}") from None
-            if "services" in scoped:
-                raise Unsupported("the AWS profile has a services section (per-service endpoints)")
-            v = scoped.get("endpoint_url")
-            return str(v) if v else None
         try:
             v = self._botocore().get_config_variable(name)
-        except Exception as e:  # noqa: BLE001 - as above
+        except Exception as e:  # noqa: BLE001 - a broken profile: fsspec says what is wrong
             raise Unsupported(f"the AWS profile could not be read: {e}") from None
         return str(v) if v else None
 
