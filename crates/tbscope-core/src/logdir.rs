@@ -149,6 +149,8 @@ pub(crate) struct Listing {
     /// move the mtime), or holding symlinks (their targets change without the directory
     /// knowing): a listing not to be reused.
     pub(crate) unsure: bool,
+    /// It holds symlinks (part of `unsure`; not kept in the cache's listings).
+    pub(crate) links: bool,
     /// Its event files (regular files, links to them, dangling links), sorted; a walk moves
     /// them into what it found.
     pub(crate) files: Vec<PathBuf>,
@@ -200,6 +202,27 @@ pub(crate) fn walk(
         seen: HashSet::new(),
     };
     w.walk(PathBuf::new(), None);
+    w.out
+}
+
+/// [`walk`] of the subtree `rel` below `root` alone (a directory the cache found new),
+/// keeping every listing. Which path names a directory reached twice depends on the whole
+/// walk's order: the caller checks that none of these directories is known elsewhere.
+pub(crate) fn walk_new(root: &Path, rel: &Path) -> Walked {
+    let mut fresh = |_: &Path, _: &fs::Metadata, _: (i64, u64), _: &str| None;
+    let mut w = Walker {
+        root,
+        runs: None,
+        stats: HashMap::new(),
+        reuse: Some(&mut fresh),
+        out: Walked {
+            found: Discovered::new(),
+            errors: Vec::new(),
+            listings: HashMap::new(),
+        },
+        seen: HashSet::new(),
+    };
+    w.walk(rel.to_path_buf(), None);
     w.out
 }
 
@@ -303,7 +326,7 @@ impl Walker<'_, '_> {
 /// Reads the directory `dir` (whose metadata and mtime are given, when known: a listing
 /// without them is not one to keep). With it, each subdirectory's inode when it is a real
 /// directory (not a link), from the directory entry itself.
-fn list(
+pub(crate) fn list(
     dir: &Path,
     meta: Option<&fs::Metadata>,
     mtime: (i64, u64),
@@ -346,6 +369,7 @@ fn list(
         ino: meta.map_or(0, |m| m.ino()),
         mtime,
         unsure: links || !settled,
+        links,
         has_files: !files.is_empty(),
         files,
         subdirs,

@@ -638,3 +638,99 @@ fn deferred_write_runs_beside_loads() {
     assert_eq!(snapshot(&mut warm), snapshot(&mut fresh(&root)));
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// A change the directories show (a run added, nested or not; an event file added to a run; a
+/// run removed or renamed) lists again only the directories that changed and looks only at
+/// their runs, not a discovery of the logdir (issue 15); the answer is a cold read's, and so
+/// is the next open's. What cannot be told that way (a symlink) still takes the discovery.
+#[test]
+fn a_changed_directory_is_listed_again_alone() {
+    let (base, root, cache) = five_runs("relist");
+    assert_eq!(cached(&root, &cache).cache_info().status, "miss");
+    let add_run = |run: &str, steps: std::ops::Range<i64>| {
+        std::fs::create_dir_all(root.join(run)).unwrap();
+        std::fs::write(root.join(run).join(EVENT_FILE), events(run, steps, true)).unwrap();
+    };
+    let runs = |r: &mut CachedReader| r.run_names().unwrap().len();
+    // (rechecked, dropped, directories listed)
+    let check = |what: &str, want: (usize, usize, usize)| {
+        let mut plain = fresh(&root);
+        let mut r = cached(&root, &cache);
+        let info = r.cache_info();
+        assert!(info.warnings.is_empty(), "{what}: {:?}", info.warnings);
+        assert_eq!((info.status, info.written), ("updated", true), "{what}");
+        assert_eq!(
+            (info.runs_rechecked, info.runs_dropped, info.dirs_listed),
+            want,
+            "{what}: (runs looked at, dropped, directories listed)"
+        );
+        tables_agree(&mut r, &mut plain, what);
+        assert_eq!(snapshot(&mut r), snapshot(&mut plain), "{what}");
+        assert_eq!(logs_of(&mut r), logs_of(&mut plain), "{what}: logs");
+        assert_eq!(
+            format!("{:?}", r.report().unwrap()),
+            format!("{:?}", plain.report()),
+            "{what}: report"
+        );
+        // The directories just changed are listed again next time (a change in the same
+        // clock tick would not show): nothing new, so nothing read.
+        let mut again = cached(&root, &cache);
+        let info = again.cache_info();
+        assert_eq!((info.status, info.runs_rechecked), ("hit", 0), "{what}");
+        tables_agree(&mut again, &mut plain, what);
+        // Settled (every directory's mtime moved back: all listed again once, and kept).
+        settle(&root);
+        let info = cached(&root, &cache).cache_info();
+        assert_eq!(
+            (info.status, info.written),
+            ("hit", true),
+            "{what}: settled"
+        );
+        let mut warm = cached(&root, &cache);
+        let info = warm.cache_info();
+        assert_eq!((info.status, info.dirs_listed), ("hit", 0), "{what}: next");
+        assert!(
+            warm.state_pending(),
+            "{what}: answered from the stored tables"
+        );
+        assert_eq!(runs(&mut warm), plain.run_names().len(), "{what}");
+        assert_eq!(
+            snapshot(&mut warm),
+            snapshot(&mut plain),
+            "{what}: next open"
+        );
+    };
+
+    // A run in a new directory: the root listed again, the new one walked.
+    add_run("s2", 0..9);
+    check("new run in a new directory", (1, 0, 2));
+    // A run in an existing sweep, and one three directories down a new one.
+    add_run("s1/t5", 0..7);
+    check("new run beside others", (1, 0, 2));
+    add_run("s3/a/b", 3..8);
+    check("new nested run", (1, 0, 4));
+    // A second event file in a run (a restart): only that run's directory.
+    std::fs::write(
+        root.join("s0/t1/events.out.tfevents.2.x"),
+        events("s0/t1", 40..60, true),
+    )
+    .unwrap();
+    check("new file in a run", (1, 0, 1));
+    // Removed: its rows and facts dropped, nothing read.
+    std::fs::remove_dir_all(root.join("s0/t2")).unwrap();
+    check("run removed", (0, 1, 1));
+    // Renamed: the old name gone, the new one read.
+    std::fs::rename(root.join("s1/t0"), root.join("s1/t7")).unwrap();
+    check("run renamed", (1, 1, 2));
+    // A sweep renamed with its runs, and a run appended to elsewhere, at once.
+    std::fs::rename(root.join("s0"), root.join("s9")).unwrap();
+    append_steps(&root, "s1/t1", 40..44);
+    check("sweep renamed", (3, 2, 4));
+    // A symlink: its target may change without its directory showing it; the full discovery.
+    std::os::unix::fs::symlink(root.join("s1/t7"), root.join("s1/link")).unwrap();
+    let mut r = cached(&root, &cache);
+    let info = r.cache_info();
+    assert_eq!(info.runs_rechecked, runs(&mut r), "a symlink: every run");
+    assert_eq!(snapshot(&mut r), snapshot(&mut fresh(&root)), "a symlink");
+    std::fs::remove_dir_all(&base).unwrap();
+}

@@ -112,15 +112,18 @@ impl Cache {
     }
 
     /// Whether the generation about to be written can take the runs not decoded from the
-    /// previous one: their parts, the listings and both stored tables.
+    /// previous one: their parts, the listings (the previous ones, or all of them listed
+    /// again: `relist.rs`) and both stored tables. A run it does not have is one read again.
     pub(super) fn partial_publishable(&self, r: &Reader) -> bool {
         let (Some(k), Some(c)) = (&self.kept, &self.carried) else {
             return false;
         };
-        k.dirs_same
+        (k.dirs_same || !self.dirs.is_empty())
             && c.facts.is_some()
             && c.stats.is_some()
-            && r.runs.keys().all(|n| k.names(r).binary_search(n).is_ok())
+            && r.runs
+                .keys()
+                .all(|n| k.again.contains(n) || k.names(r).binary_search(n).is_ok())
             && self.partial.as_ref().is_some_and(|p| {
                 p.decoded
                     .iter()
@@ -162,7 +165,10 @@ impl Cache {
             }
             r.runs.insert(name, state);
         }
-        self.dirs = p.listings().map_err(bad)?;
+        // (Directories listed again left the listings in place already.)
+        if self.dirs.is_empty() {
+            self.dirs = p.listings().map_err(bad)?;
+        }
         Ok(())
     }
 
@@ -175,21 +181,29 @@ impl Cache {
             let (_, body) = decode_header(&manifest).map_err(bad)?;
             decode_body(body).map_err(bad)?
         };
-        // The generation's runs are the previous one's (`partial_publishable`), in order: the
-        // first of the reader's names (a run read again from its start was numbered anew).
-        let n = self.kept.as_ref().map_or(usize::MAX, |k| k.nruns);
-        if m.nruns != n || w.facts.num_rows() != m.nruns || r.run_names.len() < n {
+        // With every directory as listed, the generation's runs are the previous one's, in
+        // order: the first of the reader's names (a run read again from its start was numbered
+        // anew). Directories listed again may have added or removed runs: the names are the
+        // new manifest's then.
+        let k = self
+            .kept
+            .as_ref()
+            .ok_or_else(|| bad("no generation kept".into()))?;
+        let (n, same) = (k.nruns, k.dirs_same);
+        if (same && (m.nruns != n || r.run_names.len() < n)) || w.facts.num_rows() != m.nruns {
             return Err(bad("runs out of step".into()));
         }
+        let names = m.names;
+        let pending = Pending::of(manifest, m, false, Some(w.facts), Some(w.stats));
+        if same {
+            r.run_names.truncate(n);
+        } else {
+            r.run_names = pending
+                .decode_names(names)
+                .map_err(|e| bad(format!("run names: {e}")))?;
+        }
         r.runs.clear();
-        r.run_names.truncate(n);
-        self.pending = Some(Box::new(Pending::of(
-            manifest,
-            m,
-            false,
-            Some(w.facts),
-            Some(w.stats),
-        )));
+        self.pending = Some(Box::new(pending));
         r.file_names.clear();
         self.partial = None;
         self.kept = None;

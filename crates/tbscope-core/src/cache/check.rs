@@ -17,11 +17,12 @@ use crate::load::{stat_found, Found, Reader, RunState};
 use crate::logdir::{discover, walk, Discovered, Listing};
 
 /// What [`discover_with`] finds: runs and their event files, problems, every directory's
-/// listing by its path below the root.
+/// listing by its path below the root, and how many directories it listed (did not reuse).
 pub(super) type Discovery = (
     Discovered,
     Vec<(PathBuf, std::io::Error)>,
     HashMap<PathBuf, DirListing>,
+    usize,
 );
 
 /// TensorBoard's run discovery (`logdir::walk`, unfiltered), reusing the listings of
@@ -37,7 +38,7 @@ pub(super) fn discover_with(
     let root = &r.root;
     if fs::metadata(root)?.is_file() {
         let (found, errors) = discover(root, None)?;
-        return Ok((found, errors, HashMap::new()));
+        return Ok((found, errors, HashMap::new(), 0));
     }
     // Every known directory's stat up front, in parallel: most of them will only need that.
     let known: Vec<&PathBuf> = prev.keys().collect();
@@ -49,6 +50,7 @@ pub(super) fn discover_with(
         }
         None => known.iter().map(stat).collect(),
     };
+    let mut reused = 0usize;
     let mut reuse = |rel: &Path, meta: &fs::Metadata, mtime: (i64, u64), run: &str| {
         let l = prev.get(rel)?;
         if l.unsure || (l.dev, l.ino, l.mtime) != (meta.dev(), meta.ino(), mtime) {
@@ -60,11 +62,13 @@ pub(super) fn discover_with(
         } else {
             Vec::new()
         };
+        reused += 1;
         Some(Listing {
             dev: l.dev,
             ino: l.ino,
             mtime: l.mtime,
             unsure: false,
+            links: false,
             has_files: l.has_files,
             files,
             subdirs: l.subdirs.clone(),
@@ -72,12 +76,13 @@ pub(super) fn discover_with(
         })
     };
     let w = walk(root, None, stats, Some(&mut reuse));
+    let listed = w.listings.len() - reused;
     let listings = w
         .listings
         .into_iter()
         .map(|(rel, l)| (rel, DirListing::of(l)))
         .collect();
-    Ok((w.found, w.errors, listings))
+    Ok((w.found, w.errors, listings, listed))
 }
 
 /// Two listings that say the same (the reader's state need not be written again for them).
@@ -172,22 +177,30 @@ fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Ch
 
 /// What [`Cache::changes`] found.
 pub(super) enum Checked {
-    /// A directory changed, or the check cannot tell: discovery decides.
+    /// The check cannot tell (see [`Cache::changes`]): discovery decides.
     Unknown,
-    /// Every directory as listed; these runs (indices in the generation, ascending) have files
-    /// that moved. None: nothing changed.
-    Runs(Vec<u32>),
+    /// Every directory but `dirs` as listed, and these runs' files moved. Both are indices in
+    /// the generation, ascending; `runs` leaves out the runs of `dirs` (their files are
+    /// listed again with them). Both empty: nothing changed.
+    Moved { runs: Vec<u32>, dirs: Vec<u32> },
 }
+
+/// At most this many directories (or a quarter of a larger logdir's) are listed again after
+/// a warm open's check: past that, the full discovery is about as cheap.
+const RELIST_MOST: usize = 1024;
 
 impl Cache {
     /// What changed since the pending generation was written, told with one stat per
-    /// directory and per event file and nothing else. [`Checked::Runs`] when every directory
-    /// listing is settled and still current (same device, inode and mtime: no entry added,
-    /// removed or renamed), with the runs (indices in the generation) that have a file whose
+    /// directory and per event file and nothing else. [`Checked::Moved`] with the directories
+    /// whose listing is not current (another device, inode or mtime: an entry was added,
+    /// removed or renamed; gone; or listed too soon after a change to be sure of, which is
+    /// always listed again) and the runs of the other directories that have a file whose
     /// identity, size or mtime moved, or that cannot be told this way (a file that failed, one
-    /// found outside the run's directory, a pending tail whose timeout passed): no runs is
-    /// "nothing changed". [`Checked::Unknown`] when a directory changed or the listings cannot
-    /// be trusted (a single-file logdir, symlinks, odd entries); the full discovery then decides.
+    /// found outside the run's directory, a pending tail whose timeout passed): neither is
+    /// "nothing changed". [`Checked::Unknown`] when the listings cannot be trusted (a
+    /// single-file logdir, odd entries, a directory whose listing does not account for its
+    /// subdirectories), or more than [`RELIST_MOST`] directories (or a quarter) changed; the
+    /// full discovery then decides.
     ///
     /// Paths are stat'ed relative to their parent directory (one `open` per directory that has
     /// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
@@ -217,12 +230,11 @@ impl Cache {
         const NONE: i32 = -1;
         let t0 = std::time::Instant::now();
         let now = std::time::SystemTime::now();
-        // First pass: what the listings promise (settled, complete, every run in its
-        // directory).
+        // First pass: what the listings promise (complete, every run in its directory).
         let mut children: Vec<u32> = vec![0; p.dirs.len()];
         let mut seen = vec![false; p.nruns];
         for (i, d) in p.dirs.iter().enumerate() {
-            if d.unsure || d.odd.1 > 0 {
+            if d.odd.1 > 0 {
                 return Checked::Unknown;
             }
             if i > 0 {
@@ -241,14 +253,26 @@ impl Cache {
         let Some(root_fd) = open_dir(None, r.root.as_os_str().as_bytes()) else {
             return Checked::Unknown;
         };
+        // A directory that could not be opened (gone, most likely): its subtree is listed again.
+        const MISSING: i32 = -2;
+        let most = RELIST_MOST.max(p.dirs.len() / 4);
         let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
         fd_of[0] = root_fd.as_raw_fd();
         let mut opened_total = 1usize;
         // Second pass, on `threads` threads over contiguous ranges of directories: one stat
         // of each directory and of each of its event files, relative to the nearest descriptor.
         let same = AtomicBool::new(true);
-        // Runs with a file that moved, found on any thread (few, usually).
+        // Runs with a file that moved, and directories to list again, found on any thread
+        // (few, usually).
         let changed: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+        let relist: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+        let to_relist = |i: usize| {
+            let mut v = relist.lock().unwrap_or_else(|e| e.into_inner());
+            v.push(i as u32);
+            if v.len() > most {
+                same.store(false, Ordering::Relaxed);
+            }
+        };
         let stat_is =
             |fd: i32, path: &[u8], dev: u64, ino: u64, mtime: (i64, u64), size: Option<u64>| {
                 // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
@@ -276,17 +300,21 @@ impl Cache {
                     fd_of[d.parent as usize]
                 };
                 buf.clear();
-                let fd = if own != NONE {
+                let fd = if own >= 0 {
                     buf.push(b'.');
                     own
-                } else {
+                } else if own == NONE && parent >= 0 {
                     buf.extend_from_slice(name);
                     parent
+                } else {
+                    to_relist(i);
+                    continue;
                 };
                 buf.push(0);
-                if !stat_is(fd, &buf, d.dev, d.ino, d.mtime, None) {
-                    same.store(false, Ordering::Relaxed);
-                    return;
+                // (A listing taken too soon after a change is listed again whatever its stat.)
+                if d.unsure || !stat_is(fd, &buf, d.dev, d.ino, d.mtime, None) {
+                    to_relist(i);
+                    continue;
                 }
                 if !d.has_files {
                     continue;
@@ -356,9 +384,10 @@ impl Cache {
                 chain.push(x);
                 x = parent_of(x);
             }
-            let mut ok = true;
+            let mut missing: Vec<usize> = Vec::new();
             let open_at = |i: usize, fd_of: &[i32]| -> Option<OwnedFd> {
-                open_dir(Some(fd_of[parent_of(i)]), p.bytes(p.dirs[i].name))
+                let at = fd_of[parent_of(i)];
+                (at >= 0).then(|| open_dir(Some(at), p.bytes(p.dirs[i].name)))?
             };
             for &anc in chain.iter().rev() {
                 match open_at(anc, &fd_of) {
@@ -366,12 +395,15 @@ impl Cache {
                         fd_of[anc] = fd.as_raw_fd();
                         held.push((anc, fd));
                     }
-                    None => ok = false,
+                    None => {
+                        fd_of[anc] = MISSING;
+                        missing.push(anc);
+                    }
                 }
             }
             let mut budget = FD_BUDGET.saturating_sub(chain.len()).max(1);
             let mut b = a;
-            while ok && b < p.dirs.len() {
+            while b < p.dirs.len() {
                 if p.dirs[b].subdirs.1 > 0 {
                     if budget == 0 {
                         break;
@@ -382,13 +414,13 @@ impl Cache {
                             fd_of[b] = fd.as_raw_fd();
                             held.push((b, fd));
                         }
-                        None => ok = false,
+                        None => {
+                            fd_of[b] = MISSING;
+                            missing.push(b);
+                        }
                     }
                 }
                 b += 1;
-            }
-            if !ok {
-                return Checked::Unknown;
             }
             opened_total += held.len();
             if threads == 1 || b - a < 1024 {
@@ -404,8 +436,8 @@ impl Cache {
                     }
                 });
             }
-            for (i, _) in &held {
-                fd_of[*i] = NONE;
+            for i in held.iter().map(|(i, _)| *i).chain(missing) {
+                fd_of[i] = NONE;
             }
             drop(held);
             a = b;
@@ -425,7 +457,9 @@ impl Cache {
         }
         let mut runs = changed.into_inner().unwrap_or_else(|e| e.into_inner());
         runs.sort_unstable();
-        Checked::Runs(runs)
+        let mut dirs = relist.into_inner().unwrap_or_else(|e| e.into_inner());
+        dirs.sort_unstable();
+        Checked::Moved { runs, dirs }
     }
 }
 

@@ -305,7 +305,8 @@ pub(super) fn encode_manifest(
         }
     }
     // Every run, in order, with its state: None for a run a partial load did not decode (its
-    // parts are copied from the previous manifest).
+    // parts are copied from the previous manifest). A run read again that the reader no
+    // longer has is gone.
     let entries: Vec<(&str, Option<&RunState>)> = match kept.filter(|k| k.partial) {
         Some(k) => {
             let mut decoded = r.runs.iter().peekable();
@@ -315,7 +316,9 @@ pub(super) fn encode_manifest(
                     out.push((n.as_str(), Some(s)));
                 }
                 let state = decoded.next_if(|(n, _)| *n == name).map(|(_, s)| s);
-                out.push((name.as_str(), state));
+                if state.is_some() || !k.again.contains(name) {
+                    out.push((name.as_str(), state));
+                }
             }
             out.extend(decoded.map(|(n, s)| (n.as_str(), Some(s))));
             out

@@ -54,6 +54,7 @@ mod generation;
 mod lease;
 mod manifest;
 mod pending;
+mod relist;
 mod segments;
 mod stamp;
 mod view;
@@ -129,8 +130,11 @@ pub struct CacheInfo {
     /// the run gone); those still in the logdir were read again.
     pub runs_dropped: usize,
     /// Runs whose files the last load looked at past the change check: only those that moved
-    /// when no directory changed, every run after a discovery.
+    /// or whose directory was listed again, every run after a discovery.
     pub runs_rechecked: usize,
+    /// Directories the last load listed (read): after a warm open's check only those that
+    /// changed and new ones, after a discovery those whose listing could not be reused.
+    pub dirs_listed: usize,
     /// Why the cache could not be used or written, one line each (never an error: the data
     /// then comes from the logdir).
     pub warnings: Vec<String>,
@@ -396,6 +400,7 @@ impl Cache {
         self.info.written = false;
         self.info.runs_dropped = 0;
         self.info.runs_rechecked = 0;
+        self.info.dirs_listed = 0;
         let mut rebuilt = std::mem::take(&mut self.force_miss);
         let t0 = std::time::Instant::now();
         let mut marks: Vec<(&str, Duration)> = Vec::new();
@@ -414,8 +419,10 @@ impl Cache {
         marks.push(("restore", t0.elapsed()));
         // Stats are most of a warm open on a logdir of many runs: spread them over threads.
         let threads = thread_count(r.opts.threads);
-        // Every directory as listed and only these runs' files moved: discovery is not needed.
+        // Every directory as listed (or listed again, `relisted`) and only these runs' files
+        // moved: discovery is not needed.
         let mut moved: Option<Vec<u32>> = None;
+        let mut relisted: Option<relist::Relisted> = None;
         self.carried = None;
         let mut stored = (None, None);
         if self.pending.is_some() {
@@ -425,14 +432,29 @@ impl Cache {
                 .map_or((None, None), |p| (p.facts.clone(), p.stats.clone()));
             let checked = self.changes(r, threads);
             marks.push(("check", t0.elapsed()));
-            if let Checked::Runs(runs) = checked {
-                if runs.is_empty() {
+            if let Checked::Moved { runs, dirs } = checked {
+                if !dirs.is_empty() {
+                    // Only the directories that changed are listed again.
+                    let p = self.pending.as_deref().expect("checked above");
+                    relisted = relist::relist(p, &r.root, runs, &dirs);
+                    marks.push(("relist", t0.elapsed()));
+                    moved = relisted.as_ref().map(|rl| rl.decode.clone());
+                    let nothing = relisted.as_ref().is_some_and(|rl| {
+                        rl.decode.is_empty() && rl.listed.is_empty() && !rl.differs
+                    });
+                    if nothing {
+                        self.info.status = "hit";
+                        self.trace(&marks);
+                        return Ok(LoadStats::default());
+                    }
+                } else if runs.is_empty() {
                     // The state stays encoded until something asks for it.
                     self.info.status = "hit";
                     self.trace(&marks);
                     return Ok(LoadStats::default());
+                } else {
+                    moved = Some(runs);
                 }
-                moved = Some(runs);
             }
             // With only some runs moved, only their state is decoded (`carry.rs`); a deferred
             // write takes the whole reader, so it needs every run's.
@@ -446,23 +468,41 @@ impl Cache {
                 self.reset(r);
                 rebuilt = true;
                 moved = None;
+                relisted = None;
             }
             marks.push(("state", t0.elapsed()));
         }
-        let mut relisted = false;
+        let mut listings_differ = false;
         let (found, errors, stale) = if let Some(runs) = moved {
-            // Only the runs that moved, with the files they had (no listing changed).
-            let found = moved_found(r, &runs);
+            // Only the runs that moved, with the files they had, and those of the directories
+            // listed again with the files they have now.
+            let dirs_same = relisted.is_none();
+            let (found, gone) = match relisted.take() {
+                None => (moved_found(r, &runs), Vec::new()),
+                Some(rl) => {
+                    let mut found = moved_found(r, &rl.moved);
+                    found.extend(stat_found_with(rl.listed, None));
+                    found.sort_by(|a, b| a.0.cmp(&b.0));
+                    self.dirs = rl.listings;
+                    listings_differ = rl.differs;
+                    self.info.dirs_listed = rl.listed_dirs;
+                    (found, rl.gone)
+                }
+            };
             marks.push(("stat", t0.elapsed()));
-            let stale = stale_among(r, &found);
+            let mut stale = stale_among(r, &found);
+            stale.extend(gone.iter().cloned());
             marks.push(("validate", t0.elapsed()));
             self.info.runs_rechecked = found.len();
-            let again: std::collections::HashSet<String> =
-                found.iter().map(|(run, _)| run.clone()).collect();
+            let again: std::collections::HashSet<String> = found
+                .iter()
+                .map(|(run, _)| run.clone())
+                .chain(gone)
+                .collect();
             if let Some(k) = self.kept.as_mut() {
                 k.again = again.clone();
-                // (The check found every directory as listed.)
-                k.dirs_same = true;
+                // (Every directory as listed, unless some were listed again.)
+                k.dirs_same = dirs_same;
             }
             let (facts, stats) = stored;
             self.carried = Some(Carried {
@@ -475,13 +515,14 @@ impl Cache {
             // Every run is encoded anew (a discovery may have changed any of them).
             self.kept = None;
             let pool = crate::load::worker_pool(threads, "stat-");
-            let (found, errors, dirs) =
+            let (found, errors, dirs, listed) =
                 discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
+            self.info.dirs_listed = listed;
             marks.push(("discover", t0.elapsed()));
             let found = stat_found_with(found, pool.as_ref());
             drop(pool);
             marks.push(("stat", t0.elapsed()));
-            relisted = dirs.len() != self.dirs.len()
+            listings_differ = dirs.len() != self.dirs.len()
                 || dirs
                     .iter()
                     .any(|(k, v)| self.dirs.get(k).is_none_or(|o| !same_listing(o, v)));
@@ -524,9 +565,9 @@ impl Cache {
         };
         // A listing that changed without changing the data (a directory settled, an entry
         // that is not an event file) is still worth keeping: the next open skips listing it.
-        if (changed || relisted) && self.deferred {
+        if (changed || listings_differ) && self.deferred {
             self.behind = true;
-        } else if changed || relisted {
+        } else if changed || listings_differ {
             if let Err(e) = self.compact_if_needed() {
                 self.warn(format!("cache segments could not be compacted: {e}"));
             }
