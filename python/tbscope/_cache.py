@@ -41,6 +41,10 @@ class CacheInfo:
     new bytes were read, or runs whose files were replaced, truncated or deleted were read
     again) or ``"unread"``. ``written``: a new cache generation was published. ``warnings``:
     why the cache could not be used or written (the data then came from the logdir).
+    ``runs_rechecked``: how many runs the read looked at again past the change check (those
+    whose files moved or whose directory changed; every run when it had to discover the logdir
+    again). ``dirs_listed``: how many directories it listed (only those that changed, after a
+    warm open's check).
     """
 
     dir: str
@@ -49,6 +53,8 @@ class CacheInfo:
     written: bool
     runs_dropped: int
     warnings: tuple[str, ...]
+    runs_rechecked: int = 0
+    dirs_listed: int = 0
 
 
 def default_root() -> str:

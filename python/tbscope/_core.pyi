@@ -98,7 +98,7 @@ class NativeReader:
         copy its state and take the outcome back); the generation published, else None."""
     def abandon_cache_write(self) -> None:
         """A deferred write running stops before its next file; later ones do nothing."""
-    def cache_info(self) -> tuple[str, str, str | None, bool, int, list[str]] | None:
+    def cache_info(self) -> tuple[str, str, str | None, bool, int, list[str], int, int] | None:
         """(dir, status, generation, written, runs dropped, warnings) of the last load through
         the cache; None for a reader without one."""
 

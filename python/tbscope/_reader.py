@@ -163,8 +163,8 @@ class Logdir:
             return None
         from tbscope._cache import CacheInfo
 
-        d, status, generation, written, dropped, warnings = info
-        return CacheInfo(d, status, generation, written, dropped, tuple(warnings))
+        d, status, generation, written, dropped, warnings, rechecked, listed = info
+        return CacheInfo(d, status, generation, written, dropped, tuple(warnings), rechecked, listed)
 
     @property
     def runs(self) -> list[str]:

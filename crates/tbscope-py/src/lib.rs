@@ -347,7 +347,7 @@ impl NativeReader {
     }
 
     /// What the cache did on the last load: (dir, status, generation, written, runs dropped,
-    /// warnings), or None without a cache.
+    /// warnings, runs rechecked, directories listed), or None without a cache.
     fn cache_info(&self) -> Option<CacheInfoTuple> {
         let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         r.cache_info().map(|c| {
@@ -358,6 +358,8 @@ impl NativeReader {
                 c.written,
                 c.runs_dropped,
                 c.warnings,
+                c.runs_rechecked,
+                c.dirs_listed,
             )
         })
     }
@@ -410,7 +412,8 @@ type Piece = tbscope_core::scan::Work;
 /// `NativeReader.report()`: (run, file, severity, offset, length, reason).
 type ReportTuple = (String, String, &'static str, u64, u64, String);
 
-/// `NativeReader.cache_info()`: (dir, status, generation, written, runs dropped, warnings).
+/// `NativeReader.cache_info()`: (dir, status, generation, written, runs dropped, warnings,
+/// runs rechecked, directories listed).
 type CacheInfoTuple = (
     String,
     &'static str,
@@ -418,6 +421,8 @@ type CacheInfoTuple = (
     bool,
     usize,
     Vec<String>,
+    usize,
+    usize,
 );
 
 /// Pieces of a logdir read one at a time: each `next()` reads a group of files.
