@@ -263,11 +263,13 @@ pub(super) fn merge_rows(
     RecordBatch::try_new(prev.schema(), cols).map_err(err)
 }
 
-/// [`crate::runstats::merge_stats`] when the result keeps `prev`'s dictionaries: every run of
-/// `fresh` replaces its own rows of `prev` (where they were) and logs only tags `prev` knows,
-/// so that the runs and tags still first appear in the order they are numbered. Copies
-/// contiguous row ranges instead of looking every row's names up. None when that does not
-/// hold (a new run or tag): the caller merges row by row.
+/// [`crate::runstats::merge_stats`] when the result keeps `prev`'s tag dictionary: every run
+/// of `fresh` replaces its own rows of `prev` (where they were) or is a run `prev` does not
+/// have (its rows go where its name sorts), and logs only tags `prev` knows, so that the tags
+/// still first appear in the order they are numbered (the runs are numbered anew, in that
+/// order). Copies contiguous row ranges instead of looking every row's names up. None when
+/// that does not hold (a new tag, or one only a run read again had): the caller merges row by
+/// row.
 pub(super) fn splice_stats(
     prev: &RecordBatch,
     fresh: &RecordBatch,
@@ -301,44 +303,62 @@ pub(super) fn splice_stats(
     let tag_of: Vec<i32> = (0..ftags.len())
         .map(|i| index.get(ftags.value(i)).copied())
         .collect::<Option<_>>()?;
-    // (source, start, len, the run's key in prev for fresh rows) in output order.
-    let mut parts: Vec<(usize, usize, usize, i32)> = Vec::with_capacity(pg.len() + 2 * fg.len());
+    // (source, start, len) in output order.
+    let mut parts: Vec<(usize, usize, usize)> = Vec::with_capacity(pg.len() + 2 * fg.len());
     let mut fi = fg.iter().peekable();
-    for &(k, start, len) in &pg {
-        let name = pnames.value(k as usize);
+    // Fresh runs go before the first run of prev whose name sorts after theirs (a fresh run
+    // must take the place of its own rows, if prev has any).
+    let mut fresh_before = |name: Option<&str>, parts: &mut Vec<(usize, usize, usize)>| {
         while let Some(&&(fkey, fstart, flen)) = fi.peek() {
             let fname = fnames.value(fkey as usize);
-            if fname > name {
+            if name.is_some_and(|n| fname > n) {
                 break;
             }
-            // A fresh run must take the place of its own rows.
-            if fname != name || !replaced(name) {
-                return None;
+            if !replaced(fname) {
+                return false;
             }
-            parts.push((1, fstart, flen, k));
+            parts.push((1, fstart, flen));
             fi.next();
+        }
+        true
+    };
+    for &(k, start, len) in &pg {
+        let name = pnames.value(k as usize);
+        if !fresh_before(Some(name), &mut parts) {
+            return None;
         }
         if !replaced(name) {
             // Consecutive kept rows of prev make one part.
             match parts.last_mut() {
-                Some((0, s, l, _)) if *s + *l == start => *l += len,
-                _ => parts.push((0, start, len, k)),
+                Some((0, s, l)) if *s + *l == start => *l += len,
+                _ => parts.push((0, start, len)),
             }
         }
     }
-    if fi.next().is_some() {
+    if !fresh_before(None, &mut parts) {
         return None;
     }
     let rows: usize = parts.iter().map(|p| p.2).sum();
     let mut run_keys: Vec<i32> = Vec::with_capacity(rows);
     let mut tag_keys: Vec<i32> = Vec::with_capacity(rows);
     let (ptk, ftk) = (ptag.keys().values(), ftag.keys().values());
-    for &(src, start, len, k) in &parts {
+    // Runs numbered by first appearance (each run's rows come from one side only).
+    let mut run_names: Vec<&str> = Vec::with_capacity(pnames.len() + fnames.len());
+    let mut numbered = [vec![-1i32; pnames.len()], vec![-1i32; fnames.len()]];
+    for &(src, start, len) in &parts {
+        let (keys, names) = if src == 0 { (pk, pnames) } else { (fk, fnames) };
+        let number = &mut numbered[src];
+        for &k in &keys[start..start + len] {
+            let slot = number.get_mut(k as usize)?;
+            if *slot < 0 {
+                *slot = run_names.len() as i32;
+                run_names.push(names.value(k as usize));
+            }
+            run_keys.push(*slot);
+        }
         if src == 0 {
-            run_keys.extend_from_slice(&pk[start..start + len]);
             tag_keys.extend_from_slice(&ptk[start..start + len]);
         } else {
-            run_keys.extend(std::iter::repeat_n(k, len));
             tag_keys.extend(ftk[start..start + len].iter().map(|&t| tag_of[t as usize]));
         }
     }
@@ -354,19 +374,20 @@ pub(super) fn splice_stats(
         }
         next as usize == values
     };
-    if !in_order(&run_keys, pnames.len()) || !in_order(&tag_keys, ptags.len()) {
+    if !in_order(&tag_keys, ptags.len()) {
         return None;
     }
+    let runs: ArrayRef = Arc::new(arrow_array::StringArray::from(run_names));
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(prev.num_columns());
-    for (keys, d) in [(run_keys, &prun), (tag_keys, &ptag)] {
-        let a = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), d.values().clone());
+    for (keys, values) in [(run_keys, runs), (tag_keys, ptag.values().clone())] {
+        let a = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values);
         cols.push(Arc::new(a.ok()?));
     }
     for c in 2..prev.num_columns() {
         let src = [prev.column(c), fresh.column(c)];
         let pieces: Vec<ArrayRef> = parts
             .iter()
-            .map(|&(t, start, len, _)| src[t].slice(start, len))
+            .map(|&(t, start, len)| src[t].slice(start, len))
             .collect();
         let refs: Vec<&dyn Array> = pieces.iter().map(|a| a.as_ref()).collect();
         cols.push(arrow_select::concat::concat(&refs).ok()?);
@@ -473,11 +494,19 @@ mod tests {
             ],
             true,
         );
-        // A tag prev does not know, a run it does not have, a tag only a run that lost it had,
-        // a run's tags in another order: merged row by row. (A tag the run lost that a later
-        // run still has keeps its number: spliced.)
+        // Runs prev does not have (first, between, last; the last two with a run read again
+        // between them): spliced where their names sort, the runs numbered anew.
+        check(&prev, &[("0", "x", 0, 1.0)], true);
+        check(&prev, &[("bb", "x", 0, 1.0)], true);
+        check(
+            &prev,
+            &[("bb", "y", 0, 1.0), ("c", "q", 3, 1.0), ("d", "x", 0, 2.0)],
+            true,
+        );
+        // A tag prev does not know, a tag only a run that lost it had, a run's tags in another
+        // order: merged row by row. (A tag the run lost that a later run still has keeps its
+        // number: spliced.)
         check(&prev, &[("b", "z", 0, 1.0)], false);
-        check(&prev, &[("bb", "x", 0, 1.0)], false);
         check(&prev, &[("b", "x", 0, 1.0), ("b", "y", 0, 1.0)], true);
         check(&prev[..5], &[("b", "x", 0, 1.0), ("b", "y", 0, 1.0)], false);
         check(&prev, &[("a", "y", 0, 1.0), ("a", "x", 0, 1.0)], false);

@@ -523,28 +523,45 @@ pub(super) fn encode_manifest(
         e.0.extend_from_slice(&crc.to_le_bytes());
         return Ok(e.0);
     }
+    // Path order is the order of the names' bytes with the separator lowest (components compare
+    // before the rest of a name): sorted by those bytes, without splitting paths up.
+    fn key(p: &Path) -> impl Iterator<Item = u8> + '_ {
+        let bytes = p.as_os_str().as_bytes().iter();
+        bytes.map(|&c| if c == b'/' { 0 } else { c })
+    }
     let mut dir_list: Vec<(&PathBuf, &DirListing)> = dirs.iter().collect();
-    dir_list.sort_by(|a, b| a.0.cmp(b.0));
-    let dir_index: HashMap<&Path, u64> = dir_list
-        .iter()
-        .enumerate()
-        .map(|(i, (rel, _))| (rel.as_path(), i as u64))
-        .collect();
+    dir_list.sort_unstable_by(|a, b| key(a.0).cmp(key(b.0)));
     e.u(dir_list.len() as u64);
-    for (rel, d) in dir_list {
+    // The directories from the root down to the last one encoded, with their indices: a
+    // directory's parent is on it (depth first).
+    let mut stack: Vec<(&[u8], u64)> = Vec::new();
+    for (i, (rel, d)) in dir_list.into_iter().enumerate() {
+        let bytes = rel.as_os_str().as_bytes();
         let parent = match rel.parent() {
             None => 0,
-            Some(p) => dir_index
-                .get(p)
-                .map(|i| i + 1)
-                .ok_or_else(|| format!("directory {} listed without its parent", rel.display()))?,
+            Some(p) => {
+                let p = p.as_os_str().as_bytes();
+                while stack.last().is_some_and(|(s, _)| *s != p) {
+                    stack.pop();
+                }
+                let (_, at) = stack.last().ok_or_else(|| {
+                    format!("directory {} listed without its parent", rel.display())
+                })?;
+                at + 1
+            }
         };
+        stack.push((bytes, i as u64));
         e.u(parent);
         e.b(rel.file_name().map_or(&[][..], |n| n.as_bytes()));
-        let run = d
-            .has_files
-            .then(|| run_list.binary_search(&run_name(rel).as_str()).ok());
-        e.u(run.flatten().map_or(0, |i| i as u64 + 1));
+        let run = d.has_files.then(|| match rel.to_str() {
+            // (`run_name` of a path below the root, without building it.)
+            Some("") => run_list.binary_search(&"."),
+            Some(name) if !name.starts_with('/') && !name.contains("//") => {
+                run_list.binary_search(&name)
+            }
+            _ => run_list.binary_search(&run_name(rel).as_str()),
+        });
+        e.u(run.and_then(|r| r.ok()).map_or(0, |i| i as u64 + 1));
         e.u(d.dev);
         e.u(d.ino);
         e.i(d.mtime.0);

@@ -165,7 +165,7 @@ impl Pending {
     /// The directory listings as discovery keeps them, keyed by path below the root.
     pub(super) fn listings(&self) -> DResult<HashMap<PathBuf, DirListing>> {
         let mut rels: Vec<PathBuf> = Vec::with_capacity(self.dirs.len());
-        let mut out = HashMap::with_capacity(self.dirs.len());
+        let mut out = Vec::with_capacity(self.dirs.len());
         for d in &self.dirs {
             let rel = if d.parent == u32::MAX {
                 PathBuf::new()
@@ -181,10 +181,10 @@ impl Pending {
                 subdirs: self.names(d.subdirs)?,
                 odd: self.names(d.odd)?,
             };
-            out.insert(rel.clone(), listing);
+            out.push(listing);
             rels.push(rel);
         }
-        Ok(out)
+        Ok(rels.into_iter().zip(out).collect())
     }
 }
 

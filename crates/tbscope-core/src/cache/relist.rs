@@ -79,6 +79,8 @@ fn same_files(p: &Pending, run: usize, files: &[PathBuf]) -> bool {
 /// ascending) and walks the subdirectories that appeared in them; `moved` are the runs the
 /// check found with files that moved. None when the answer would not be discovery's own.
 pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) -> Option<Relisted> {
+    let t0 = std::time::Instant::now();
+    let mut marks: Vec<(&str, std::time::Duration)> = Vec::new();
     let n = p.dirs.len();
     let mut changed = vec![false; n];
     for &i in dirs {
@@ -108,6 +110,7 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
         differs: false,
         listed_dirs: 0,
     };
+    marks.push(("listings", t0.elapsed()));
     let mut fresh: Vec<PathBuf> = Vec::new();
     let mut ids: Vec<(u64, u64)> = Vec::new();
     // Depth first: a parent comes before its subtree.
@@ -197,6 +200,7 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
         dropped.insert(i, went);
         out.listings.insert(rel, DirListing::of(l));
     }
+    marks.push(("listed", t0.elapsed()));
     for rel in fresh {
         let w = walk_new(root, &rel);
         if !w.errors.is_empty() {
@@ -213,6 +217,7 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
         out.listed.extend(w.found);
         out.differs = true;
     }
+    marks.push(("walked", t0.elapsed()));
     // A directory reached by two paths (a bind mount) is named by the first a walk reaches:
     // which one that is depends on the whole walk. Only the directories that did not change
     // need a look besides those just listed.
@@ -223,6 +228,8 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
             return None;
         }
     }
+    marks.push(("identities", t0.elapsed()));
+    super::trace_marks("relist", &marks);
     // A run whose directory went with its parent is gone, not moved.
     out.moved.retain(|i| !out.decode.contains(i));
     out.decode.extend(out.moved.iter().copied());
