@@ -274,6 +274,8 @@ def bench_cli(logdir: Path, cache_root: Path, repeat: int, log: Callable[[str], 
     out["cache_bytes"] = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
     shutil.rmtree(cache, ignore_errors=True)
     out["append"] = bench_append(logdir, cache_root, prep["runs"], repeat, log)
+    for kind in DIR_CHANGES:
+        out[kind] = bench_dir_change(logdir, cache_root, prep["runs"], repeat, log, kind)
     return out
 
 
@@ -322,6 +324,68 @@ def bench_append(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Ca
         shutil.rmtree(work, ignore_errors=True)
 
 
+# Changes a directory's listing shows, each then followed by `summary` through the cache (what
+# a watched logdir sees all day): the row's text, and the change made before repeat `i`.
+DIR_CHANGES = {
+    "new_run": "one run added (a new trial directory in a sweep)",
+    "removed": "one run removed (its directory deleted)",
+}
+
+
+def dir_change(kind: str, logdir: Path, runs: int, i: int) -> None:
+    """Makes change `kind` of `DIR_CHANGES` (the `i`th time) to a hard-linked copy of the
+    many-runs logdir: a new run in the sweep of run `runs // 3` (written as the corpus's runs
+    are), or run `runs // 3 + 1 + i` deleted (the corpus keeps its files: only the copy's links
+    go)."""
+    import manyruns
+
+    if kind == "new_run":
+        sweep = manyruns.run_name(runs // 3).rsplit("/", 1)[0]
+        manyruns.add_run(logdir, f"{sweep}/trial_new_{i}", start=2e9 + i)
+    elif kind == "removed":
+        shutil.rmtree(logdir / manyruns.run_name(runs // 3 + 1 + i))
+    else:
+        raise ValueError(kind)
+
+
+def bench_dir_change(
+    logdir: Path, cache_root: Path, runs: int, repeat: int, log: Callable[[str], None], kind: str
+) -> dict[str, Any]:
+    """Scenario 2c: a change of `DIR_CHANGES` to the cached many-runs logdir, then `tbscope
+    summary LOGDIR --cache-dir` again; each repeat changes it again. On a hard-linked copy of the
+    logdir, as `bench_append`; the last output must equal a cold `summary` of the copy."""
+    work = cache_root / f".cache-{kind}-manyruns"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    copy = work / "logdir"
+    log("  linking a copy of the logdir (untimed)")
+    subprocess.run(["cp", "-al", str(logdir), str(copy)], check=True)
+    try:
+        # The copy's directories were all just made: settled before the cache lists them.
+        time.sleep(2.5)
+        cache = work / "cache"
+        prep = run_task({"task": "read", "logdir": str(copy), "cache": str(cache)})
+        if "error" in prep:
+            raise RuntimeError(prep["error"])
+        results = []
+        for i in range(repeat):
+            dir_change(kind, copy, runs, i)
+            r = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(cache)})
+            if "error" in r:
+                raise RuntimeError(f"summary after {DIR_CHANGES[kind]}: {r['error']}")
+            results.append(r)
+            log(
+                f"  summary after {DIR_CHANGES[kind]}: run {i + 1}/{repeat}: {r['seconds']:.3f}s, {r['cpu_seconds']:.3f}s CPU"
+            )
+        cold = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy)})
+        if "error" in cold:
+            raise RuntimeError(cold["error"])
+        same = cold["output_sha256"] == results[-1]["output_sha256"]
+        return {"runs": results, "check": "PASS" if same else "FAIL (output differs from a cold summary)"}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def bench_ab(
     open_logdir: Path,
     many_logdir: Path | None,
@@ -330,12 +394,19 @@ def bench_ab(
     threads: int,
     repeat: int,
     log: Callable[[str], None],
+    rows: list[str] | None = None,
 ) -> dict[str, Any]:
     """``--vs``: the same measurements with two or more interpreters (each with its own
     tbscope), in turn (A B, then B A, ...), every run a fresh process: the 10M-corpus read without a cache,
-    the warm open of it, and on the many-runs logdir the warm `ls` and `summary`. Each
-    interpreter writes its own caches first (untimed): cache formats may differ."""
-    warm_page_cache(open_logdir)
+    the warm open of it, and on the many-runs logdir the warm `ls` and `summary`, and `summary`
+    after a run appended to, added or removed. Each interpreter writes its own caches first
+    (untimed): cache formats may differ. ``rows``: only the rows whose name contains one of these."""
+
+    def wanted(name: str) -> bool:
+        return not rows or any(r in name for r in rows)
+
+    if wanted("10M corpus"):
+        warm_page_cache(open_logdir)
     if many_logdir is not None:
         warm_page_cache(many_logdir)
     caches = {
@@ -345,19 +416,21 @@ def bench_ab(
         for d in (open_cache, cli_cache):
             shutil.rmtree(d, ignore_errors=True)
         log(f"  writing the caches of {py} (untimed)")
-        prep = [
-            run_task(
-                {
-                    "task": "open",
-                    "logdir": str(open_logdir),
-                    "threads": threads,
-                    "cache": str(open_cache),
-                    "check": False,
-                },
-                python=py,
+        prep = []
+        if wanted("10M corpus, warm open"):
+            prep.append(
+                run_task(
+                    {
+                        "task": "open",
+                        "logdir": str(open_logdir),
+                        "threads": threads,
+                        "cache": str(open_cache),
+                        "check": False,
+                    },
+                    python=py,
+                )
             )
-        ]
-        if many_logdir is not None:
+        if many_logdir is not None and (wanted("many runs, warm `ls`") or wanted("many runs, warm `summary`")):
             prep.append(run_task({"task": "read", "logdir": str(many_logdir), "cache": str(cli_cache)}, python=py))
         for r in prep:
             if "error" in r:
@@ -377,18 +450,29 @@ def bench_ab(
                 )
         return out
 
-    # One run of the many-runs logdir appended to, then `summary` (as `bench_append`): each
-    # interpreter on its own hard-linked copy with its own cache, the same steps appended to
-    # each before its run (untimed), one append before the timed rounds (a cache just written
-    # holds no stamps yet).
-    appended: dict[str, tuple[Path, Path]] = {}
+    # One run of the many-runs logdir appended to, added or removed, then `summary` (as
+    # `bench_append`, `bench_dir_change`): each interpreter on its own hard-linked copy with its
+    # own cache, the same change made to each before its run (untimed), one append before the
+    # timed rounds (a cache just written holds no stamps yet).
+    changes = {
+        "many runs, one run appended to, then `summary`": "append",
+        **{f"many runs, {what}, then `summary`": kind for kind, what in DIR_CHANGES.items()},
+    }
+    changes = {name: kind for name, kind in changes.items() if wanted(name)}
+    # Per (interpreter, "append" or "dirs"): its copy and cache. The appends have a copy of their
+    # own: a directory that changed within seconds is listed again on the next open, which
+    # would be part of the append's time.
+    appended: dict[tuple[str, str], tuple[Path, Path]] = {}
     append_run = 0
-    if many_logdir is not None:
+    many = 0
+    groups = sorted({"append" if kind == "append" else "dirs" for kind in changes.values()})
+    if many_logdir is not None and changes:
         import manyruns
 
-        append_run = json.loads((many_logdir.parent / "corpus.json").read_text())["params"]["runs"] // 2
-        for i, py in enumerate(pythons):
-            work = cache_root / f".cache-ab-append-{i}"
+        many = json.loads((many_logdir.parent / "corpus.json").read_text())["params"]["runs"]
+        append_run = many // 2
+        for i, (py, group) in enumerate((py, g) for py in pythons for g in groups):
+            work = cache_root / f".cache-ab-{group}-{i}"
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
             copy = work / "logdir"
@@ -396,7 +480,9 @@ def bench_ab(
             own = manyruns.own_file(copy, append_run)
             back = time.time() - 3600
             os.utime(own.parent, (back, back))
-            appended[py] = (copy, work / "cache")
+            # The copy's directories were all just made: settled before the cache lists them.
+            time.sleep(2.5)
+            appended[py, group] = (copy, work / "cache")
             for task in (
                 {"task": "read", "logdir": str(copy), "cache": str(work / "cache")},
                 {"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(work / "cache")},
@@ -408,17 +494,20 @@ def bench_ab(
                 if "error" in r:
                     raise RuntimeError(f"{py}: {r['error']}")
 
-    names = [name for name, _ in tasks(pythons[0])]
+    names = [name for name, _ in tasks(pythons[0]) if wanted(name)]
     if appended:
-        names.append("many runs, one run appended to, then `summary`")
+        names += list(changes)
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {n: {py: [] for py in pythons} for n in names}
     for i in range(repeat):
         order = pythons if i % 2 == 0 else pythons[::-1]
-        for k, name in enumerate(names):
+        for name in names:
             for py in order:
-                if k == len(tasks(py)):
-                    copy, cache = appended[py]
-                    manyruns.append_to_run(copy, append_run, first_step=10_000 + 100 * i)
+                if name in changes:
+                    copy, cache = appended[py, "append" if changes[name] == "append" else "dirs"]
+                    if changes[name] == "append":
+                        manyruns.append_to_run(copy, append_run, first_step=10_000 + 100 * i)
+                    else:
+                        dir_change(changes[name], copy, many, i)
                     r = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(cache)}, python=py)
                     if "error" in r:
                         raise RuntimeError(f"{name} ({py}): {r['error']}")
@@ -426,7 +515,7 @@ def bench_ab(
                     log(f"  {name}, {py}: run {i + 1}/{repeat}: {r['seconds']:.3f}s wall, {r['cpu_seconds']:.3f}s CPU")
                     continue
                 # Rows are checked in the first round only.
-                task = {**tasks(py)[k][1], "check": i == 0}
+                task = {**dict(tasks(py))[name], "check": i == 0}
                 r = run_task(task, python=py)
                 if "error" in r:
                     raise RuntimeError(f"{name} ({py}): {r['error']}")
@@ -547,6 +636,19 @@ def render(
             if names:
                 med = ", ".join(f"{k} {statistics.median(p.get(k, 0.0) for p in phases) * 1000:.0f} ms" for k in names)
                 lines += ["", f"Where the summary after an append spends its load (`TBSCOPE_TRACE=1`, median): {med}."]
+        for kind, what in DIR_CHANGES.items():
+            if kind not in c:
+                continue
+            a = c[kind]
+            lines.append(
+                f"| {what}, then `tbscope summary LOGDIR --format csv` (each repeat again; "
+                f"{_fmt(_median(a['runs'], 'cpu_seconds'))} s CPU) | | | | {_fmt(_median(a['runs']))} | | {a['check']} |"
+            )
+            phases = [r.get("phases", {}) for r in a["runs"]]
+            names = sorted({k for p in phases for k in p if isinstance(p[k], float)})
+            if names:
+                med = ", ".join(f"{k} {statistics.median(p.get(k, 0.0) for p in phases) * 1000:.0f} ms" for k in names)
+                lines += ["", f"Where the summary after {what} spends its load (`TBSCOPE_TRACE=1`, median): {med}."]
         lines += ["", f"Cache size: {mib(c['cache_bytes'])}."]
         phases = [r.get("phases", {}) for cmd in ("ls", "summary") for r in c[cmd]["warm"]]
         if phases and all("check" in p and "restore" in p for p in phases):
@@ -593,6 +695,16 @@ def targets(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | Non
                     "met" if t < TARGET_APPEND and cli_result["append"]["check"] == "PASS" else "missed",
                 )
             )
+        for kind, what in DIR_CHANGES.items():
+            if kind in cli_result:
+                t = _median(cli_result[kind]["runs"])
+                rows.append(
+                    (
+                        f"{what.split(' (')[0]} of {cli_result['runs']:,}, then `tbscope summary` < {TARGET_APPEND:.0f} s",
+                        f"{t:.2f} s",
+                        "met" if t < TARGET_APPEND and cli_result[kind]["check"] == "PASS" else "missed",
+                    )
+                )
         cold = cli_result["summary"]["cold"]
         seconds = _median(cold)
         rss = max(x.get("peak_rss", 0) for x in cold)
@@ -635,6 +747,12 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="A/B: warm opens (and the cold read) with this interpreter's tbscope and this one's, in turn (repeat for more: each is compared with this one)",
     )
+    parser.add_argument(
+        "--rows",
+        metavar="TEXT",
+        action="append",
+        help="with --vs: only the rows whose name contains TEXT (repeatable), e.g. 'then' for the changes to the many-runs logdir",
+    )
     args = parser.parse_args(argv)
     spec, _ = corpus.specs_from_args(args)
     cache_root = args.cache_root or args.corpus_root
@@ -654,6 +772,7 @@ def main(argv: list[str] | None = None) -> int:
             args.threads,
             args.repeat,
             lambda line: print(line, flush=True),
+            args.rows,
         )
         print("\n".join(render_ab(ab)))
         return 0

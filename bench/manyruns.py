@@ -116,6 +116,29 @@ def append_to_run(logdir: Path, run: int, first_step: int = 10_000, steps: int =
     return path
 
 
+def add_run(logdir: Path, name: str, start: float = 2e9, steps: int = 25, tags: int = 4) -> Path:
+    """Writes a new run `name` (a directory of the logdir, created) as this logdir's runs are
+    written: one event file by tensorboardX's `RecordWriter`, a file-version record, then
+    `tags x steps` scalar events; returns the file."""
+    from tensorboardX.proto import event_pb2
+    from tensorboardX.record_writer import RecordWriter
+
+    run_dir = Path(logdir) / name
+    run_dir.mkdir(parents=True)
+    path = run_dir / f"events.out.tfevents.{int(start)}.bench.{os.getpid()}.0"
+    writer = RecordWriter(str(path))
+    try:
+        writer.write(event_pb2.Event(wall_time=start, file_version="brain.Event:2").SerializeToString())
+        for i in range(steps):
+            for t in range(tags):
+                ev = event_pb2.Event(step=i, wall_time=start + i * 0.25 + t * 1e-4)
+                ev.summary.value.add(tag=TAGS[t % len(TAGS)], simple_value=float(i * tags + t))
+                writer.write(ev.SerializeToString())
+    finally:
+        writer.close()
+    return path
+
+
 def own_file(logdir: Path, run: int) -> Path:
     """Gives run number `run` of a hard-linked copy of a logdir an event file of its own (a
     copy renamed over the link, so the original keeps its bytes); returns it."""

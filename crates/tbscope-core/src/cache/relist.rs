@@ -27,7 +27,8 @@ pub(super) struct Relisted {
     pub(super) listed: Discovered,
     /// The generation's runs that are gone: their directory is, or holds no event file now.
     pub(super) gone: Vec<String>,
-    /// Every directory's listing by its path below the root, as a discovery now keeps them.
+    /// Every directory's listing by its path below the root, as a discovery now keeps them
+    /// (empty when nothing changed: `decode`, `listed` empty and not `differs`).
     pub(super) listings: HashMap<PathBuf, DirListing>,
     /// A listing differs from the generation's (the next one should hold it).
     pub(super) differs: bool,
@@ -106,13 +107,17 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
         moved,
         listed: Discovered::new(),
         gone: Vec::new(),
-        listings: p.listings().ok()?,
+        listings: HashMap::new(),
         differs: false,
         listed_dirs: 0,
     };
-    marks.push(("listings", t0.elapsed()));
+    // What changed in the listings: directories gone, listings put in place.
+    let mut removed: Vec<PathBuf> = Vec::new();
+    let mut put: Vec<(PathBuf, DirListing)> = Vec::new();
     let mut fresh: Vec<PathBuf> = Vec::new();
+    // Identities of directories listed again or walked: new or changed, and unchanged.
     let mut ids: Vec<(u64, u64)> = Vec::new();
+    let mut same_ids: Vec<(u64, u64)> = Vec::new();
     // Depth first: a parent comes before its subtree.
     for i in 0..n {
         let d = &p.dirs[i];
@@ -132,7 +137,7 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
                     out.decode.push(d.run);
                     out.gone.push(run_name(&rel));
                 }
-                out.listings.remove(&rel);
+                removed.push(rel);
                 out.differs = true;
                 continue;
             }
@@ -152,7 +157,12 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
         if l.links || !l.odd.is_empty() {
             return None;
         }
-        ids.push((l.dev, l.ino));
+        // (A directory under its old identity is no new path to anything.)
+        if (l.dev, l.ino) != (d.dev, d.ino) {
+            ids.push((l.dev, l.ino));
+        } else {
+            same_ids.push((l.dev, l.ino));
+        }
         // Both sorted by name (bytes): what went, what came.
         let old = names_at(p, d.subdirs)?;
         let (mut a, mut b) = (old.iter().peekable(), l.subdirs.iter().peekable());
@@ -198,7 +208,7 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
         state[i] = Dir::Listed;
         out.listed_dirs += 1;
         dropped.insert(i, went);
-        out.listings.insert(rel, DirListing::of(l));
+        put.push((rel, DirListing::of(l)));
     }
     marks.push(("listed", t0.elapsed()));
     for rel in fresh {
@@ -212,7 +222,7 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
             }
             ids.push((l.dev, l.ino));
             out.listed_dirs += 1;
-            out.listings.insert(rel, DirListing::of(l));
+            put.push((rel, DirListing::of(l)));
         }
         out.listed.extend(w.found);
         out.differs = true;
@@ -220,15 +230,26 @@ pub(super) fn relist(p: &Pending, root: &Path, moved: Vec<u32>, dirs: &[u32]) ->
     marks.push(("walked", t0.elapsed()));
     // A directory reached by two paths (a bind mount) is named by the first a walk reaches:
     // which one that is depends on the whole walk. Only the directories that did not change
-    // need a look besides those just listed.
-    let mut known: HashSet<(u64, u64)> = HashSet::with_capacity(n);
-    let same = (0..n).filter(|&i| state[i] == Dir::Same);
-    for id in same.map(|i| (p.dirs[i].dev, p.dirs[i].ino)).chain(ids) {
-        if !known.insert(id) {
-            return None;
+    // need a look besides those new (or another directory under an old name).
+    if !ids.is_empty() {
+        let mut known: HashSet<(u64, u64)> = HashSet::with_capacity(n);
+        let same = (0..n).filter(|&i| state[i] == Dir::Same);
+        let same = same.map(|i| (p.dirs[i].dev, p.dirs[i].ino));
+        for id in same.chain(same_ids).chain(ids) {
+            if !known.insert(id) {
+                return None;
+            }
         }
     }
     marks.push(("identities", t0.elapsed()));
+    if !out.decode.is_empty() || !out.listed.is_empty() || out.differs {
+        out.listings = p.listings().ok()?;
+        for rel in &removed {
+            out.listings.remove(rel);
+        }
+        out.listings.extend(put);
+    }
+    marks.push(("listings", t0.elapsed()));
     super::trace_marks("relist", &marks);
     // A run whose directory went with its parent is gone, not moved.
     out.moved.retain(|i| !out.decode.contains(i));
