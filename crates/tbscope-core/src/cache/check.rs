@@ -87,7 +87,8 @@ pub(super) fn discover_with(
 
 /// Two listings that say the same (the reader's state need not be written again for them).
 pub(super) fn same_listing(a: &DirListing, b: &DirListing) -> bool {
-    (a.dev, a.ino, a.mtime, a.unsure, a.has_files) == (b.dev, b.ino, b.mtime, b.unsure, b.has_files)
+    (a.dev, a.ino, a.mtime, a.unsure, a.links, a.has_files)
+        == (b.dev, b.ino, b.mtime, b.unsure, b.links, b.has_files)
         && a.subdirs == b.subdirs
         && a.odd == b.odd
 }
@@ -234,7 +235,8 @@ impl Cache {
         let mut children: Vec<u32> = vec![0; p.dirs.len()];
         let mut seen = vec![false; p.nruns];
         for (i, d) in p.dirs.iter().enumerate() {
-            if d.odd.1 > 0 {
+            // (A directory holding symlinks would be listed again only to find them there.)
+            if d.odd.1 > 0 || d.links {
                 return Checked::Unknown;
             }
             if i > 0 {

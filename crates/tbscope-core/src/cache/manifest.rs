@@ -566,7 +566,8 @@ pub(super) fn encode_manifest(
         e.u(d.ino);
         e.i(d.mtime.0);
         e.u(d.mtime.1);
-        e.flag(d.unsure);
+        // 2: unsure because it holds symlinks (older tbscopes read any non-zero as unsure).
+        e.u(if d.links { 2 } else { u64::from(d.unsure) });
         e.flag(d.has_files);
         for names in [&d.subdirs, &d.odd] {
             e.u(names.len() as u64);
@@ -597,6 +598,8 @@ pub(super) struct DirListing {
     /// not move the mtime), or holding symlinks (their targets change without the directory
     /// knowing): list it again next time.
     pub(super) unsure: bool,
+    /// It holds symlinks (then `unsure` too): listing it again cannot tell what changed.
+    pub(super) links: bool,
     /// It holds event files: the files of the run named after it, as the reader has them.
     pub(super) has_files: bool,
     pub(super) subdirs: Vec<std::ffi::OsString>,
@@ -612,6 +615,7 @@ impl DirListing {
             ino: l.ino,
             mtime: l.mtime,
             unsure: l.unsure,
+            links: l.links,
             has_files: l.has_files,
             subdirs: l.subdirs,
             odd: l.odd,
@@ -719,6 +723,8 @@ pub(super) struct DirIndex {
     pub(super) ino: u64,
     pub(super) mtime: (i64, u64),
     pub(super) unsure: bool,
+    /// Unsure because it holds symlinks.
+    pub(super) links: bool,
     pub(super) has_files: bool,
     /// (offset, count) of its subdirectory and odd-entry names, length-prefixed in the manifest.
     pub(super) subdirs: (u32, u32),
@@ -868,7 +874,8 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
         let dev = d.u()?;
         let ino = d.u()?;
         let mtime = (d.i()?, d.u()?);
-        let unsure = d.flag()?;
+        let unsure = d.u()?;
+        let (unsure, links) = (unsure != 0, unsure == 2);
         let has_files = d.flag()?;
         let mut lists = [(0u32, 0u32); 2];
         for list in lists.iter_mut() {
@@ -886,6 +893,7 @@ pub(super) fn decode_body(mut d: Dec<'_>) -> DResult<Manifest> {
             ino,
             mtime,
             unsure,
+            links,
             has_files,
             subdirs: lists[0],
             odd: lists[1],

@@ -177,6 +177,7 @@ impl Pending {
                 ino: d.ino,
                 mtime: d.mtime,
                 unsure: d.unsure,
+                links: d.links,
                 has_files: d.has_files,
                 subdirs: self.names(d.subdirs)?,
                 odd: self.names(d.odd)?,
