@@ -5,8 +5,8 @@
    VmHWM), median of --repeats:
    - local: ``tbscope.scan(logdir).scalars().to_arrow()`` with a warm page cache;
    - s3: the same over ``s3://`` with an empty mirror (every byte fetched);
-   - raw-GET floor: the same objects, the same ranged GETs (piece size and concurrency of
-     tbscope's fetcher) through the client the s3 read uses (the native one, unless
+   - raw-GET floor: the same listing and objects, the same ranged GETs (piece size and
+     concurrency of tbscope's fetcher) through the client the s3 read uses (the native one, unless
      TBSCOPE_REMOTE_TRANSPORT=fsspec), bytes discarded; and the same through s3fs, the floor
      of the builds before the native transport;
    - the s3 read's fetch alone (a mirror refresh), which shows how the read splits into
@@ -102,14 +102,20 @@ elif mode in ("floor", "floor-fsspec", "floor+parse"):
     from concurrent.futures import ThreadPoolExecutor
     import fsspec
     from tbscope import _mirror
-    fs, root = fsspec.core.url_to_fs(target, **opts)
-    found = fs.find(root, detail=True)
-    pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
-              for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
     native = None
     if mode != "floor-fsspec":
         from tbscope import _transport
         native = _transport.choose(target, opts, "auto")
+    # The listing through the same client (the native one lists too).
+    if native is not None:
+        root = target.split("://", 1)[1].rstrip("/")
+        bucket, _, prefix = root.partition("/")
+        found = {f"{bucket}/{k}": {"size": n} for k, n, _ in native.fetcher(bucket).list(prefix)}
+    else:
+        fs, root = fsspec.core.url_to_fs(target, **opts)
+        found = fs.find(root, detail=True)
+    pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
+              for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
     if native is not None:
         write = native.piece_writer(root.split("/", 1)[0])
         sink = os.open(os.devnull, os.O_WRONLY)
