@@ -30,7 +30,16 @@ from typing import Any
 
 from tbscope import _transport
 
-__all__ = ["Mirror", "is_url", "local", "open_mirror", "parse_storage_option", "split_url", "use_storage_options"]
+__all__ = [
+    "Mirror",
+    "is_url",
+    "local",
+    "open_mirror",
+    "parse_storage_option",
+    "run_file",
+    "split_url",
+    "use_storage_options",
+]
 
 #: Bytes per ranged request, and requests in flight per refresh: at most their product is
 #: held in memory while fetching.
@@ -208,8 +217,10 @@ class Mirror:
 
     # -- refresh ------------------------------------------------------------------------------
 
-    def _list(self) -> dict[str, dict[str, Any]]:
-        """Event files: path relative to the root → {size, mtime}. One listing call."""
+    def list_files(self) -> dict[str, dict[str, Any]]:
+        """Event files: path relative to the root → {size, mtime}. One listing call; sets
+        :attr:`single` when the URL names one event file; FileNotFoundError when nothing is
+        there."""
         found = self._find_native()
         if found is None:
             found = self.fs.find(self.root, detail=True, withdirs=False)
@@ -408,7 +419,7 @@ class Mirror:
         if self._fs is not None:
             self._fs.invalidate_cache(self.root)
         try:
-            remote = self._list()
+            remote = self.list_files()
         except FileNotFoundError:
             if first:
                 raise FileNotFoundError(f"{self.url}: no such logdir or event file") from None
@@ -433,7 +444,7 @@ class Mirror:
         # In the reader's order (runs by name, then a run's files by name): files appear in
         # the mirror in this order, so a read that follows the fetch sees them as a read of
         # the whole logdir does.
-        for rel, info in sorted(remote.items(), key=lambda kv: _run_file(kv[0])):
+        for rel, info in sorted(remote.items(), key=lambda kv: run_file(kv[0])):
             local = os.path.join(self.files_dir, rel)
             old = have.get(rel)
             start = int(old["size"]) if old else 0
@@ -675,7 +686,7 @@ def _streamer(fs: Any) -> Callable[[str, int, int, int], int] | None:
     return lambda path, start, end, fd: sync(fs.loop, stream, path, start, end, fd)
 
 
-def _run_file(rel: str) -> tuple[str, str]:
+def run_file(rel: str) -> tuple[str, str]:
     """(run, file name) of a logdir-relative path: the order a reader reads files in."""
     return posixpath.dirname(rel) or ".", posixpath.basename(rel)
 

@@ -209,7 +209,7 @@ def test_dask_listing_takes_tbscope_s_own_storage_options(s3, tbx_logdir, tmp_pa
 
 
 def _listing(mirror: _mirror.Mirror) -> dict[str, tuple[int, float]]:
-    return {rel: (info["size"], info["mtime"]) for rel, info in mirror._list().items()}
+    return {rel: (info["size"], info["mtime"]) for rel, info in mirror.list_files().items()}
 
 
 def test_the_native_client_lists_as_fsspec_does(s3, tbx_logdir):
@@ -236,7 +236,7 @@ def test_the_native_client_lists_as_fsspec_does(s3, tbx_logdir):
         _mirror.Mirror(f"s3://{BUCKET}/tb", s3.options),
     ):
         with pytest.raises(FileNotFoundError):
-            mirror._list()
+            mirror.list_files()
 
 
 def test_a_native_read_imports_no_s3fs(s3, tbx_logdir, tmp_path):
