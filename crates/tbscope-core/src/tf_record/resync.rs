@@ -114,6 +114,7 @@ impl Shift {
 impl Prefix {
     /// Whether the data CRC of the candidate record at `at` in `buf` (whole there; `buf` holds
     /// the file from `pos` on) holds, counting the bytes fed to CRC-32C in `counter`.
+    #[inline]
     pub(super) fn candidate_ok(
         &mut self,
         buf: &[u8],
