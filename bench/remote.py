@@ -5,12 +5,16 @@
    VmHWM), median of --repeats:
    - local: ``tbscope.scan(logdir).scalars().to_arrow()`` with a warm page cache;
    - s3: the same over ``s3://`` with an empty mirror (every byte fetched);
-   - raw-GET floor: the same objects, the same ranged GETs (piece size and concurrency of
-     tbscope's fetcher) through the client the s3 read uses (the native one, unless
+   - raw-GET floor: the same listing and objects, the same ranged GETs (piece size and
+     concurrency of tbscope's fetcher) through the client the s3 read uses (the native one, unless
      TBSCOPE_REMOTE_TRANSPORT=fsspec), bytes discarded; and the same through s3fs, the floor
      of the builds before the native transport;
    - the s3 read's fetch alone (a mirror refresh), which shows how the read splits into
-     fetching and parsing.
+     fetching and parsing;
+   - the native floor with the local read running beside it in the same process: the fetch's
+     and the parse's CPU on the same CPUs as the server, without the mirror (nothing written
+     to disk or read back) and without waiting for bytes: about the least a read that parses
+     what it fetches costs on this machine.
    Wall and CPU time (user + system, every thread) of the measured call, and the CPU time moto's
    server process spent meanwhile (it shares the machine's CPUs with the reader). Each ranged
    GET is timed from its start to its last byte: the rows give the mean number of requests in
@@ -53,10 +57,11 @@ BUCKET = "tbscope-bench"
 
 CHILD = r"""
 import json, os, resource, sys, time
-mode, target, endpoint, mirror = sys.argv[1:5]
+mode, target, endpoint, mirror, local_logdir = sys.argv[1:6]
 opts = {"endpoint_url": endpoint}
-# Imports are not what is measured.
-import fsspec, s3fs, threading, tbscope, tbscope._mirror
+# Imports are not what is measured: pyarrow (and numpy under it) too, which the reads would
+# otherwise import inside the timed call (and numpy's OpenBLAS threads spin for a while after).
+import fsspec, s3fs, threading, tbscope, tbscope._mirror, pyarrow
 # Each ranged GET's start and end (seconds from t0): requests in flight over time.
 spans, spans_lock = [], threading.Lock()
 def timed(get):
@@ -87,21 +92,30 @@ elif mode == "local":
 elif mode == "s3":
     import tbscope
     rows = tbscope.scan(target, storage_options={**opts, "mirror": mirror}).scalars().to_arrow().num_rows
-elif mode in ("floor", "floor-fsspec"):
+elif mode in ("floor", "floor-fsspec", "floor+parse"):
     # tbscope's fetcher without tbscope: one listing, the same pieces, the same concurrency,
     # through the client the read uses ("floor": the native one when the read is native,
     # writing into /dev/null) or s3fs ("floor-fsspec", bytes into memory and dropped).
+    # "floor+parse": the native floor with a local read of the same corpus (page cache) in
+    # the main thread meanwhile: both on the same CPUs as moto, no mirror written or read
+    # back, and the parse never waiting for bytes to arrive.
     from concurrent.futures import ThreadPoolExecutor
     import fsspec
     from tbscope import _mirror
-    fs, root = fsspec.core.url_to_fs(target, **opts)
-    found = fs.find(root, detail=True)
-    pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
-              for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
     native = None
-    if mode == "floor":
+    if mode != "floor-fsspec":
         from tbscope import _transport
         native = _transport.choose(target, opts, "auto")
+    # The listing through the same client (the native one lists too).
+    if native is not None:
+        root = target.split("://", 1)[1].rstrip("/")
+        bucket, _, prefix = root.partition("/")
+        found = {f"{bucket}/{k}": {"size": n} for k, n, _ in native.fetcher(bucket).list(prefix)}
+    else:
+        fs, root = fsspec.core.url_to_fs(target, **opts)
+        found = fs.find(root, detail=True)
+    pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
+              for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
     if native is not None:
         write = native.piece_writer(root.split("/", 1)[0])
         sink = os.open(os.devnull, os.O_WRONLY)
@@ -115,14 +129,17 @@ elif mode in ("floor", "floor-fsspec"):
             p, s, e = piece
             return len(fs.cat_file(p, start=s, end=e))
     with ThreadPoolExecutor(_mirror.CONCURRENCY) as pool:
-        rows = sum(pool.map(get, pieces))
+        fetched = pool.map(get, pieces)  # every piece submitted now
+        if mode == "floor+parse":
+            tbscope.scan(local_logdir).scalars().to_arrow()
+        rows = sum(fetched)
     out_transport = "native" if native is not None else "fsspec"
 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forking parent (the bench,
 # which held the uploaded corpus), while VmHWM belongs to this process's own memory.
 hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
 out = {"seconds": seconds, "cpu": cpu, "rows": rows, "peak_rss": hwm}
-if mode == "floor":
+if mode != "floor-fsspec" and mode.startswith("floor"):
     out["native"] = out_transport == "native"
 if spans:
     # Mean requests in flight from the first request's start to the last one's end, and what
@@ -142,13 +159,19 @@ def process_cpu(pid: int) -> float:
 
 
 def child(
-    mode: str, target: str, endpoint: str, mirror: str, server: int | None = None, python: str = sys.executable
+    mode: str,
+    target: str,
+    endpoint: str,
+    mirror: str,
+    server: int | None = None,
+    python: str = sys.executable,
+    local: str = "",
 ) -> dict[str, float]:
     """One measured read in a fresh process of ``python``; with ``server``, also that process's
     CPU time meanwhile (moto's share of the two CPUs)."""
     before = process_cpu(server) if server is not None else 0.0
     out = subprocess.run(
-        [python, "-c", CHILD, mode, target, endpoint, mirror],
+        [python, "-c", CHILD, mode, target, endpoint, mirror, local],
         capture_output=True,
         text=True,
         check=True,
@@ -165,7 +188,14 @@ def bench_s3(
     import s3fs
 
     proc, endpoint = start_moto()
-    results: dict[str, list[dict[str, float]]] = {"local": [], "s3": [], "floor": [], "floor-fsspec": [], "mirror": []}
+    results: dict[str, list[dict[str, float]]] = {
+        "local": [],
+        "s3": [],
+        "floor": [],
+        "floor-fsspec": [],
+        "floor+parse": [],
+        "mirror": [],
+    }
     if baseline is not None:
         results.update({"s3@baseline": [], "mirror@baseline": []})
     try:
@@ -181,7 +211,8 @@ def bench_s3(
             results["local"].append(child("local", str(logdir), endpoint, ""))
             results["floor"].append(child("floor", url, endpoint, "", proc.pid))
             results["floor-fsspec"].append(child("floor-fsspec", url, endpoint, "", proc.pid))
-            reads = [key for key in results if key not in ("local", "floor", "floor-fsspec")]
+            results["floor+parse"].append(child("floor+parse", url, endpoint, "", proc.pid, local=str(logdir)))
+            reads = [key for key in results if key not in ("local", "floor", "floor-fsspec", "floor+parse")]
             # Every other round in reverse, so that neither build always runs first.
             for key in reads if i % 2 == 0 else reversed(reads):
                 mode, _, other = key.partition("@")
@@ -270,6 +301,7 @@ def main() -> int:
     for kind, name in (
         ("floor", f"raw-GET floor ({client}: the read's; same pieces and concurrency, bytes discarded)"),
         ("floor-fsspec", "raw-GET floor through s3fs (fsspec's cat_file)"),
+        ("floor+parse", "the floor with a local read of the corpus beside it (no mirror; parse never waits for bytes)"),
         ("s3", "tbscope over s3:// (empty mirror)"),
         ("mirror", "its fetch alone (mirror refresh, no read)"),
         ("local", "tbscope local (warm page cache)"),

@@ -104,8 +104,8 @@ class NativeReader:
 
 @final
 class S3Fetcher:
-    """A client of one S3 bucket (Rust ``object_store``) for the remote mirror: ranged GETs
-    written into local files as they arrive, without the GIL; one client may serve many
+    """A client of one S3 bucket (Rust ``object_store``) for the remote mirror: listings, and
+    ranged GETs written into local files as they arrive, without the GIL; one client may serve many
     threads at once. Credentials come resolved (``tbscope._transport``); without a region or
     an endpoint, AWS is asked for the bucket's region here. ``retries``: tries of a request
     after the first, with backoff, inside the client."""
@@ -122,6 +122,12 @@ class S3Fetcher:
         anonymous: bool = False,
         retries: int = 2,
     ) -> S3Fetcher: ...
+    def list(self, prefix: str) -> list[tuple[str, int, float]]:
+        """Every object under ``prefix`` (recursively; ``logs/run1`` lists ``logs/run1/...``,
+        not ``logs/run10/...``; empty: the bucket): (key, size, last modified in seconds)."""
+    def head(self, key: str) -> tuple[str, int, float]:
+        """The object ``key`` itself: (key, size, last modified in seconds);
+        FileNotFoundError when there is none."""
     def get_into(self, key: str, start: int, end: int, fd: int) -> int:
         """Bytes [start, end) of object ``key`` into file descriptor ``fd`` at offset
         ``start``; the count written (fewer when the object is shorter). FileNotFoundError

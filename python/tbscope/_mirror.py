@@ -30,7 +30,16 @@ from typing import Any
 
 from tbscope import _transport
 
-__all__ = ["Mirror", "is_url", "local", "open_mirror", "parse_storage_option", "split_url", "use_storage_options"]
+__all__ = [
+    "Mirror",
+    "is_url",
+    "local",
+    "open_mirror",
+    "parse_storage_option",
+    "run_file",
+    "split_url",
+    "use_storage_options",
+]
 
 #: Bytes per ranged request, and requests in flight per refresh: at most their product is
 #: held in memory while fetching.
@@ -153,10 +162,16 @@ class Mirror:
         root = options.pop("mirror", None)
         self._asked = _transport.mode(options)
         self.url = url
-        self.fs, self.root = _fs(url, options)
-        self.root = self.root.rstrip("/")
-        #: Fetches bytes natively (s3:// with options it maps), else None: fsspec does.
+        #: Lists and fetches natively (s3:// with options it maps), else None: fsspec does.
         self._native = _transport.choose(url, options, self._asked)
+        self._fs_options = options
+        self._fs: Any = None
+        if self._native is None:
+            self._fs, self.root = _fs(url, options)
+        else:
+            # The filesystem (and s3fs's imports) only if a key needs it (see `fs`).
+            self.root = url.split("://", 1)[1]
+        self.root = self.root.rstrip("/")
         if root is None:
             from tbscope._cache import default_root
 
@@ -176,6 +191,14 @@ class Mirror:
         self._thread: threading.Thread | None = None  # a first fetch going on (start())
         self._failure: BaseException | None = None
 
+    @property
+    def fs(self) -> Any:
+        """The logdir's fsspec filesystem, made on first use: with the native transport, only
+        for what it cannot do (a key it cannot name, a client it could not make)."""
+        if self._fs is None:
+            self._fs = _fs(self.url, self._fs_options)[0]
+        return self._fs
+
     # -- where things are ---------------------------------------------------------------------
 
     @property
@@ -194,13 +217,17 @@ class Mirror:
 
     # -- refresh ------------------------------------------------------------------------------
 
-    def _list(self) -> dict[str, dict[str, Any]]:
-        """Event files: path relative to the root → {size, mtime}. One listing call."""
-        found = self.fs.find(self.root, detail=True, withdirs=False)
-        if not found:
-            info = self.fs.info(self.root)  # a single object, or FileNotFoundError
-            if info.get("type") == "file":
-                found = {self.root: info}
+    def list_files(self) -> dict[str, dict[str, Any]]:
+        """Event files: path relative to the root → {size, mtime}. One listing call; sets
+        :attr:`single` when the URL names one event file; FileNotFoundError when nothing is
+        there."""
+        found = self._find_native()
+        if found is None:
+            found = self.fs.find(self.root, detail=True, withdirs=False)
+            if not found:
+                info = self.fs.info(self.root)  # a single object, or FileNotFoundError
+                if info.get("type") == "file":
+                    found = {self.root: info}
         if len(found) == 1 and self.root in {p.rstrip("/") for p in found}:
             self.single = True
             info = next(iter(found.values()))
@@ -216,6 +243,39 @@ class Mirror:
                 continue  # never write outside the mirror
             out[rel] = {"size": int(info.get("size") or 0), "mtime": _mtime(info)}
         return out
+
+    def _find_native(self) -> dict[str, dict[str, Any]] | None:
+        """The listing through the native client, as fsspec's ``find`` gives it (the object
+        itself when the URL names one, FileNotFoundError when nothing is there); None when
+        fsspec must list (no native transport, or a key the native client spells otherwise)."""
+        client = self._client()
+        if client is None:
+            return None
+        bucket, _, prefix = self.root.partition("/")
+        try:
+            objects = client.list(prefix)
+            if not objects and prefix:
+                objects = [client.head(prefix)]  # FileNotFoundError: nothing there
+        except ValueError:  # a prefix object_store cannot name
+            return None
+        if any("%" in key for key, _, _ in objects):
+            # object_store percent-encodes characters it refuses in keys: fsspec names them.
+            return None
+        return {f"{bucket}/{key}": {"size": size, "mtime": mtime} for key, size, mtime in objects}
+
+    def _client(self) -> Any:
+        """The native client of the logdir's bucket, or None (fsspec then, unless the native
+        transport was asked for: its failure is raised)."""
+        if self._native is None:
+            return None
+        try:
+            return self._native.fetcher(self.root.split("/", 1)[0])
+        except Exception:
+            if self._asked == "native":
+                raise
+            # No client (AWS would not say the bucket's region, ...): fsspec says what is wrong.
+            self._native = None
+            return None
 
     def _read_manifest(self) -> dict[str, dict[str, Any]]:
         try:
@@ -356,9 +416,10 @@ class Mirror:
         stats = SyncStats()
         have = self._read_manifest()
         # A fresh listing each refresh (fsspec filesystems keep listings otherwise).
-        self.fs.invalidate_cache(self.root)
+        if self._fs is not None:
+            self._fs.invalidate_cache(self.root)
         try:
-            remote = self._list()
+            remote = self.list_files()
         except FileNotFoundError:
             if first:
                 raise FileNotFoundError(f"{self.url}: no such logdir or event file") from None
@@ -383,7 +444,7 @@ class Mirror:
         # In the reader's order (runs by name, then a run's files by name): files appear in
         # the mirror in this order, so a read that follows the fetch sees them as a read of
         # the whole logdir does.
-        for rel, info in sorted(remote.items(), key=lambda kv: _run_file(kv[0])):
+        for rel, info in sorted(remote.items(), key=lambda kv: run_file(kv[0])):
             local = os.path.join(self.files_dir, rel)
             old = have.get(rel)
             start = int(old["size"]) if old else 0
@@ -557,23 +618,19 @@ class Mirror:
     def _piece_writer(self) -> Callable[[str, int, int, int], int]:
         """``write(remote path, start, end, fd)``: bytes [start, end) of an object into ``fd``
         at ``start``, returning the count, by the native transport when it serves this logdir."""
-        fsspec_write = _streamer(self.fs) or self._write_piece
-        if self._native is None:
-            return fsspec_write
-        try:
-            native = self._native.piece_writer(self.root.split("/", 1)[0])
-        except Exception:
-            if self._asked == "native":
-                raise
-            # No client (AWS would not say the bucket's region, ...): fsspec says what is wrong.
-            self._native = None
-            return fsspec_write
+        if self._client() is None:
+            return _streamer(self.fs) or self._write_piece
+        assert self._native is not None
+        native = self._native.piece_writer(self.root.split("/", 1)[0])
+        fallback: list[Callable[[str, int, int, int], int]] = []
 
         def write(path: str, start: int, end: int, fd: int) -> int:
             try:
                 return native(path, start, end, fd)
             except ValueError:  # a key object_store cannot name (characters it refuses)
-                return fsspec_write(path, start, end, fd)
+                if not fallback:
+                    fallback.append(_streamer(self.fs) or self._write_piece)
+                return fallback[0](path, start, end, fd)
 
         return write
 
@@ -629,7 +686,7 @@ def _streamer(fs: Any) -> Callable[[str, int, int, int], int] | None:
     return lambda path, start, end, fd: sync(fs.loop, stream, path, start, end, fd)
 
 
-def _run_file(rel: str) -> tuple[str, str]:
+def run_file(rel: str) -> tuple[str, str]:
     """(run, file name) of a logdir-relative path: the order a reader reads files in."""
     return posixpath.dirname(rel) or ".", posixpath.basename(rel)
 

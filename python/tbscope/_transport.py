@@ -1,10 +1,11 @@
-"""Which transport fetches a remote logdir's bytes into its mirror (``_mirror``): the native one
-(Rust ``object_store``, ``_core.S3Fetcher``) for ``s3://`` when every storage option given maps
-onto it, fsspec for everything else (``docs/scale.md`` says why and what it measured).
+"""Which transport lists a remote logdir and fetches its bytes into its mirror (``_mirror``):
+the native one (Rust ``object_store``, ``_core.S3Fetcher``) for ``s3://`` when every storage
+option given maps onto it, fsspec for everything else (``docs/scale.md`` says why and what it measured).
 
 ``TBSCOPE_REMOTE_TRANSPORT`` (or the storage option ``transport``) is ``auto`` (the default),
-``native`` (an error when it cannot be used, saying why) or ``fsspec``. The listing stays on
-fsspec either way: one request per refresh.
+``native`` (an error when it cannot be used, saying why) or ``fsspec``. The transport lists
+the logdir too (a refresh's one listing), so a native read of ``s3://`` neither imports s3fs nor
+makes its client: fsspec is made only for a key the native client spells otherwise.
 
 Credentials follow s3fs's rules so that both transports read the same objects as the same
 user: ``key``/``secret``/``token`` (or ``username``/``password``) when given, ``anon=True``

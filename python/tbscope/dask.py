@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import posixpath
 import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -92,20 +91,15 @@ def event_files(
         path, remote = _mirror.split_url(os.fspath(root))
         found: dict[str, list[str]] = {}
         if remote:
-            import fsspec
-
-            fs, base = fsspec.core.url_to_fs(
-                path, **_mirror.fsspec_options(_mirror._default_options if storage_options is None else storage_options)
-            )
-            base = base.rstrip("/")
+            # The mirror's listing (its transport, its run names), without fetching anything.
+            listing = _mirror.Mirror(path, storage_options)
+            files = listing.list_files()
             prefix = path.rstrip("/")
-            if fs.isfile(base):
+            if listing.single:
                 found["."] = [prefix]
             else:
-                for p in fs.find(base, withdirs=False):
-                    rel = p[len(base) + 1 :]
-                    if "tfevents" in posixpath.basename(rel):
-                        found.setdefault(posixpath.dirname(rel) or ".", []).append(prefix + "/" + rel)
+                for rel in files:
+                    found.setdefault(_mirror.run_file(rel)[0], []).append(prefix + "/" + rel)
         elif os.path.isfile(path):
             found["."] = [path]
         elif os.path.isdir(path):

@@ -206,3 +206,68 @@ def test_dask_listing_takes_tbscope_s_own_storage_options(s3, tbx_logdir, tmp_pa
     assert len(plain) == len(list(tbx_logdir.rglob("*tfevents*")))
     own = {**s3.options, "transport": "fsspec", "mirror": str(tmp_path / "m")}
     assert event_files(url, storage_options=own) == plain
+
+
+def _listing(mirror: _mirror.Mirror) -> dict[str, tuple[int, float]]:
+    return {rel: (info["size"], info["mtime"]) for rel, info in mirror.list_files().items()}
+
+
+def test_the_native_client_lists_as_fsspec_does(s3, tbx_logdir):
+    """The listing goes through the transport that fetches: the same event files, sizes and
+    times as s3fs's ``find``, for a logdir, for one event file by URL, and for a prefix that
+    another key only begins with (``tbx`` is not ``tbx-other``); nothing there is
+    FileNotFoundError either way."""
+    fs = s3.fs()
+    one = next(p for p in sorted(tbx_logdir.rglob("*tfevents*")))
+    rel = one.relative_to(tbx_logdir).as_posix()
+    fs.pipe_file(f"{BUCKET}/tbx-other/run/events.out.tfevents.1.h", one.read_bytes())
+    for path in ("tbx", "tbx/", f"tbx/{rel}", "tbx-other"):
+        native = _mirror.Mirror(f"s3://{BUCKET}/{path}", s3.options)
+        through_fsspec = _mirror.Mirror(f"s3://{BUCKET}/{path}", {**s3.options, "transport": "fsspec"})
+        assert native.transport == "native" and through_fsspec.transport == "fsspec"
+        got, want = _listing(native), _listing(through_fsspec)
+        assert native._fs is None, "the native listing made an fsspec filesystem"
+        assert sorted(got) == sorted(want) and got, path
+        for name, (size, mtime) in got.items():
+            assert size == want[name][0] and mtime == pytest.approx(want[name][1], abs=1.0), name
+        assert native.single == through_fsspec.single == path.endswith(rel)
+    for mirror in (
+        _mirror.Mirror(f"s3://{BUCKET}/nothing", s3.options),
+        _mirror.Mirror(f"s3://{BUCKET}/tb", s3.options),
+    ):
+        with pytest.raises(FileNotFoundError):
+            mirror.list_files()
+
+
+def test_a_native_read_imports_no_s3fs(s3, tbx_logdir, tmp_path):
+    """Reading ``s3://`` natively makes no fsspec filesystem: s3fs, aiobotocore and aiohttp
+    are never imported (about half a second of a command's start), and the rows are the
+    local read's."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tbscope\n"
+        f"df = tbscope.read_scalars('s3://{BUCKET}/tbx', storage_options={{**{s3.options!r}, 'mirror': {str(tmp_path / 'm')!r}}})\n"
+        f"df.to_pickle({str(tmp_path / 'df.pkl')!r})\n"
+        "print(sorted(m for m in ('s3fs', 'aiobotocore', 'aiohttp') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    pd.testing.assert_frame_equal(pd.read_pickle(tmp_path / "df.pkl"), tbscope.read_scalars(tbx_logdir))
+
+
+def test_keys_the_native_client_cannot_name_go_through_fsspec(s3, tmp_path):
+    """Run names with characters object_store refuses in keys (``[``, ``#``, ``%``, common in
+    run names that carry hyperparameters): the listing and those files' bytes go through
+    fsspec, and the read equals the local one."""
+    logdir = tmp_path / "logs"
+    for run in ("lr[0.1]", "a#b", "50%", "plain"):
+        with tbscope.SummaryWriter(logdir / run) as w:
+            for i in range(5):
+                w.add_scalar("loss", i / 2, i)
+    s3.fs().put(str(logdir) + "/", f"{BUCKET}/odd", recursive=True)
+    lg, df = _scalars(f"s3://{BUCKET}/odd", s3.options, tmp_path)
+    assert lg.report.ok, lg.report
+    pd.testing.assert_frame_equal(df, tbscope.read_scalars(logdir))
+    assert sorted(lg.runs) == sorted(["lr[0.1]", "a#b", "50%", "plain"])

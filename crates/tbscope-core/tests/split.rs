@@ -343,3 +343,60 @@ fn paired_case(with_dense: bool) {
         }
     }
 }
+
+/// A load's worker pools when the system refuses threads (the child below runs in a process
+/// where every new thread fails: no address space holds the stack `RUST_MIN_STACK` asks for,
+/// and libtest then runs the test on its main thread). Discovery's pool falls back to the
+/// caller's thread, so a one-file logdir (whose read needs no pool) loads on two threads; the
+/// read's pool is an error that says why, leaving the reader as it was; one thread needs no
+/// pool at all.
+#[cfg(target_os = "linux")]
+#[test]
+fn pools_the_system_refuses() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "pools_the_system_refuses_child",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("RUST_MIN_STACK", (1u64 << 47).to_string())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the child ran no test: {text}");
+}
+
+#[test]
+#[ignore = "run by pools_the_system_refuses, in a process that cannot start threads"]
+fn pools_the_system_refuses_child() {
+    assert!(
+        std::thread::Builder::new().spawn(|| ()).is_err(),
+        "threads still start: the test would prove nothing"
+    );
+    let dir = TempDir::new("no-threads");
+    for (run, step) in [("one/a", 1), ("two/a", 1), ("two/b", 2)] {
+        let mut b = record(&file_version_event(1.0));
+        b.extend(record(&scalar_event(2.0, step, &[("x", 0.5)])));
+        dir.write(&format!("{run}/events.out.tfevents.1.x"), &b);
+    }
+    let load = |logdir: &str, threads: usize| {
+        let mut o = opts(false, true);
+        o.threads = threads;
+        let mut r = Reader::new(&dir.path().join(logdir), o).unwrap();
+        let loaded = r.load(&AtomicBool::new(false)).map(|s| s.rows);
+        (r, loaded)
+    };
+    assert_eq!(load("one", 2).1.unwrap(), 1);
+    let (r, refused) = load("two", 2);
+    let why = refused.unwrap_err().to_string();
+    assert!(why.contains("cannot start worker threads"), "{why}");
+    assert!(r
+        .table(Kind::Scalars)
+        .unwrap()
+        .iter()
+        .all(|b| b.num_rows() == 0));
+    assert_eq!(load("two", 1).1.unwrap(), 2);
+}

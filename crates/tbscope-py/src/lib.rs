@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -85,37 +85,86 @@ fn kind(name: &str) -> PyResult<Kind> {
 /// A logdir being read (directly or through a cache directory).
 type Inner = Box<dyn Scan>;
 
+/// A reader's state, shared with its streams and the deferred cache writes that hold it.
+type Shared = Arc<Mutex<Inner>>;
+
 /// A logdir being read; keeps per-file offsets so `load()` again reads only new bytes.
 #[pyclass(module = "tbscope._core", frozen)]
 struct NativeReader {
-    inner: Arc<Mutex<Inner>>,
+    inner: Shared,
     /// Set by `abandon_cache_write`: a deferred cache write running or to come stops.
     abandon: Arc<AtomicBool>,
 }
 
 /// The state of a reader of a large logdir (per run and per file: 100,000 runs take a
-/// quarter of a second to free) is freed on a thread of its own, so that whoever lets go of
-/// the reader (a command about to exit, a notebook cell) does not wait for it. If something
-/// else still holds the state (a deferred cache write), the last holder frees it as before.
+/// quarter of a second to free) is freed on the process's freeing thread ([`free_later`]), so
+/// that whoever lets go of the reader (a command about to exit, a notebook cell) does not wait
+/// for it. If something else still holds the state (a stream, a deferred cache write), the
+/// last holder frees it as before.
 impl Drop for NativeReader {
     fn drop(&mut self) {
-        if Arc::strong_count(&self.inner) != 1 {
-            return;
+        if Arc::strong_count(&self.inner) == 1 {
+            free_later(Arc::clone(&self.inner));
         }
-        let mut inner = Arc::clone(&self.inner);
-        let _ = std::thread::Builder::new()
-            .name("tbscope-free".into())
-            .spawn(move || loop {
-                // The reader's own reference goes as soon as this `drop` returns; nothing
+    }
+}
+
+/// The queue of the freeing thread, with the pid of the process that started the thread: a
+/// forked child inherits the queue but not the thread, and starts its own.
+static FREEING: Mutex<Option<(u32, mpsc::Sender<Shared>)>> = Mutex::new(None);
+
+/// Hands a dropped reader's state to the process's one freeing thread, started on first use
+/// (a thread per reader made a server or a loop that opens many readers start a thread each).
+/// When no thread can be started, the state is let go here, and the reader frees it inline.
+fn free_later(state: Shared) {
+    let pid = std::process::id();
+    let mut slot = FREEING.lock().unwrap_or_else(|p| p.into_inner());
+    let state = match slot.take() {
+        Some((made_in, queue)) if made_in == pid => match queue.send(state) {
+            Ok(()) => {
+                *slot = Some((made_in, queue));
+                return;
+            }
+            // The thread is gone (nothing in it panics, but if it did): start another.
+            Err(mpsc::SendError(state)) => state,
+        },
+        Some(inherited) => {
+            // The parent's: dropping it could wait on a lock its thread held at the fork.
+            std::mem::forget(inherited);
+            state
+        }
+        None => state,
+    };
+    let (queue, jobs) = mpsc::channel::<Shared>();
+    let started = std::thread::Builder::new()
+        .name("tbscope-free".into())
+        .spawn(move || {
+            for mut state in jobs {
+                // The reader's own reference goes as soon as its `drop` returns; nothing
                 // else can take one meanwhile.
-                match Arc::try_unwrap(inner) {
-                    Ok(state) => return drop(state),
-                    Err(held) => {
-                        inner = held;
-                        std::thread::yield_now();
+                let state = loop {
+                    match Arc::try_unwrap(state) {
+                        Ok(state) => break state,
+                        Err(held) => {
+                            state = held;
+                            std::thread::yield_now();
+                        }
                     }
-                }
-            });
+                };
+                // One state failing to free must not stop the thread (the panic is printed).
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(state)));
+            }
+        });
+    match started {
+        Ok(_) => {
+            // The thread holds the receiving end until the queue goes: this cannot fail.
+            let _ = queue.send(state);
+            *slot = Some((pid, queue));
+        }
+        Err(_) => {
+            drop(slot);
+            drop(state);
+        }
     }
 }
 
@@ -395,7 +444,7 @@ impl NativeReader {
 /// `f` on `reader` in the interruptible runner.
 fn read_detached<T: Send + 'static>(
     py: Python<'_>,
-    reader: &Arc<Mutex<Inner>>,
+    reader: &Shared,
     f: impl FnOnce(&mut Inner, &std::sync::atomic::AtomicBool) -> tbscope_core::Result<T>
         + Send
         + 'static,
@@ -428,7 +477,7 @@ type CacheInfoTuple = (
 /// Pieces of a logdir read one at a time: each `next()` reads a group of files.
 #[pyclass(module = "tbscope._core", frozen)]
 struct Stream {
-    reader: Arc<Mutex<Inner>>,
+    reader: Shared,
     pieces: Mutex<VecDeque<Piece>>,
     kind: Kind,
 }

@@ -1,12 +1,12 @@
-//! `S3Fetcher`: ranged GETs into mirror files for `tbscope/_mirror.py`, over
+//! `S3Fetcher`: listings, and ranged GETs into mirror files, for `tbscope/_mirror.py`, over
 //! `tbscope-remote`. Plumbing: credentials come resolved from Python, the plan stays there.
 
 use pyo3::prelude::*;
-use tbscope_remote::{S3Config, S3Fetcher as Fetcher};
+use tbscope_remote::{ObjectInfo, S3Config, S3Fetcher as Fetcher};
 
 use crate::funnel::{guarded, Failure, Outcome};
 
-/// A client of one S3 bucket; `get_into` may be called from many threads at once.
+/// A client of one S3 bucket; its methods may be called from many threads at once.
 #[pyclass(frozen, module = "tbscope._core")]
 pub struct S3Fetcher {
     inner: Fetcher,
@@ -43,6 +43,18 @@ impl S3Fetcher {
         Ok(Self { inner })
     }
 
+    /// Every object under `prefix` (recursively, at `/` boundaries): (key, size, modified
+    /// seconds), without the GIL.
+    fn list(&self, py: Python<'_>, prefix: &str) -> Outcome<Vec<(String, u64, f64)>> {
+        let objects = py.detach(|| guarded(|| Ok(self.inner.list(prefix)?)))?;
+        Ok(objects.into_iter().map(row).collect())
+    }
+
+    /// The object `key` itself: (key, size, modified seconds); FileNotFoundError if none.
+    fn head(&self, py: Python<'_>, key: &str) -> Outcome<(String, u64, f64)> {
+        Ok(row(py.detach(|| guarded(|| Ok(self.inner.head(key)?)))?))
+    }
+
     /// Bytes `[start, end)` of object `key` written into file descriptor `fd` at `start` as
     /// they arrive, without the GIL; returns the count written.
     fn get_into(&self, py: Python<'_>, key: &str, start: u64, end: u64, fd: i32) -> Outcome<u64> {
@@ -56,4 +68,8 @@ impl S3Fetcher {
             })
         })
     }
+}
+
+fn row(o: ObjectInfo) -> (String, u64, f64) {
+    (o.key, o.size, o.modified)
 }

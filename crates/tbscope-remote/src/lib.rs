@@ -1,5 +1,5 @@
-//! Ranged GETs from S3 (and S3-compatible servers) into local files: the native transport of
-//! tbscope's remote mirror (`python/tbscope/_mirror.py`).
+//! Listings of and ranged GETs from S3 (and S3-compatible servers) into local files: the
+//! native transport of tbscope's remote mirror (`python/tbscope/_mirror.py`).
 //!
 //! A crate of its own so that tokio, HTTP and TLS stay out of `tbscope-core`, which parses
 //! bytes already on disk and is used without them (the fuzz targets, the benches). Python
@@ -14,10 +14,12 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
-use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use object_store::{
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+};
 
 /// Worker threads of the shared runtime: the work is waiting on sockets and copying bytes to
 /// the page cache, and the parse of the files already fetched wants the other CPUs.
@@ -38,6 +40,26 @@ pub struct S3Config {
     pub anonymous: bool,
     /// Tries of a request inside the client (after the first), with backoff from 100 ms.
     pub retries: usize,
+}
+
+/// One object of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectInfo {
+    /// The key, as the store spells it (object_store's encoding for characters it refuses).
+    pub key: String,
+    pub size: u64,
+    /// Last modified, seconds since the epoch.
+    pub modified: f64,
+}
+
+impl From<object_store::ObjectMeta> for ObjectInfo {
+    fn from(m: object_store::ObjectMeta) -> Self {
+        ObjectInfo {
+            key: m.location.to_string(),
+            size: m.size,
+            modified: m.last_modified.timestamp_micros() as f64 / 1e6,
+        }
+    }
 }
 
 /// Why a range could not be fetched.
@@ -159,6 +181,51 @@ impl S3Fetcher {
         })
     }
 
+    /// Every object under `prefix` (a key prefix ending at a `/` boundary: `logs/run1` lists
+    /// `logs/run1/...`, not `logs/run10/...`; empty: the whole bucket), recursively, the
+    /// store's pages fetched one after another.
+    pub fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, FetchError> {
+        self.same_process()?;
+        let prefix = prefix.trim_matches('/');
+        let prefix = (!prefix.is_empty())
+            .then(|| Path::parse(prefix))
+            .transpose()
+            .map_err(|e| FetchError::BadKey(e.to_string()))?;
+        let store = Arc::clone(&self.store);
+        runtime().block_on(async move {
+            store
+                .list(prefix.as_ref())
+                .map_ok(ObjectInfo::from)
+                .try_collect()
+                .await
+                .map_err(store_error)
+        })
+    }
+
+    /// The object `key` itself: its size and time (NotFound when there is none).
+    pub fn head(&self, key: &str) -> Result<ObjectInfo, FetchError> {
+        self.same_process()?;
+        let path = Path::parse(key).map_err(|e| FetchError::BadKey(e.to_string()))?;
+        let store = Arc::clone(&self.store);
+        runtime().block_on(async move {
+            store
+                .head(&path)
+                .await
+                .map(ObjectInfo::from)
+                .map_err(store_error)
+        })
+    }
+
+    fn same_process(&self) -> Result<(), FetchError> {
+        if std::process::id() != self.pid {
+            return Err(FetchError::Other(
+                "this S3 client was made by the parent of this forked process: make a new one"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Bytes `[start, end)` of object `key` into `file` at offset `start`, written as they
     /// arrive; returns how many were written (fewer than asked when the object is shorter).
     pub fn get_into(
@@ -168,12 +235,7 @@ impl S3Fetcher {
         end: u64,
         file: &File,
     ) -> Result<u64, FetchError> {
-        if std::process::id() != self.pid {
-            return Err(FetchError::Other(
-                "this S3 client was made by the parent of this forked process: make a new one"
-                    .into(),
-            ));
-        }
+        self.same_process()?;
         let path = Path::parse(key).map_err(|e| FetchError::BadKey(e.to_string()))?;
         if end <= start {
             return Ok(0);
@@ -184,10 +246,7 @@ impl S3Fetcher {
                 range: Some(GetRange::Bounded(start..end)),
                 ..Default::default()
             };
-            let got = store.get_opts(&path, options).await.map_err(|e| match e {
-                object_store::Error::NotFound { .. } => FetchError::NotFound(e.to_string()),
-                e => FetchError::Other(e.to_string()),
-            })?;
+            let got = store.get_opts(&path, options).await.map_err(store_error)?;
             let mut body = got.into_stream();
             let mut at = start;
             while let Some(chunk) = body.next().await {
@@ -199,5 +258,13 @@ impl S3Fetcher {
             }
             Ok(at - start)
         })
+    }
+}
+
+/// A store's error as the caller tells them apart: a missing object, or anything else.
+fn store_error(e: object_store::Error) -> FetchError {
+    match e {
+        object_store::Error::NotFound { .. } => FetchError::NotFound(e.to_string()),
+        e => FetchError::Other(e.to_string()),
     }
 }

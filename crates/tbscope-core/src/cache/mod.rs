@@ -514,7 +514,8 @@ impl Cache {
         } else {
             // Every run is encoded anew (a discovery may have changed any of them).
             self.kept = None;
-            let pool = crate::load::worker_pool(threads, "stat-");
+            // Refused threads: the checks run on this thread.
+            let pool = crate::load::worker_pool(threads, "stat-").unwrap_or(None);
             let (found, errors, dirs, listed) =
                 discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
             self.info.dirs_listed = listed;

@@ -242,17 +242,22 @@ pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, 
 pub const MAX_THREADS: usize = 1024;
 
 /// Worker threads for one call, named `tbscope-{prefix}{i}` (nothing outlives the call, so a
-/// fork() in between is safe); none for a single thread, or when the system refuses threads
-/// (the caller then works on its own thread).
-pub(crate) fn worker_pool(threads: usize, prefix: &'static str) -> Option<rayon::ThreadPool> {
+/// fork() in between is safe); none for a single thread. When the system refuses threads the
+/// caller decides: discovery and the cache's change check work on their own thread
+/// (`.unwrap_or(None)`), a read fails with this error.
+pub(crate) fn worker_pool(
+    threads: usize,
+    prefix: &'static str,
+) -> Result<Option<rayon::ThreadPool>> {
     if threads <= 1 {
-        return None;
+        return Ok(None);
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(move |i| format!("tbscope-{prefix}{i}"))
         .build()
-        .ok()
+        .map(Some)
+        .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))
 }
 
 /// The number of worker threads for `requested` (0 = automatic), at most [`MAX_THREADS`].

@@ -71,9 +71,10 @@ impl Reader {
         let t0 = std::time::Instant::now();
         let (root, runs) = (&self.root, self.opts.runs.as_ref());
         // Listing directories and stat'ing files on worker threads (a pool for this call
-        // only, as a read makes its own): on a logdir of many small runs, much of a load.
+        // only, as a read makes its own; refused, the work runs on this thread): on a logdir
+        // of many small runs, much of a load.
         let threads = super::thread_count(self.opts.threads);
-        let pool = super::worker_pool(threads, "");
+        let pool = super::worker_pool(threads, "").unwrap_or(None);
         let discover_stat = || -> Result<_> {
             let (found, errors) = discover(root, runs).map_err(|e| Error::io(e, root))?;
             Ok((stat_found(found), errors))

@@ -59,17 +59,11 @@ impl Reader {
         }
         let t0 = std::time::Instant::now();
         let threads = thread_count(self.opts.threads);
-        // A pool per load: nothing outlives the call, so fork() in between is safe.
-        let pool = if threads <= 1 || work.len() <= 1 {
+        // A pool per load (one file needs none); one the system refuses fails the read.
+        let pool = if work.len() <= 1 {
             None
         } else {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("tbscope-{i}"))
-                    .build()
-                    .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?,
-            )
+            super::worker_pool(threads, "")?
         };
         // Whether each file may still be written decides what a record running past its end is.
         let now = std::time::SystemTime::now();
