@@ -700,7 +700,7 @@ def targets(open_result: dict[str, Any] | None, cli_result: dict[str, Any] | Non
                 t = _median(cli_result[kind]["runs"])
                 rows.append(
                     (
-                        f"{what.split(' (')[0]} of {cli_result['runs']:,}, then `tbscope summary` < {TARGET_APPEND:.0f} s",
+                        f"{what.split(' (')[0]} (of {cli_result['runs']:,}), then `tbscope summary` < {TARGET_APPEND:.0f} s",
                         f"{t:.2f} s",
                         "met" if t < TARGET_APPEND and cli_result[kind]["check"] == "PASS" else "missed",
                     )
