@@ -100,7 +100,7 @@ screenshots: build chromium
 # PIP_CONSTRAINT pins maturin in pip's isolated build environment too. maturin's sdist stamps
 # every file with one old date (reproducible sdists), so cargo would take tbscope's own crates
 # left in target/release by an earlier build as up to date and never compile the sdist's
-# sources: `cargo clean -p` drops those two first, the dependencies stay.
+# sources: `cargo clean -p` drops them (every crate of the workspace) first, the dependencies stay.
 SMOKE_PIP_INSTALL = PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(1)/bin/pip install --quiet --disable-pip-version-check
 smoke: $(VENV_STAMP)
 	$(PY) tests/check_wheel.py $(WHEEL_DIR)/tbscope-*.whl --max-glibc 2.17
@@ -110,7 +110,7 @@ smoke: $(VENV_STAMP)
 	cd build && smoke-venv/bin/python ../tests/smoke.py
 	build/smoke-venv/bin/tbscope --version
 	python3 -m venv build/smoke-sdist-venv
-	CARGO_TARGET_DIR=$(CURDIR)/target cargo clean --release --quiet -p tbscope-core -p tbscope-py
+	CARGO_TARGET_DIR=$(CURDIR)/target cargo clean --release --quiet -p tbscope-core -p tbscope-remote -p tbscope-py
 	CARGO_TARGET_DIR=$(CURDIR)/target $(call SMOKE_PIP_INSTALL,build/smoke-sdist-venv) $(WHEEL_DIR)/tbscope-*.tar.gz
 	cd build && smoke-sdist-venv/bin/python ../tests/smoke.py
 	build/smoke-sdist-venv/bin/tbscope --version
