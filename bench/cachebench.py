@@ -301,27 +301,39 @@ def bench_append(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Ca
         # run had been started long ago (a directory changed within seconds is listed again).
         back = time.time() - 3600
         os.utime(own.parent, (back, back))
-        cache = work / "cache"
-        prep = run_task({"task": "read", "logdir": str(copy), "cache": str(cache)})
-        if "error" in prep:
-            raise RuntimeError(prep["error"])
-        results = []
-        for i in range(repeat):
-            manyruns.append_to_run(copy, run, first_step=10_000 + 100 * i)
-            r = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(cache)})
-            if "error" in r:
-                raise RuntimeError(f"summary after an append: {r['error']}")
-            results.append(r)
-            log(
-                f"  summary after appending to one run: run {i + 1}/{repeat}: {r['seconds']:.3f}s, {r['cpu_seconds']:.3f}s CPU"
-            )
-        cold = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy)})
-        if "error" in cold:
-            raise RuntimeError(cold["error"])
-        same = cold["output_sha256"] == results[-1]["output_sha256"]
-        return {"runs": results, "check": "PASS" if same else "FAIL (output differs from a cold summary)"}
+        return changed_then_summary(
+            copy,
+            work / "cache",
+            repeat,
+            lambda i: manyruns.append_to_run(copy, run, first_step=10_000 + 100 * i),
+            "appending to one run",
+            log,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def changed_then_summary(
+    copy: Path, cache: Path, repeat: int, change: Callable[[int], None], what: str, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """The copy read into `cache` (untimed), then `repeat` times: `change(i)` and a timed
+    `tbscope summary COPY --cache-dir CACHE`. The last output must equal a cold `summary`."""
+    prep = run_task({"task": "read", "logdir": str(copy), "cache": str(cache)})
+    if "error" in prep:
+        raise RuntimeError(prep["error"])
+    results = []
+    for i in range(repeat):
+        change(i)
+        r = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(cache)})
+        if "error" in r:
+            raise RuntimeError(f"summary after {what}: {r['error']}")
+        results.append(r)
+        log(f"  summary after {what}: run {i + 1}/{repeat}: {r['seconds']:.3f}s, {r['cpu_seconds']:.3f}s CPU")
+    cold = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy)})
+    if "error" in cold:
+        raise RuntimeError(cold["error"])
+    same = cold["output_sha256"] == results[-1]["output_sha256"]
+    return {"runs": results, "check": "PASS" if same else "FAIL (output differs from a cold summary)"}
 
 
 # Changes a directory's listing shows, each then followed by `summary` through the cache (what
@@ -363,25 +375,9 @@ def bench_dir_change(
     try:
         # The copy's directories were all just made: settled before the cache lists them.
         time.sleep(2.5)
-        cache = work / "cache"
-        prep = run_task({"task": "read", "logdir": str(copy), "cache": str(cache)})
-        if "error" in prep:
-            raise RuntimeError(prep["error"])
-        results = []
-        for i in range(repeat):
-            dir_change(kind, copy, runs, i)
-            r = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy), "cache": str(cache)})
-            if "error" in r:
-                raise RuntimeError(f"summary after {DIR_CHANGES[kind]}: {r['error']}")
-            results.append(r)
-            log(
-                f"  summary after {DIR_CHANGES[kind]}: run {i + 1}/{repeat}: {r['seconds']:.3f}s, {r['cpu_seconds']:.3f}s CPU"
-            )
-        cold = run_task({"task": "cli", "cmd": "summary", "logdir": str(copy)})
-        if "error" in cold:
-            raise RuntimeError(cold["error"])
-        same = cold["output_sha256"] == results[-1]["output_sha256"]
-        return {"runs": results, "check": "PASS" if same else "FAIL (output differs from a cold summary)"}
+        return changed_then_summary(
+            copy, work / "cache", repeat, lambda i: dir_change(kind, copy, runs, i), DIR_CHANGES[kind], log
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
