@@ -353,20 +353,11 @@ fn paired_case(with_dense: bool) {
 #[cfg(target_os = "linux")]
 #[test]
 fn pools_the_system_refuses() {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "pools_the_system_refuses_child",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("RUST_MIN_STACK", (1u64 << 47).to_string())
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("1 passed"), "the child ran no test: {text}");
+    let stack = (1u64 << 47).to_string();
+    run_child_test(
+        "pools_the_system_refuses_child",
+        &[("RUST_MIN_STACK", stack.as_ref())],
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use common::{reference_frames, TempDir};
+use common::{reference_frames, run_child_test, TempDir};
 use tbscope_core::event_file::{read_file, Cursor, FileChunk, Options as ReadOptions, Until};
 use tbscope_core::histogram::{self, Values};
 use tbscope_core::proto::HistogramProto;
@@ -639,15 +639,10 @@ fn torn_write_child() {
 #[test]
 fn a_torn_write_is_cut_back() {
     let dir = TempDir::new("w-torn");
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "torn_write_child", "--ignored", "--nocapture"])
-        .env("TBSCOPE_TORN_WRITE_DIR", dir.path())
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("1 passed"), "the child ran no test: {text}");
+    run_child_test(
+        "torn_write_child",
+        &[("TBSCOPE_TORN_WRITE_DIR", dir.path().as_os_str())],
+    );
 }
 
 #[test]

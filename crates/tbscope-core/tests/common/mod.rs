@@ -25,6 +25,24 @@ use tbscope_core::tf_record::write_record;
 use tbscope_core::Kind;
 
 // ------------------------------------------------------------------------------------------
+// A test in a process of its own.
+
+/// Runs the ignored test `name` of this test binary in a child process with `env` set, for a
+/// condition that must hold for the whole process (a write torn by a signal, no thread able to
+/// start), and checks that the child ran it and that it passed.
+pub fn run_child_test(name: &str, env: &[(&str, &std::ffi::OsStr)]) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--ignored", "--nocapture"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the child ran no test: {text}");
+}
+
+// ------------------------------------------------------------------------------------------
 // Protobuf encoding, by hand.
 
 pub fn varint(out: &mut Vec<u8>, mut v: u64) {
