@@ -621,30 +621,23 @@ def render(
             lines.append(
                 f"| {names[cmd]} | {_fmt(cold)} | {_fmt(cpu)} | {mib(rss)} | {_fmt(warm)} | {cold / warm:.1f}× | {r['check']} |"
             )
-        if "append" in c:
-            a = c["append"]
-            lines.append(
-                f"| one run appended to, then `tbscope summary LOGDIR --format csv` (each repeat appends again; "
-                f"{_fmt(_median(a['runs'], 'cpu_seconds'))} s CPU) | | | | {_fmt(_median(a['runs']))} | | {a['check']} |"
-            )
-            phases = [r.get("phases", {}) for r in a["runs"]]
-            names = sorted({k for p in phases for k in p if isinstance(p[k], float)})
-            if names:
-                med = ", ".join(f"{k} {statistics.median(p.get(k, 0.0) for p in phases) * 1000:.0f} ms" for k in names)
-                lines += ["", f"Where the summary after an append spends its load (`TBSCOPE_TRACE=1`, median): {med}."]
-        for kind, what in DIR_CHANGES.items():
-            if kind not in c:
+        # The rows of a change then `summary` (scenarios 2b and 2c): key, row text, what each
+        # repeat does, and what the phases line calls the change.
+        changes = [("append", "one run appended to", "each repeat appends again", "an append")]
+        changes += [(kind, what, "each repeat again", what) for kind, what in DIR_CHANGES.items()]
+        for key, what, again, after in changes:
+            if key not in c:
                 continue
-            a = c[kind]
+            a = c[key]
             lines.append(
-                f"| {what}, then `tbscope summary LOGDIR --format csv` (each repeat again; "
+                f"| {what}, then `tbscope summary LOGDIR --format csv` ({again}; "
                 f"{_fmt(_median(a['runs'], 'cpu_seconds'))} s CPU) | | | | {_fmt(_median(a['runs']))} | | {a['check']} |"
             )
             phases = [r.get("phases", {}) for r in a["runs"]]
             names = sorted({k for p in phases for k in p if isinstance(p[k], float)})
             if names:
                 med = ", ".join(f"{k} {statistics.median(p.get(k, 0.0) for p in phases) * 1000:.0f} ms" for k in names)
-                lines += ["", f"Where the summary after {what} spends its load (`TBSCOPE_TRACE=1`, median): {med}."]
+                lines += ["", f"Where the summary after {after} spends its load (`TBSCOPE_TRACE=1`, median): {med}."]
         lines += ["", f"Cache size: {mib(c['cache_bytes'])}."]
         phases = [r.get("phases", {}) for cmd in ("ls", "summary") for r in c[cmd]["warm"]]
         if phases and all("check" in p and "restore" in p for p in phases):
