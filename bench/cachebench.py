@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -287,13 +287,7 @@ def bench_append(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Ca
     output must equal a cold `summary` of the copy."""
     import manyruns
 
-    work = cache_root / ".cache-append-manyruns"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    copy = work / "logdir"
-    log("  linking a copy of the logdir (untimed)")
-    subprocess.run(["cp", "-al", str(logdir), str(copy)], check=True)
-    try:
+    with linked_copy(logdir, cache_root / ".cache-append-manyruns", log) as copy:
         run = runs // 2
         own = manyruns.own_file(copy, run)
         # The rename that gave the run its own file moved its directory's mtime, which a real
@@ -303,12 +297,25 @@ def bench_append(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Ca
         os.utime(own.parent, (back, back))
         return changed_then_summary(
             copy,
-            work / "cache",
+            copy.parent / "cache",
             repeat,
             lambda i: manyruns.append_to_run(copy, run, first_step=10_000 + 100 * i),
             "appending to one run",
             log,
         )
+
+
+@contextlib.contextmanager
+def linked_copy(logdir: Path, work: Path, log: Callable[[str], None]) -> Iterator[Path]:
+    """A copy of `logdir` hard-linked to it (`cp -al`) at `work/logdir`, for a row that changes
+    it: the shared corpus is never written. `work` (the copy and its cache) goes afterwards."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    copy = work / "logdir"
+    log("  linking a copy of the logdir (untimed)")
+    subprocess.run(["cp", "-al", str(logdir), str(copy)], check=True)
+    try:
+        yield copy
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -366,20 +373,12 @@ def bench_dir_change(
     """Scenario 2c: a change of `DIR_CHANGES` to the cached many-runs logdir, then `tbscope
     summary LOGDIR --cache-dir` again; each repeat changes it again. On a hard-linked copy of the
     logdir, as `bench_append`; the last output must equal a cold `summary` of the copy."""
-    work = cache_root / f".cache-{kind}-manyruns"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    copy = work / "logdir"
-    log("  linking a copy of the logdir (untimed)")
-    subprocess.run(["cp", "-al", str(logdir), str(copy)], check=True)
-    try:
+    with linked_copy(logdir, cache_root / f".cache-{kind}-manyruns", log) as copy:
         # The copy's directories were all just made: settled before the cache lists them.
         time.sleep(2.5)
         return changed_then_summary(
-            copy, work / "cache", repeat, lambda i: dir_change(kind, copy, runs, i), DIR_CHANGES[kind], log
+            copy, copy.parent / "cache", repeat, lambda i: dir_change(kind, copy, runs, i), DIR_CHANGES[kind], log
         )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def bench_ab(
