@@ -100,21 +100,12 @@ elif mode in ("floor", "floor-fsspec", "floor+parse"):
     # the main thread meanwhile: both on the same CPUs as moto, no mirror written or read
     # back, and the parse never waiting for bytes to arrive.
     from concurrent.futures import ThreadPoolExecutor
-    import fsspec
     from tbscope import _mirror
-    native = None
-    if mode != "floor-fsspec":
-        from tbscope import _transport
-        native = _transport.choose(target, opts, "auto")
-    # The listing through the same client (the native one lists too).
-    if native is not None:
-        root = target.split("://", 1)[1].rstrip("/")
-        bucket, _, prefix = root.partition("/")
-        found = {f"{bucket}/{k}": {"size": n} for k, n, _ in native.fetcher(bucket).list(prefix)}
-    else:
-        fs, root = fsspec.core.url_to_fs(target, **opts)
-        found = fs.find(root, detail=True)
-    pieces = [(p, s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for p, i in sorted(found.items()) if "tfevents" in p
+    # The read's own listing (the mirror's, through the same transport), nothing fetched.
+    listing = _mirror.Mirror(target, {**opts, "transport": "fsspec" if mode == "floor-fsspec" else "auto"})
+    found = listing.list_files()
+    root, native = listing.root, listing._native
+    pieces = [(f"{root}/{rel}", s, min(s + _mirror.PIECE_BYTES, int(i["size"]))) for rel, i in sorted(found.items())
               for s in range(0, int(i["size"]), _mirror.PIECE_BYTES)]
     if native is not None:
         write = native.piece_writer(root.split("/", 1)[0])
@@ -124,6 +115,7 @@ elif mode in ("floor", "floor-fsspec", "floor+parse"):
             p, s, e = piece
             return write(p, s, e, sink)
     else:
+        fs = listing.fs
         @timed
         def get(piece):
             p, s, e = piece
