@@ -45,12 +45,34 @@ pub fn discover(
         return Ok((out, Vec::new()));
     }
     if rayon::current_thread_index().is_some() {
-        if let Some(found) = par_walk(root, &meta, runs) {
-            return Ok(found);
+        if let Some(w) = par_walk(root, &meta, runs, false) {
+            return Ok((w.found, w.errors));
         }
     }
     let w = walk(root, runs, HashMap::new(), None);
     Ok((w.found, w.errors))
+}
+
+/// [`discover`] keeping every directory's listing (with its identity and times, one stat per
+/// directory more): what a reader's next reload checks the logdir against
+/// (`load::changes::Tree`). A single event file has no listings.
+pub(crate) fn discover_listed(root: &Path, runs: Option<&Regex>) -> io::Result<Walked> {
+    let meta = fs::metadata(root)?;
+    if meta.is_file() {
+        let (found, errors) = discover(root, runs)?;
+        return Ok(Walked {
+            found,
+            errors,
+            listings: HashMap::new(),
+        });
+    }
+    if rayon::current_thread_index().is_some() {
+        if let Some(w) = par_walk(root, &meta, runs, true) {
+            return Ok(w);
+        }
+    }
+    let mut fresh = |_: &Path, _: &fs::Metadata, _: (i64, u64), _: &str| None;
+    Ok(walk(root, runs, HashMap::new(), Some(&mut fresh)))
 }
 
 /// What a subtree of [`par_walk`] found, in walk order.
@@ -58,19 +80,17 @@ pub fn discover(
 struct Part {
     found: Vec<(String, Vec<PathBuf>)>,
     errors: Vec<(PathBuf, io::Error)>,
+    listings: Vec<(PathBuf, Listing)>,
 }
 
-/// [`walk`] (without `stats` or `reuse`) on the current rayon pool's threads, each subtree
+/// [`walk`] (without `stats`; with `keep`, keeping every listing as a walk with `reuse`
+/// does, each directory stat'ed before it is listed) on the current rayon pool's threads, each subtree
 /// listed by whichever thread takes it: listing is what a walk of many runs spends its time
 /// on (a path lookup, an open and a read per directory). The runs found and the problems, in
 /// their order, are the serial walk's as long as each directory is reached once; a link to a
 /// directory, or a directory reached twice (a bind mount), makes which path names it depend on
 /// the walk's order: then this gives up (None) and the serial walk decides.
-fn par_walk(
-    root: &Path,
-    meta: &fs::Metadata,
-    runs: Option<&Regex>,
-) -> Option<(Discovered, Vec<(PathBuf, io::Error)>)> {
+fn par_walk(root: &Path, meta: &fs::Metadata, runs: Option<&Regex>, keep: bool) -> Option<Walked> {
     use rayon::prelude::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
@@ -78,6 +98,7 @@ fn par_walk(
     struct Walk<'a> {
         root: &'a Path,
         runs: Option<&'a Regex>,
+        keep: bool,
         /// Inodes of the directories taken (all on the root's device, as [`walk`] takes
         /// real subdirectories to be).
         seen: Mutex<HashSet<u64>>,
@@ -93,7 +114,22 @@ fn par_walk(
         } else {
             w.root.join(&rel)
         };
-        let (mut listing, inos) = match list(&dir, None, (0, 0)) {
+        let meta = if w.keep {
+            match fs::metadata(&dir) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    part.errors.push((dir, e));
+                    return part;
+                }
+            }
+        } else {
+            None
+        };
+        let mtime = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .map_or((0, 0), time_parts);
+        let (mut listing, inos) = match list(&dir, meta.as_ref(), mtime) {
             Ok(l) => l,
             Err(e) => {
                 part.errors.push((dir, e));
@@ -119,16 +155,21 @@ fn par_walk(
                 subs.push(rel.join(s));
             }
         }
+        if w.keep {
+            part.listings.push((rel, listing));
+        }
         let parts: Vec<Part> = subs.into_par_iter().map(|s| go(w, s)).collect();
         for p in parts {
             part.found.extend(p.found);
             part.errors.extend(p.errors);
+            part.listings.extend(p.listings);
         }
         part
     }
     let w = Walk {
         root,
         runs,
+        keep,
         seen: Mutex::new(HashSet::from([meta.ino()])),
         linked: AtomicBool::new(false),
     };
@@ -136,7 +177,11 @@ fn par_walk(
     if w.linked.load(Ordering::Relaxed) {
         return None;
     }
-    Some((part.found.into_iter().collect(), part.errors))
+    Some(Walked {
+        found: part.found.into_iter().collect(),
+        errors: part.errors,
+        listings: part.listings.into_iter().collect(),
+    })
 }
 
 /// What a directory held when it was listed.
@@ -145,6 +190,10 @@ pub(crate) struct Listing {
     pub(crate) dev: u64,
     pub(crate) ino: u64,
     pub(crate) mtime: (i64, u64),
+    /// Its ctime (`utime` cannot set it back), and whether it was listed within [`SETTLED`]
+    /// of it: the reader's own listings go by both (`load::changes`).
+    pub(crate) ctime: (i64, u64),
+    pub(crate) ctime_recent: bool,
     /// Listed within [`SETTLED`] of its last change (a change in the same clock tick would not
     /// move the mtime), or holding symlinks (their targets change without the directory
     /// knowing): a listing not to be reused.
@@ -359,15 +408,28 @@ pub(crate) fn list(
     files.sort();
     subdirs.sort();
     odd.sort();
-    let settled = meta
-        .and_then(|m| m.modified().ok())
-        .and_then(|m| listed_at.duration_since(m).ok())
-        .is_some_and(|age| age >= SETTLED);
+    let settled_since = |t: Option<SystemTime>| {
+        t.and_then(|t| listed_at.duration_since(t).ok())
+            .is_some_and(|age| age >= SETTLED)
+    };
+    let settled = settled_since(meta.and_then(|m| m.modified().ok()));
+    let ctime = meta.map_or((0, 0), |m| (m.ctime(), m.ctime_nsec() as u64));
+    let ctime_recent = meta.is_some() && {
+        let (s, n) = ctime;
+        let t = if s >= 0 {
+            UNIX_EPOCH.checked_add(Duration::new(s as u64, n as u32))
+        } else {
+            None
+        };
+        !settled_since(t)
+    };
     let (subdirs, inos) = subdirs.into_iter().unzip();
     let listing = Listing {
         dev: meta.map_or(0, |m| m.dev()),
         ino: meta.map_or(0, |m| m.ino()),
         mtime,
+        ctime,
+        ctime_recent,
         unsure: links || !settled,
         links,
         has_files: !files.is_empty(),
@@ -559,7 +621,7 @@ mod tests {
                     .build()
                     .unwrap();
                 for _ in 0..5 {
-                    let par = pool.install(|| par_walk(&tmp, &meta, None));
+                    let par = pool.install(|| par_walk(&tmp, &meta, None, false));
                     // Without links the pool's walk answers; with them it leaves it to the
                     // serial walk, which `discover` then runs.
                     assert_eq!(par.is_none(), linked);

@@ -1,18 +1,20 @@
 //! What changed in the logdir since a generation was written: the warm open's check that
-//! proves "nothing changed" with one stat per directory and per event file, the discovery that
-//! lists only directories that changed, and which runs' cached rows cannot be continued
-//! (docs/cache.md, "When the logdir changes").
+//! proves "nothing changed" with one stat per directory and per event file (the reader's own
+//! reload check, `load::changes`, on the generation's listings), the discovery that lists only
+//! directories that changed, and which runs' cached rows cannot be continued (docs/cache.md,
+//! "When the logdir changes").
 
 use std::collections::HashMap;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::time::SystemTime;
 
 use super::manifest::{time_of, DirListing, FileIndex};
+use super::pending::Pending;
 use super::Cache;
+pub(super) use crate::load::changes::Checked;
+use crate::load::changes::{changes, Expect, Known, KnownDir};
 use crate::load::{stat_found, Found, Reader, RunState};
 use crate::logdir::{discover, walk, Discovered, Listing};
 
@@ -67,6 +69,8 @@ pub(super) fn discover_with(
             dev: l.dev,
             ino: l.ino,
             mtime: l.mtime,
+            ctime: (meta.ctime(), meta.ctime_nsec() as u64),
+            ctime_recent: false,
             unsure: false,
             links: false,
             has_files: l.has_files,
@@ -176,292 +180,78 @@ fn run_change(state: &RunState, files: &[(PathBuf, Option<fs::Metadata>)]) -> Ch
     change
 }
 
-/// What [`Cache::changes`] found.
-pub(super) enum Checked {
-    /// The check cannot tell (see [`Cache::changes`]): discovery decides.
-    Unknown,
-    /// Every directory but `dirs` as listed, and these runs' files moved. Both are indices in
-    /// the generation, ascending; `runs` leaves out the runs of `dirs` (their files are
-    /// listed again with them). Both empty: nothing changed.
-    Moved { runs: Vec<u32>, dirs: Vec<u32> },
+/// A restored generation as the change check (`load::changes`) sees it.
+struct PendingKnown<'a> {
+    p: &'a Pending,
+    tail_timeout: std::time::Duration,
 }
 
-/// At most this many directories (or a quarter of a larger logdir's) are listed again after
-/// a warm open's check: past that, the full discovery is about as cheap.
-const RELIST_MOST: usize = 1024;
+impl Known for PendingKnown<'_> {
+    fn dir_count(&self) -> usize {
+        self.p.dirs.len()
+    }
+    fn dir(&self, i: usize) -> KnownDir<'_> {
+        let d = &self.p.dirs[i];
+        KnownDir {
+            parent: d.parent,
+            name: self.p.bytes(d.name),
+            // (u32::MAX: no run, as the check numbers them.)
+            run: d.run,
+            dev: d.dev,
+            ino: d.ino,
+            mtime: d.mtime,
+            ctime: None,
+            unsure: d.unsure,
+            links: d.links,
+            has_files: d.has_files,
+            subdirs: d.subdirs.1,
+            odd: d.odd.1,
+        }
+    }
+    fn run_count(&self) -> usize {
+        self.p.nruns
+    }
+    fn files(&self, run: u32, now: SystemTime) -> Vec<Option<Expect<'_>>> {
+        // Only a run's own files, each stat'ed last time (a file that failed, or one found
+        // elsewhere, is discovery's business). A pending tail stays pending while nothing
+        // changes, until its file's timeout passes (a newer file would have changed a
+        // listing).
+        self.p
+            .run_files(run as usize)
+            .iter()
+            .map(|f: &FileIndex| {
+                let mtime = f.mtime?;
+                let expired = f.pending
+                    && now
+                        .duration_since(time_of(mtime.0, mtime.1))
+                        .is_ok_and(|age| age >= self.tail_timeout);
+                if f.code != 1 || f.failed || expired {
+                    return None;
+                }
+                Some(Expect {
+                    name: self.p.bytes(f.path),
+                    dev: f.dev,
+                    ino: f.ino,
+                    size: f.size,
+                    mtime,
+                })
+            })
+            .collect()
+    }
+}
 
 impl Cache {
-    /// What changed since the pending generation was written, told with one stat per
-    /// directory and per event file and nothing else. [`Checked::Moved`] with the directories
-    /// whose listing is not current (another device, inode or mtime: an entry was added,
-    /// removed or renamed; gone; or listed too soon after a change to be sure of, which is
-    /// always listed again) and the runs of the other directories that have a file whose
-    /// identity, size or mtime moved, or that cannot be told this way (a file that failed, one
-    /// found outside the run's directory, a pending tail whose timeout passed): neither is
-    /// "nothing changed". [`Checked::Unknown`] when the listings cannot be trusted (a
-    /// single-file logdir, odd entries, a directory whose listing does not account for its
-    /// subdirectories), or more than [`RELIST_MOST`] directories (or a quarter) changed; the
-    /// full discovery then decides.
-    ///
-    /// Paths are stat'ed relative to their parent directory (one `open` per directory that has
-    /// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
-    /// down the full path is most of a stat.
+    /// What changed since the pending generation was written (`load::changes::changes`
+    /// against its listings and file index): [`Checked::Unknown`] without one.
     pub(super) fn changes(&self, r: &Reader, threads: usize) -> Checked {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let Some(p) = self.pending.as_deref() else {
             return Checked::Unknown;
         };
-        // A single-file logdir, or a root that could not be listed: leave it to discovery.
-        if p.dirs.first().is_none_or(|d| d.parent != u32::MAX) {
-            return Checked::Unknown;
-        }
-        let open_dir = |at: Option<i32>, path: &[u8]| -> Option<OwnedFd> {
-            let c = std::ffi::CString::new(path).ok()?;
-            let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
-            // SAFETY: a valid NUL-terminated path and (for openat) a descriptor we hold open.
-            let fd = unsafe {
-                match at {
-                    None => libc::open(c.as_ptr(), flags),
-                    Some(dirfd) => libc::openat(dirfd, c.as_ptr(), flags),
-                }
-            };
-            // SAFETY: `fd` is a descriptor we just opened (checked non-negative).
-            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+        let known = PendingKnown {
+            p,
+            tail_timeout: r.opts.tail_timeout,
         };
-        const NONE: i32 = -1;
-        let t0 = std::time::Instant::now();
-        let now = std::time::SystemTime::now();
-        // First pass: what the listings promise (complete, every run in its directory).
-        let mut children: Vec<u32> = vec![0; p.dirs.len()];
-        let mut seen = vec![false; p.nruns];
-        for (i, d) in p.dirs.iter().enumerate() {
-            // (A directory holding symlinks would be listed again only to find them there.)
-            if d.odd.1 > 0 || d.links {
-                return Checked::Unknown;
-            }
-            if i > 0 {
-                children[d.parent as usize] += 1;
-            }
-            if d.has_files {
-                // (Its files are looked at in the second pass.)
-                if d.run == u32::MAX || std::mem::replace(&mut seen[d.run as usize], true) {
-                    return Checked::Unknown;
-                }
-            }
-        }
-        if p.dirs.iter().zip(&children).any(|(d, &n)| d.subdirs.1 != n) || seen.contains(&false) {
-            return Checked::Unknown;
-        }
-        let Some(root_fd) = open_dir(None, r.root.as_os_str().as_bytes()) else {
-            return Checked::Unknown;
-        };
-        // A directory that could not be opened (gone, most likely): its subtree is listed again.
-        const MISSING: i32 = -2;
-        let most = RELIST_MOST.max(p.dirs.len() / 4);
-        let mut fd_of: Vec<i32> = vec![NONE; p.dirs.len()];
-        fd_of[0] = root_fd.as_raw_fd();
-        let mut opened_total = 1usize;
-        // Second pass, on `threads` threads over contiguous ranges of directories: one stat
-        // of each directory and of each of its event files, relative to the nearest descriptor.
-        let same = AtomicBool::new(true);
-        // Runs with a file that moved, and directories to list again, found on any thread
-        // (few, usually).
-        let changed: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-        let relist: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-        let to_relist = |i: usize| {
-            let mut v = relist.lock().unwrap_or_else(|e| e.into_inner());
-            v.push(i as u32);
-            if v.len() > most {
-                same.store(false, Ordering::Relaxed);
-            }
-        };
-        let stat_is =
-            |fd: i32, path: &[u8], dev: u64, ino: u64, mtime: (i64, u64), size: Option<u64>| {
-                // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                // SAFETY: the descriptor is open for the whole check; `path` ends with a NUL.
-                let rc = unsafe { libc::fstatat(fd, path.as_ptr().cast(), &mut st, 0) };
-                rc == 0
-                    && st.st_dev as u64 == dev
-                    && st.st_ino as u64 == ino
-                    && (st.st_mtime as i64, st.st_mtime_nsec as u64) == mtime
-                    && size.is_none_or(|n| st.st_size as u64 == n)
-            };
-        let check = |range: std::ops::Range<usize>, fd_of: &[i32]| {
-            let mut buf: Vec<u8> = Vec::with_capacity(512);
-            for i in range {
-                if !same.load(Ordering::Relaxed) {
-                    return;
-                }
-                let d = &p.dirs[i];
-                let name = p.bytes(d.name);
-                let own = fd_of[i];
-                let parent = if i == 0 {
-                    NONE
-                } else {
-                    fd_of[d.parent as usize]
-                };
-                buf.clear();
-                let fd = if own >= 0 {
-                    buf.push(b'.');
-                    own
-                } else if own == NONE && parent >= 0 {
-                    buf.extend_from_slice(name);
-                    parent
-                } else {
-                    to_relist(i);
-                    continue;
-                };
-                buf.push(0);
-                // (A listing taken too soon after a change is listed again whatever its stat.)
-                if d.unsure || !stat_is(fd, &buf, d.dev, d.ino, d.mtime, None) {
-                    to_relist(i);
-                    continue;
-                }
-                if !d.has_files {
-                    continue;
-                }
-                let files = p.run_files(d.run as usize);
-                // Only a run's own files, each stat'ed last time (a file that failed, or one
-                // found elsewhere, is discovery's business).
-                // A pending tail stays pending while nothing changes, until its file's
-                // timeout passes (a newer file would have changed a listing).
-                let expired = |f: &FileIndex| {
-                    f.pending
-                        && f.mtime.is_none_or(|(s, n)| {
-                            now.duration_since(time_of(s, n))
-                                .is_ok_and(|age| age >= r.opts.tail_timeout)
-                        })
-                };
-                // (The run's directory then says nothing of its files: discovery decides.)
-                if files.is_empty() {
-                    same.store(false, Ordering::Relaxed);
-                    return;
-                }
-                let moved = |buf: &mut Vec<u8>| {
-                    if files
-                        .iter()
-                        .any(|f| f.code != 1 || f.failed || f.mtime.is_none() || expired(f))
-                    {
-                        return true;
-                    }
-                    files.iter().any(|f| {
-                        buf.clear();
-                        if own == NONE {
-                            buf.extend_from_slice(name);
-                            buf.push(b'/');
-                        }
-                        buf.extend_from_slice(p.bytes(f.path));
-                        buf.push(0);
-                        let mtime = f.mtime.expect("checked above");
-                        !stat_is(fd, buf, f.dev, f.ino, mtime, Some(f.size))
-                    })
-                };
-                if moved(&mut buf) {
-                    changed
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(d.run);
-                }
-            }
-        };
-        let total = p.dirs.len() + p.index.files.len();
-        let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
-        let t1 = std::time::Instant::now();
-        // Directories in windows of consecutive ones (the listings are depth first) that hold at
-        // most FD_BUDGET descriptors at a time: a logdir of thousands of sweep directories must
-        // not run into the process's limit on open files.
-        const FD_BUDGET: usize = 256;
-        let parent_of = |i: usize| p.dirs[i].parent as usize;
-        let mut a = 1usize.min(p.dirs.len());
-        // The root first, alone (its descriptor is open throughout).
-        check(0..a, &fd_of);
-        while a < p.dirs.len() && same.load(Ordering::Relaxed) {
-            let mut held: Vec<(usize, OwnedFd)> = Vec::new();
-            // The window's first directory's ancestors (below the root), from the top down: its
-            // directories' parents are among them or in the window.
-            let mut chain = Vec::new();
-            let mut x = parent_of(a);
-            while x != 0 {
-                chain.push(x);
-                x = parent_of(x);
-            }
-            let mut missing: Vec<usize> = Vec::new();
-            let open_at = |i: usize, fd_of: &[i32]| -> Option<OwnedFd> {
-                let at = fd_of[parent_of(i)];
-                (at >= 0).then(|| open_dir(Some(at), p.bytes(p.dirs[i].name)))?
-            };
-            for &anc in chain.iter().rev() {
-                match open_at(anc, &fd_of) {
-                    Some(fd) => {
-                        fd_of[anc] = fd.as_raw_fd();
-                        held.push((anc, fd));
-                    }
-                    None => {
-                        fd_of[anc] = MISSING;
-                        missing.push(anc);
-                    }
-                }
-            }
-            let mut budget = FD_BUDGET.saturating_sub(chain.len()).max(1);
-            let mut b = a;
-            while b < p.dirs.len() {
-                if p.dirs[b].subdirs.1 > 0 {
-                    if budget == 0 {
-                        break;
-                    }
-                    budget -= 1;
-                    match open_at(b, &fd_of) {
-                        Some(fd) => {
-                            fd_of[b] = fd.as_raw_fd();
-                            held.push((b, fd));
-                        }
-                        None => {
-                            fd_of[b] = MISSING;
-                            missing.push(b);
-                        }
-                    }
-                }
-                b += 1;
-            }
-            opened_total += held.len();
-            if threads == 1 || b - a < 1024 {
-                check(a..b, &fd_of);
-            } else {
-                // Equal ranges of directories (run directories hold a file or a few each).
-                let per = (b - a).div_ceil(threads);
-                let (fds, check) = (&fd_of, &check);
-                std::thread::scope(|s| {
-                    for t in 0..threads {
-                        let range = (a + t * per).min(b)..(a + (t + 1) * per).min(b);
-                        s.spawn(move || check(range, fds));
-                    }
-                });
-            }
-            for i in held.iter().map(|(i, _)| *i).chain(missing) {
-                fd_of[i] = NONE;
-            }
-            drop(held);
-            a = b;
-        }
-        drop(root_fd);
-        if std::env::var_os("TBSCOPE_TRACE").is_some() {
-            eprintln!(
-                "tbscope cache check: {total} stats on {threads} threads, {} directories opened; \
-                 listings {:?}, stats {:?}",
-                opened_total,
-                t1 - t0,
-                t1.elapsed()
-            );
-        }
-        if !same.load(Ordering::Relaxed) {
-            return Checked::Unknown;
-        }
-        let mut runs = changed.into_inner().unwrap_or_else(|e| e.into_inner());
-        runs.sort_unstable();
-        let mut dirs = relist.into_inner().unwrap_or_else(|e| e.into_inner());
-        dirs.sort_unstable();
-        Checked::Moved { runs, dirs }
+        changes(&known, &r.root, threads)
     }
 }
 

@@ -128,6 +128,7 @@ impl CachedReader {
             plugin_index: r.plugin_index.clone(),
             batches: r.batches.clone(),
             report: r.report.clone(),
+            tree: None,
         };
         c.behind = false;
         c.writing = true;

@@ -177,7 +177,9 @@ impl CachedReader {
 
     /// Reads everything new since the last call (everything, the first time).
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
-        self.cache.load(&mut self.reader, cancel)
+        let mut stats = self.cache.load(&mut self.reader, cancel)?;
+        stats.dirs_listed = self.cache.info.dirs_listed;
+        Ok(stats)
     }
 
     fn ready(&mut self, need: Need) -> Result<()> {

@@ -10,6 +10,7 @@
 //! with paired workers sharing scalar columns in [`pairs`]), and the tables a reader answers
 //! from its state and rows ([`tables`]).
 
+pub(crate) mod changes;
 mod pairs;
 mod plan;
 pub mod progress;
@@ -205,6 +206,9 @@ pub struct LoadStats {
     pub rows: usize,
     /// Bytes fed to CRC-32C by the framing (records' CRCs and resynchronisation).
     pub crc_bytes: u64,
+    /// Directories the load listed (read): every one on a discovery, none on a reload whose
+    /// change check found no directory changed (`changes`).
+    pub dirs_listed: usize,
 }
 
 /// A logdir being read, with everything read so far.
@@ -224,6 +228,9 @@ pub struct Reader {
     pub(crate) plugin_index: HashMap<String, i32>,
     pub(crate) batches: [Vec<RecordBatch>; 8],
     pub(crate) report: Vec<ReportEntry>,
+    /// What the last discovery of [`Reader::load`] saw: the next load checks the logdir
+    /// against it instead of discovering it again (`changes`).
+    pub(crate) tree: Option<changes::Tree>,
 }
 
 pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
@@ -292,6 +299,7 @@ impl Reader {
             plugin_index: HashMap::new(),
             batches: Default::default(),
             report: Vec::new(),
+            tree: None,
         })
     }
 
@@ -301,9 +309,10 @@ impl Reader {
 
     /// Reads everything new since the last call (everything, the first time) and keeps it.
     pub fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
-        let (work, sizes) = self.plan_sized()?;
+        let (work, sizes, listed) = self.plan_checked()?;
         progress::planned(work.len());
-        let (stats, batches) = self.read_planned(work, cancel, Some(sizes))?;
+        let (mut stats, batches) = self.read_planned(work, cancel, Some(sizes))?;
+        stats.dirs_listed = listed;
         for (kind, b) in batches {
             self.batches[kind as usize].push(b);
         }

@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::changes::{changes, Checked, ReaderKnown, Tree};
 use super::{rel_name, FileState, Found, Reader, ReportEntry, RunState, TAIL_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Severity};
-use crate::logdir::discover;
+use crate::logdir::{discover, discover_listed};
 
 /// Stats every discovered event file once (links followed, as reading does); on a worker
 /// pool's thread, on the pool's threads (a stat is a path lookup: on a logdir of many small
@@ -58,6 +59,23 @@ pub(crate) fn cut_pieces(
 /// What a load reads: each file with bytes to read, its run and where to start.
 pub(crate) type Plan = Vec<(String, PathBuf, Cursor)>;
 
+/// Each planned file's size as `found` stat'ed it, in the plan's order (the plan keeps a
+/// subsequence of `found`'s order).
+fn sizes_of(work: &Plan, found: &Found) -> Vec<u64> {
+    let mut sizes = found
+        .iter()
+        .flat_map(|(_, files)| files.iter())
+        .map(|(p, m)| (p, m.as_ref().map_or(0, |m| m.len())));
+    work.iter()
+        .map(|(_, path, _)| {
+            sizes
+                .by_ref()
+                .find(|(p, _)| *p == path)
+                .map_or(0, |(_, s)| s)
+        })
+        .collect()
+}
+
 impl Reader {
     /// The files with bytes to read, each with where to start: discovery plus change checks.
     /// With [`Reader::read`] on pieces of it, a logdir can be streamed in bounded memory.
@@ -86,20 +104,7 @@ impl Reader {
         drop(pool);
         let stated = t0.elapsed();
         let work = self.plan_found(&found, errors)?;
-        // Each file's size, in discovery order: the plan keeps a subsequence of that order.
-        let mut sizes = found
-            .iter()
-            .flat_map(|(_, files)| files.iter())
-            .map(|(p, m)| (p, m.as_ref().map_or(0, |m| m.len())));
-        let sizes = work
-            .iter()
-            .map(|(_, path, _)| {
-                sizes
-                    .by_ref()
-                    .find(|(p, _)| *p == path)
-                    .map_or(0, |(_, s)| s)
-            })
-            .collect();
+        let sizes = sizes_of(&work, &found);
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
                 "tbscope plan: discover and stat {stated:?}, plan {:?}",
@@ -107,6 +112,78 @@ impl Reader {
             );
         }
         Ok((work, sizes))
+    }
+
+    /// [`Reader::plan_sized`] for [`Reader::load`], with how many directories it listed: a
+    /// reload checks the logdir against what the last discovery saw ([`changes`]) and looks
+    /// only at the runs whose files moved; any directory that changed (an entry added,
+    /// removed or renamed), or a logdir the check cannot vouch for, is discovered again, and
+    /// what that discovery sees is kept for the next reload.
+    pub(crate) fn plan_checked(&mut self) -> Result<(Plan, Vec<u64>, usize)> {
+        let t0 = std::time::Instant::now();
+        let threads = super::thread_count(self.opts.threads);
+        if let Some(tree) = self.tree.take() {
+            let known = ReaderKnown {
+                tree: &tree,
+                runs: &self.runs,
+                tail_timeout: self.opts.tail_timeout,
+            };
+            if let Checked::Moved { runs, dirs } = changes(&known, &self.root, threads) {
+                if dirs.is_empty() {
+                    // Only the runs whose files moved, with the files their directory holds
+                    // (unchanged since it was listed), each stat'ed: what a discovery finds
+                    // for them, in its (run name) order.
+                    let mut found: Found = runs
+                        .iter()
+                        .map(|&i| {
+                            let (run, files) = tree.run(i);
+                            let files = files
+                                .iter()
+                                .map(|p| (p.clone(), std::fs::metadata(p).ok()))
+                                .collect();
+                            (run.clone(), files)
+                        })
+                        .collect();
+                    found.sort_by(|a, b| a.0.cmp(&b.0));
+                    self.tree = Some(tree);
+                    let checked = t0.elapsed();
+                    let work = self.plan_found(&found, Vec::new())?;
+                    let sizes = sizes_of(&work, &found);
+                    if std::env::var_os("TBSCOPE_TRACE").is_some() {
+                        eprintln!(
+                            "tbscope plan: check {checked:?} ({} runs moved), plan {:?}",
+                            found.len(),
+                            t0.elapsed() - checked
+                        );
+                    }
+                    return Ok((work, sizes, 0));
+                }
+            }
+        }
+        let (root, runs) = (&self.root, self.opts.runs.as_ref());
+        let pool = super::worker_pool(threads, "").unwrap_or(None);
+        let discover_stat = || -> Result<_> {
+            let walked = discover_listed(root, runs).map_err(|e| Error::io(e, root))?;
+            let found = stat_found(walked.found.clone());
+            Ok((walked, found))
+        };
+        let (walked, found) = match &pool {
+            Some(p) => p.install(discover_stat)?,
+            None => discover_stat()?,
+        };
+        drop(pool);
+        let stated = t0.elapsed();
+        let listed = walked.listings.len();
+        self.tree = Tree::of(&walked, &mut |run| walked.found.get(run).cloned());
+        let work = self.plan_found(&found, walked.errors)?;
+        let sizes = sizes_of(&work, &found);
+        if std::env::var_os("TBSCOPE_TRACE").is_some() {
+            eprintln!(
+                "tbscope plan: discover and stat {stated:?}, plan {:?}",
+                t0.elapsed() - stated
+            );
+        }
+        Ok((work, sizes, listed))
     }
 
     /// [`Reader::plan`] cut into pieces of about `max_bytes` of event file bytes still to read

@@ -1,0 +1,491 @@
+//! What changed in a logdir since it was last looked at, told with one stat per directory and
+//! per event file and nothing else: the one change check that the cache's warm open (against
+//! a restored generation, `cache/check.rs`) and a reader's reload (against its last
+//! discovery, [`Tree`]) both use.
+//!
+//! A directory's mtime moves whenever an entry is added, removed or renamed in it: while its
+//! (device, inode, mtime) stay what they were when it was listed, and that listing was settled
+//! (taken [`SETTLED`](crate::logdir::SETTLED) after its last change), so does its listing.
+//! Appends move no directory: each known event file is stat'ed (identity, size, mtime). A
+//! reader's own listings also keep the directory's ctime, which `utime` cannot set back: a
+//! file added to a directory whose mtime was then set back is still seen.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use crate::logdir::{time_parts, Listing, Walked};
+
+/// One directory of what was last seen, as the check needs it.
+#[derive(Clone, Copy)]
+pub(crate) struct KnownDir<'a> {
+    /// Index of the parent directory (`u32::MAX` for the root).
+    pub(crate) parent: u32,
+    pub(crate) name: &'a [u8],
+    /// The run whose files it holds: [`NO_RUN`] for none (or one that cannot be told),
+    /// [`NOT_READ`] for a run the reader's filter leaves out (its files are not looked at).
+    pub(crate) run: u32,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) mtime: (i64, u64),
+    /// Its ctime when it was listed, when known (the cache's listings do not keep it).
+    pub(crate) ctime: Option<(i64, u64)>,
+    pub(crate) unsure: bool,
+    pub(crate) links: bool,
+    pub(crate) has_files: bool,
+    /// How many subdirectories and odd entries its listing held.
+    pub(crate) subdirs: u32,
+    pub(crate) odd: u32,
+}
+
+/// A directory holding no run's files (or whose run cannot be told).
+pub(crate) const NO_RUN: u32 = u32::MAX;
+/// A directory whose run the reader's run filter leaves out.
+pub(crate) const NOT_READ: u32 = u32::MAX - 1;
+
+/// What one known event file should still stat as.
+pub(crate) struct Expect<'a> {
+    /// Its name in its run's directory.
+    pub(crate) name: &'a [u8],
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) size: u64,
+    pub(crate) mtime: (i64, u64),
+}
+
+/// What was last seen of a logdir: its directories' listings as a tree in depth-first order
+/// (each directory after its parent, a directory's subtree contiguous), and per run its files.
+pub(crate) trait Known: Sync {
+    fn dir_count(&self) -> usize;
+    fn dir(&self, i: usize) -> KnownDir<'_>;
+    /// How many runs the listings must account for, each in exactly one directory.
+    fn run_count(&self) -> usize;
+    /// Run `run`'s event files as a stat should find them, as of `now`; `None` for a file a
+    /// stat cannot vouch for (it failed, was never stat'ed, or a pending tail whose timeout
+    /// passed): its run has then moved. Empty: the directory says nothing of its files (the
+    /// check then cannot tell).
+    fn files(&self, run: u32, now: SystemTime) -> Vec<Option<Expect<'_>>>;
+}
+
+/// What [`changes`] found.
+pub(crate) enum Checked {
+    /// The check cannot tell (see [`changes`]): discovery decides.
+    Unknown,
+    /// Every directory but `dirs` as listed, and these runs' files moved. Both are indices
+    /// (directories in the tree, runs as [`Known`] numbers them), ascending; `runs` leaves out
+    /// the runs of `dirs` (their files are listed again with them). Both empty: nothing changed.
+    Moved { runs: Vec<u32>, dirs: Vec<u32> },
+}
+
+/// At most this many directories (or a quarter of a larger logdir's) are listed again after
+/// the check: past that, the full discovery is about as cheap.
+const RELIST_MOST: usize = 1024;
+
+/// What changed in the logdir at `root` since `k` was seen, told with one stat per directory
+/// and per event file and nothing else. [`Checked::Moved`] with the directories whose listing
+/// is not current (another device, inode, mtime or ctime: an entry was added, removed or
+/// renamed; gone; or listed too soon after a change to be sure of, which is always listed
+/// again) and the runs of the other directories that have a file whose identity, size or mtime
+/// moved, or that cannot be told this way: neither is "nothing changed". [`Checked::Unknown`]
+/// when the listings cannot be trusted (a single-file logdir, odd entries, symlinks, a
+/// directory whose listing does not account for its subdirectories), or more than
+/// [`RELIST_MOST`] directories (or a quarter) changed; the full discovery then decides.
+///
+/// Paths are stat'ed relative to their parent directory (one `open` per directory that has
+/// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
+/// down the full path is most of a stat. `threads`: threads to spread the stats over.
+pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize) -> Checked {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let n = k.dir_count();
+    // A single-file logdir, or a root that could not be listed: leave it to discovery.
+    if n == 0 || k.dir(0).parent != u32::MAX {
+        return Checked::Unknown;
+    }
+    let open_dir = |at: Option<i32>, path: &[u8]| -> Option<OwnedFd> {
+        let c = std::ffi::CString::new(path).ok()?;
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        // SAFETY: a valid NUL-terminated path and (for openat) a descriptor we hold open.
+        let fd = unsafe {
+            match at {
+                None => libc::open(c.as_ptr(), flags),
+                Some(dirfd) => libc::openat(dirfd, c.as_ptr(), flags),
+            }
+        };
+        // SAFETY: `fd` is a descriptor we just opened (checked non-negative).
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    const NONE: i32 = -1;
+    let t0 = std::time::Instant::now();
+    let now = SystemTime::now();
+    // First pass: what the listings promise (complete, every run in its directory).
+    let mut children: Vec<u32> = vec![0; n];
+    let mut seen = vec![false; k.run_count()];
+    for i in 0..n {
+        let d = k.dir(i);
+        // (A directory holding symlinks would be listed again only to find them there.)
+        if d.odd > 0 || d.links {
+            return Checked::Unknown;
+        }
+        if i > 0 {
+            children[d.parent as usize] += 1;
+        }
+        if d.has_files && d.run != NOT_READ {
+            // (Its files are looked at in the second pass.)
+            let Some(s) = seen.get_mut(d.run as usize) else {
+                return Checked::Unknown;
+            };
+            if std::mem::replace(s, true) {
+                return Checked::Unknown;
+            }
+        }
+    }
+    if (0..n).any(|i| k.dir(i).subdirs != children[i]) || seen.contains(&false) {
+        return Checked::Unknown;
+    }
+    let Some(root_fd) = open_dir(None, root.as_os_str().as_bytes()) else {
+        return Checked::Unknown;
+    };
+    // A directory that could not be opened (gone, most likely): its subtree is listed again.
+    const MISSING: i32 = -2;
+    let most = RELIST_MOST.max(n / 4);
+    let mut fd_of: Vec<i32> = vec![NONE; n];
+    fd_of[0] = root_fd.as_raw_fd();
+    let mut opened_total = 1usize;
+    // Second pass, on `threads` threads over contiguous ranges of directories: one stat of
+    // each directory and of each of its event files, relative to the nearest descriptor.
+    let same = AtomicBool::new(true);
+    // Runs with a file that moved, and directories to list again, found on any thread (few,
+    // usually).
+    let changed: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    let relist: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    let to_relist = |i: usize| {
+        let mut v = relist.lock().unwrap_or_else(|e| e.into_inner());
+        v.push(i as u32);
+        if v.len() > most {
+            same.store(false, Ordering::Relaxed);
+        }
+    };
+    // The stat of `path` (relative to `fd`), or None.
+    let stat_at = |fd: i32, path: &[u8]| -> Option<libc::stat> {
+        // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: the descriptor is open for the whole check; `path` ends with a NUL.
+        let rc = unsafe { libc::fstatat(fd, path.as_ptr().cast(), &mut st, 0) };
+        (rc == 0).then_some(st)
+    };
+    let id_is = |st: &libc::stat, dev: u64, ino: u64, mtime: (i64, u64)| {
+        st.st_dev as u64 == dev
+            && st.st_ino as u64 == ino
+            && (st.st_mtime as i64, st.st_mtime_nsec as u64) == mtime
+    };
+    let check = |range: std::ops::Range<usize>, fd_of: &[i32]| {
+        let mut buf: Vec<u8> = Vec::with_capacity(512);
+        for i in range {
+            if !same.load(Ordering::Relaxed) {
+                return;
+            }
+            let d = k.dir(i);
+            let own = fd_of[i];
+            let parent = if i == 0 {
+                NONE
+            } else {
+                fd_of[d.parent as usize]
+            };
+            buf.clear();
+            let fd = if own >= 0 {
+                buf.push(b'.');
+                own
+            } else if own == NONE && parent >= 0 {
+                buf.extend_from_slice(d.name);
+                parent
+            } else {
+                to_relist(i);
+                continue;
+            };
+            buf.push(0);
+            // (A listing taken too soon after a change is listed again whatever its stat.)
+            let current = !d.unsure
+                && stat_at(fd, &buf).is_some_and(|st| {
+                    id_is(&st, d.dev, d.ino, d.mtime)
+                        && d.ctime
+                            .is_none_or(|c| (st.st_ctime as i64, st.st_ctime_nsec as u64) == c)
+                });
+            if !current {
+                to_relist(i);
+                continue;
+            }
+            if !d.has_files || d.run == NOT_READ {
+                continue;
+            }
+            let files = k.files(d.run, now);
+            // (The run's directory then says nothing of its files: discovery decides.)
+            if files.is_empty() {
+                same.store(false, Ordering::Relaxed);
+                return;
+            }
+            let moved = files.iter().any(|f| {
+                let Some(f) = f else { return true };
+                buf.clear();
+                if own == NONE {
+                    buf.extend_from_slice(d.name);
+                    buf.push(b'/');
+                }
+                buf.extend_from_slice(f.name);
+                buf.push(0);
+                !stat_at(fd, &buf).is_some_and(|st| {
+                    id_is(&st, f.dev, f.ino, f.mtime) && st.st_size as u64 == f.size
+                })
+            });
+            if moved {
+                changed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(d.run);
+            }
+        }
+    };
+    let threads = if n < 4096 { 1 } else { threads.clamp(1, 8) };
+    let t1 = std::time::Instant::now();
+    // Directories in windows of consecutive ones (the listings are depth first) that hold at
+    // most FD_BUDGET descriptors at a time: a logdir of thousands of sweep directories must
+    // not run into the process's limit on open files.
+    const FD_BUDGET: usize = 256;
+    let parent_of = |i: usize| k.dir(i).parent as usize;
+    let mut a = 1usize.min(n);
+    // The root first, alone (its descriptor is open throughout).
+    check(0..a, &fd_of);
+    while a < n && same.load(Ordering::Relaxed) {
+        let mut held: Vec<(usize, OwnedFd)> = Vec::new();
+        // The window's first directory's ancestors (below the root), from the top down: its
+        // directories' parents are among them or in the window.
+        let mut chain = Vec::new();
+        let mut x = parent_of(a);
+        while x != 0 {
+            chain.push(x);
+            x = parent_of(x);
+        }
+        let mut missing: Vec<usize> = Vec::new();
+        let open_at = |i: usize, fd_of: &[i32]| -> Option<OwnedFd> {
+            let at = fd_of[parent_of(i)];
+            (at >= 0).then(|| open_dir(Some(at), k.dir(i).name))?
+        };
+        for &anc in chain.iter().rev() {
+            match open_at(anc, &fd_of) {
+                Some(fd) => {
+                    fd_of[anc] = fd.as_raw_fd();
+                    held.push((anc, fd));
+                }
+                None => {
+                    fd_of[anc] = MISSING;
+                    missing.push(anc);
+                }
+            }
+        }
+        let mut budget = FD_BUDGET.saturating_sub(chain.len()).max(1);
+        let mut b = a;
+        while b < n {
+            if k.dir(b).subdirs > 0 {
+                if budget == 0 {
+                    break;
+                }
+                budget -= 1;
+                match open_at(b, &fd_of) {
+                    Some(fd) => {
+                        fd_of[b] = fd.as_raw_fd();
+                        held.push((b, fd));
+                    }
+                    None => {
+                        fd_of[b] = MISSING;
+                        missing.push(b);
+                    }
+                }
+            }
+            b += 1;
+        }
+        opened_total += held.len();
+        if threads == 1 || b - a < 1024 {
+            check(a..b, &fd_of);
+        } else {
+            // Equal ranges of directories (run directories hold a file or a few each).
+            let per = (b - a).div_ceil(threads);
+            let (fds, check) = (&fd_of, &check);
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let range = (a + t * per).min(b)..(a + (t + 1) * per).min(b);
+                    s.spawn(move || check(range, fds));
+                }
+            });
+        }
+        for i in held.iter().map(|(i, _)| *i).chain(missing) {
+            fd_of[i] = NONE;
+        }
+        drop(held);
+        a = b;
+    }
+    drop(root_fd);
+    if std::env::var_os("TBSCOPE_TRACE").is_some() {
+        eprintln!(
+            "tbscope change check: {n} directories on {threads} threads, {opened_total} \
+             opened; listings {:?}, stats {:?}",
+            t1 - t0,
+            t1.elapsed()
+        );
+    }
+    if !same.load(Ordering::Relaxed) {
+        return Checked::Unknown;
+    }
+    let mut runs = changed.into_inner().unwrap_or_else(|e| e.into_inner());
+    runs.sort_unstable();
+    let mut dirs = relist.into_inner().unwrap_or_else(|e| e.into_inner());
+    dirs.sort_unstable();
+    Checked::Moved { runs, dirs }
+}
+
+/// A directory of a [`Tree`].
+struct TreeDir {
+    parent: u32,
+    name: (u32, u32),
+    run: u32,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, u64),
+    ctime: (i64, u64),
+    unsure: bool,
+    links: bool,
+    has_files: bool,
+    subdirs: u32,
+    odd: u32,
+}
+
+/// What a reader's last discovery saw: every directory's listing (in depth-first order) and
+/// each run's event files as listed, against which a reload's [`changes`] checks the logdir
+/// instead of discovering it again. The files' expected stats are the reader's own state
+/// (`Reader::runs`), as the last load left it.
+pub(crate) struct Tree {
+    names: Vec<u8>,
+    dirs: Vec<TreeDir>,
+    /// Per run read (as [`KnownDir::run`] numbers them): its name and event files as listed.
+    runs: Vec<(String, Vec<PathBuf>)>,
+}
+
+impl Tree {
+    /// The tree of a walk that kept its listings (`found`: the runs it kept, with their
+    /// files). None when a listing is missing (a directory that could not be listed, or was
+    /// reached twice): the next reload then discovers again.
+    pub(crate) fn of(
+        walked: &Walked,
+        files: &mut dyn FnMut(&str) -> Option<Vec<PathBuf>>,
+    ) -> Option<Tree> {
+        let mut t = Tree {
+            names: Vec::new(),
+            dirs: Vec::with_capacity(walked.listings.len()),
+            runs: Vec::new(),
+        };
+        // Depth first, subdirectories in listing (name) order.
+        let mut stack: Vec<(PathBuf, u32, (u32, u32))> = vec![(PathBuf::new(), u32::MAX, (0, 0))];
+        while let Some((rel, parent, name)) = stack.pop() {
+            let l: &Listing = walked.listings.get(&rel)?;
+            let i = t.dirs.len() as u32;
+            let run = if !l.has_files {
+                NO_RUN
+            } else {
+                let run_name = crate::logdir::run_name(&rel);
+                match files(&run_name) {
+                    Some(f) => {
+                        t.runs.push((run_name, f));
+                        (t.runs.len() - 1) as u32
+                    }
+                    None => NOT_READ,
+                }
+            };
+            t.dirs.push(TreeDir {
+                parent,
+                name,
+                run,
+                dev: l.dev,
+                ino: l.ino,
+                mtime: l.mtime,
+                ctime: l.ctime,
+                unsure: l.unsure || l.ctime_recent,
+                links: l.links,
+                has_files: l.has_files,
+                subdirs: l.subdirs.len() as u32,
+                odd: l.odd.len() as u32,
+            });
+            for s in l.subdirs.iter().rev() {
+                let at = t.names.len() as u32;
+                t.names.extend_from_slice(s.as_bytes());
+                stack.push((rel.join(s), i, (at, s.len() as u32)));
+            }
+        }
+        Some(t)
+    }
+
+    /// Run `i`'s name and event files as listed.
+    pub(crate) fn run(&self, i: u32) -> &(String, Vec<PathBuf>) {
+        &self.runs[i as usize]
+    }
+}
+
+/// A [`Tree`] with the reader's state that says what its files should stat as.
+pub(crate) struct ReaderKnown<'a> {
+    pub(crate) tree: &'a Tree,
+    pub(crate) runs: &'a std::collections::BTreeMap<String, super::RunState>,
+    pub(crate) tail_timeout: std::time::Duration,
+}
+
+impl Known for ReaderKnown<'_> {
+    fn dir_count(&self) -> usize {
+        self.tree.dirs.len()
+    }
+    fn dir(&self, i: usize) -> KnownDir<'_> {
+        let d = &self.tree.dirs[i];
+        let (at, len) = d.name;
+        KnownDir {
+            parent: d.parent,
+            name: &self.tree.names[at as usize..(at + len) as usize],
+            run: d.run,
+            dev: d.dev,
+            ino: d.ino,
+            mtime: d.mtime,
+            ctime: Some(d.ctime),
+            unsure: d.unsure,
+            links: d.links,
+            has_files: d.has_files,
+            subdirs: d.subdirs,
+            odd: d.odd,
+        }
+    }
+    fn run_count(&self) -> usize {
+        self.tree.runs.len()
+    }
+    fn files(&self, run: u32, now: SystemTime) -> Vec<Option<Expect<'_>>> {
+        let (name, files) = &self.tree.runs[run as usize];
+        let Some(state) = self.runs.get(name) else {
+            return Vec::new();
+        };
+        files
+            .iter()
+            .map(|p| {
+                let f = state.files.get(p)?;
+                let mtime = f.mtime?;
+                let expired = f.pending
+                    && now
+                        .duration_since(mtime)
+                        .is_ok_and(|age| age >= self.tail_timeout);
+                if f.failed || expired {
+                    return None;
+                }
+                Some(Expect {
+                    name: p.file_name()?.as_bytes(),
+                    dev: f.dev,
+                    ino: f.ino,
+                    size: f.size,
+                    mtime: time_parts(mtime),
+                })
+            })
+            .collect()
+    }
+}
