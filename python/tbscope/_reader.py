@@ -77,7 +77,7 @@ class Logdir:
         if self._remote is not None and not self._loaded:
             # The first read of a remote logdir parses files as they are fetched.
             parts = self._remote.follow(self._native.load)
-            stats = LoadStats(*(sum(p[i] for p in parts) for i in range(4)))
+            stats = LoadStats(*(sum(p[i] for p in parts) for i in range(5)))
         else:
             stats = LoadStats(*self._native.load())
         self._loaded = True

@@ -62,3 +62,7 @@ class LoadStats:
     bytes_read: int
     records: int
     rows: int
+    #: Directories of the logdir this read listed (read): every one on a first read, on a
+    #: reload only those whose entries changed (docs/scale.md, "Reloading many runs"); a
+    #: cached read counts as ``CacheInfo.dirs_listed`` does.
+    dirs_listed: int = 0

@@ -313,10 +313,10 @@ impl NativeReader {
         self.abandon.store(true, Ordering::Relaxed);
     }
 
-    /// Reads what is new; returns (files read, bytes read, records, rows).
-    fn load(&self, py: Python<'_>) -> Outcome<(usize, u64, u64, usize)> {
+    /// Reads what is new; returns (files read, bytes read, records, rows, directories listed).
+    fn load(&self, py: Python<'_>) -> Outcome<(usize, u64, u64, usize, usize)> {
         let s = self.detached(py, |r, cancel| r.load(cancel))?;
-        Ok((s.files_read, s.bytes_read, s.records, s.rows))
+        Ok((s.files_read, s.bytes_read, s.records, s.rows, s.dirs_listed))
     }
 
     /// Streams one kind in pieces of about `max_bytes` of event files, keeping nothing.

@@ -405,18 +405,26 @@ class Store:
     def reload(self) -> Change | None:
         """Read what is new in every logdir; a new snapshot and a change notice if anything
         changed. Returns the change (None when nothing changed)."""
+        # A reload that read no file and listed no directory changed nothing the snapshot
+        # holds (a directory that became unreadable is listed, a remote logdir's fetch
+        # problems are not the reader's): then the snapshot is not built again, which on a
+        # logdir of many runs costs more than the reload.
+        same = self.generation > 0
         for st in self.sources:
             if not self._open(st):
                 continue
             assert st.logdir is not None
             with st.lock:
                 try:
-                    st.logdir.reload()
+                    stats = st.logdir.reload()
+                    same &= stats.files_read == 0 and stats.dirs_listed == 0 and st.logdir.url is None
                 except FileNotFoundError:
                     # Deleted under us: show what was read, look again next time.
                     log.warning("logdir %s disappeared", st.source.path)
+                    same = False
+            same &= st.ready
             st.ready = True
-        change = self._publish()
+        change = None if same else self._publish()
         if self.config.cache and any(st.logdir is not None for st in self.sources):
             self._want_cache_write()
         return change
