@@ -215,3 +215,82 @@ fn a_run_filter_leaves_the_other_runs_unlooked_at() {
     load(&mut f);
     assert_eq!(snapshot(&r), snapshot(&f));
 }
+
+#[test]
+fn a_cached_reader_reloads_by_the_same_check() {
+    // Through a cache, a reload after the state was decoded (what `tbscope serve` does every
+    // interval) checks against its last discovery too, and drops a run whose file was
+    // truncated as a discovery would.
+    use tbscope_core::{CachedReader, Scan};
+    let t = TempDir::new("reload-cached");
+    let root = t.path().join("logdir");
+    std::fs::create_dir_all(&root).unwrap();
+    for s in 0..SWEEPS {
+        for r in 0..RUNS {
+            let run = format!("s{s}/r{r}");
+            let p = root.join(&run);
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(
+                p.join(format!("events.out.tfevents.{}.h", 100 + r)),
+                events(&run, 0..5, true),
+            )
+            .unwrap();
+        }
+    }
+    settle();
+    let o = ReaderOptions {
+        threads: 2,
+        tail_timeout: Duration::ZERO,
+        ..opts(true, true)
+    };
+    let mut c = CachedReader::new(&root, o, &t.path().join("cache")).unwrap();
+    let cancel = AtomicBool::new(false);
+    c.load(&cancel).unwrap();
+    let mut rows = |c: &mut CachedReader| {
+        let mut v: Vec<String> = scalar_rows(&Scan::table(c, Kind::Scalars).unwrap())
+            .iter()
+            .map(|x| format!("{} {} {} {}", x.run, x.tag, x.step, x.value))
+            .collect();
+        v.sort();
+        v
+    };
+    let fresh_rows = |root: &Path| {
+        let mut v: Vec<String> = fresh(root, 2)
+            .0
+            .iter()
+            .map(|r| r.rsplit_once(' ').unwrap().0.to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    rows(&mut c);
+    // The first reload after the state was decoded discovers (and keeps what it saw); the
+    // next ones list nothing.
+    c.load(&cancel).unwrap();
+    let s = c.load(&cancel).unwrap();
+    assert_eq!((s.dirs_listed, s.files_read), (0, 0));
+    // (A discovery that reuses every listing lists none either, but looks at every run.)
+    assert_eq!(c.cache_info().runs_rechecked, 0);
+    assert_eq!(c.cache_info().status, "hit");
+    append(
+        &root.join("s2/r1/events.out.tfevents.101.h"),
+        &events("s2/r1", 5..9, false),
+    );
+    let s = c.load(&cancel).unwrap();
+    assert_eq!((s.dirs_listed, s.files_read, s.rows), (0, 1, 8));
+    assert_eq!(c.cache_info().runs_rechecked, 1);
+    assert_eq!(c.cache_info().status, "updated");
+    assert_eq!(rows(&mut c), fresh_rows(&root));
+    let cut = root.join("s0/r2/events.out.tfevents.102.h");
+    let len = std::fs::metadata(&cut).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cut)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let s = c.load(&cancel).unwrap();
+    assert_eq!(s.dirs_listed, 0);
+    assert_eq!(c.cache_info().runs_dropped, 1);
+    assert_eq!(rows(&mut c), fresh_rows(&root));
+}

@@ -14,17 +14,19 @@ use super::manifest::{time_of, DirListing, FileIndex};
 use super::pending::Pending;
 use super::Cache;
 pub(super) use crate::load::changes::Checked;
-use crate::load::changes::{changes, Expect, Known, KnownDir};
+use crate::load::changes::{changes, Expect, Known, KnownDir, Tree};
 use crate::load::{stat_found, Found, Reader, RunState};
 use crate::logdir::{discover, walk, Discovered, Listing};
 
 /// What [`discover_with`] finds: runs and their event files, problems, every directory's
-/// listing by its path below the root, and how many directories it listed (did not reuse).
+/// listing by its path below the root, how many directories it listed (did not reuse), and
+/// what the next load's change check compares with (`load::changes::Tree`).
 pub(super) type Discovery = (
     Discovered,
     Vec<(PathBuf, std::io::Error)>,
     HashMap<PathBuf, DirListing>,
     usize,
+    Option<Tree>,
 );
 
 /// TensorBoard's run discovery (`logdir::walk`, unfiltered), reusing the listings of
@@ -40,7 +42,7 @@ pub(super) fn discover_with(
     let root = &r.root;
     if fs::metadata(root)?.is_file() {
         let (found, errors) = discover(root, None)?;
-        return Ok((found, errors, HashMap::new(), 0));
+        return Ok((found, errors, HashMap::new(), 0, None));
     }
     // Every known directory's stat up front, in parallel: most of them will only need that.
     let known: Vec<&PathBuf> = prev.keys().collect();
@@ -81,12 +83,14 @@ pub(super) fn discover_with(
     };
     let w = walk(root, None, stats, Some(&mut reuse));
     let listed = w.listings.len() - reused;
+    // What the next load checks against (`load::changes`) while the state stays decoded.
+    let tree = Tree::of(&w, &mut |run| w.found.get(run).cloned());
     let listings = w
         .listings
         .into_iter()
         .map(|(rel, l)| (rel, DirListing::of(l)))
         .collect();
-    Ok((w.found, w.errors, listings, listed))
+    Ok((w.found, w.errors, listings, listed, tree))
 }
 
 /// Two listings that say the same (the reader's state need not be written again for them).

@@ -428,6 +428,8 @@ impl Cache {
         self.carried = None;
         let mut stored = (None, None);
         if self.pending.is_some() {
+            // (The restored generation is what the check goes by.)
+            r.tree = None;
             stored = self
                 .pending
                 .as_ref()
@@ -513,13 +515,22 @@ impl Cache {
                 again,
             });
             (found, Vec::new(), stale)
+        } else if let Some(found) = r.tree.as_ref().and_then(|t| t.moved(r, threads)) {
+            // No directory changed since the last discovery (the reader's own check,
+            // `load::changes`): only the runs whose files moved are looked at.
+            self.kept = None;
+            marks.push(("check", t0.elapsed()));
+            self.info.runs_rechecked = found.len();
+            let stale = stale_among(r, &found);
+            (found, Vec::new(), stale)
         } else {
             // Every run is encoded anew (a discovery may have changed any of them).
             self.kept = None;
             // Refused threads: the checks run on this thread.
             let pool = crate::load::worker_pool(threads, "stat-").unwrap_or(None);
-            let (found, errors, dirs, listed) =
+            let (found, errors, dirs, listed, tree) =
                 discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
+            r.tree = tree;
             self.info.dirs_listed = listed;
             marks.push(("discover", t0.elapsed()));
             let found = stat_found_with(found, pool.as_ref());
@@ -643,6 +654,7 @@ impl Cache {
         self.segments.clear();
         self.pieces = Default::default();
         self.dirs.clear();
+        r.tree = None;
         r.runs.clear();
         r.run_names.clear();
         r.file_names.clear();

@@ -423,17 +423,44 @@ impl Tree {
         Some(t)
     }
 
-    /// Run `i`'s name and event files as listed.
-    pub(crate) fn run(&self, i: u32) -> &(String, Vec<PathBuf>) {
-        &self.runs[i as usize]
+    /// The runs whose files moved since this tree's discovery, as the reader `r` has them
+    /// (its state says what each file should stat as), each with the files its directory
+    /// holds (unchanged since it was listed), stat'ed: what a discovery finds for them, in
+    /// its (run name) order. None when a directory changed, or the check cannot tell: then
+    /// only a discovery can.
+    pub(crate) fn moved(&self, r: &super::Reader, threads: usize) -> Option<super::Found> {
+        let known = ReaderKnown {
+            tree: self,
+            runs: &r.runs,
+            tail_timeout: r.opts.tail_timeout,
+        };
+        let Checked::Moved { runs, dirs } = changes(&known, &r.root, threads) else {
+            return None;
+        };
+        if !dirs.is_empty() {
+            return None;
+        }
+        let mut found: super::Found = runs
+            .iter()
+            .map(|&i| {
+                let (run, files) = &self.runs[i as usize];
+                let files = files
+                    .iter()
+                    .map(|p| (p.clone(), std::fs::metadata(p).ok()))
+                    .collect();
+                (run.clone(), files)
+            })
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(found)
     }
 }
 
 /// A [`Tree`] with the reader's state that says what its files should stat as.
-pub(crate) struct ReaderKnown<'a> {
-    pub(crate) tree: &'a Tree,
-    pub(crate) runs: &'a std::collections::BTreeMap<String, super::RunState>,
-    pub(crate) tail_timeout: std::time::Duration,
+struct ReaderKnown<'a> {
+    tree: &'a Tree,
+    runs: &'a std::collections::BTreeMap<String, super::RunState>,
+    tail_timeout: std::time::Duration,
 }
 
 impl Known for ReaderKnown<'_> {

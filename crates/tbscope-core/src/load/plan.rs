@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::changes::{changes, Checked, ReaderKnown, Tree};
+use super::changes::Tree;
 use super::{rel_name, FileState, Found, Reader, ReportEntry, RunState, TAIL_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Severity};
@@ -123,58 +123,37 @@ impl Reader {
         let t0 = std::time::Instant::now();
         let threads = super::thread_count(self.opts.threads);
         if let Some(tree) = self.tree.take() {
-            let known = ReaderKnown {
-                tree: &tree,
-                runs: &self.runs,
-                tail_timeout: self.opts.tail_timeout,
-            };
-            if let Checked::Moved { runs, dirs } = changes(&known, &self.root, threads) {
-                if dirs.is_empty() {
-                    // Only the runs whose files moved, with the files their directory holds
-                    // (unchanged since it was listed), each stat'ed: what a discovery finds
-                    // for them, in its (run name) order.
-                    let mut found: Found = runs
-                        .iter()
-                        .map(|&i| {
-                            let (run, files) = tree.run(i);
-                            let files = files
-                                .iter()
-                                .map(|p| (p.clone(), std::fs::metadata(p).ok()))
-                                .collect();
-                            (run.clone(), files)
-                        })
-                        .collect();
-                    found.sort_by(|a, b| a.0.cmp(&b.0));
-                    self.tree = Some(tree);
-                    let checked = t0.elapsed();
-                    let work = self.plan_found(&found, Vec::new())?;
-                    let sizes = sizes_of(&work, &found);
-                    if std::env::var_os("TBSCOPE_TRACE").is_some() {
-                        eprintln!(
-                            "tbscope plan: check {checked:?} ({} runs moved), plan {:?}",
-                            found.len(),
-                            t0.elapsed() - checked
-                        );
-                    }
-                    return Ok((work, sizes, 0));
+            if let Some(found) = tree.moved(self, threads) {
+                self.tree = Some(tree);
+                let checked = t0.elapsed();
+                let work = self.plan_found(&found, Vec::new())?;
+                let sizes = sizes_of(&work, &found);
+                if std::env::var_os("TBSCOPE_TRACE").is_some() {
+                    eprintln!(
+                        "tbscope plan: check {checked:?} ({} runs moved), plan {:?}",
+                        found.len(),
+                        t0.elapsed() - checked
+                    );
                 }
+                return Ok((work, sizes, 0));
             }
         }
         let (root, runs) = (&self.root, self.opts.runs.as_ref());
         let pool = super::worker_pool(threads, "").unwrap_or(None);
         let discover_stat = || -> Result<_> {
-            let walked = discover_listed(root, runs).map_err(|e| Error::io(e, root))?;
-            let found = stat_found(walked.found.clone());
-            Ok((walked, found))
+            let mut walked = discover_listed(root, runs).map_err(|e| Error::io(e, root))?;
+            let tree = Tree::of(&walked, &mut |run| walked.found.get(run).cloned());
+            let found = stat_found(std::mem::take(&mut walked.found));
+            Ok((walked, tree, found))
         };
-        let (walked, found) = match &pool {
+        let (walked, tree, found) = match &pool {
             Some(p) => p.install(discover_stat)?,
             None => discover_stat()?,
         };
         drop(pool);
         let stated = t0.elapsed();
         let listed = walked.listings.len();
-        self.tree = Tree::of(&walked, &mut |run| walked.found.get(run).cloned());
+        self.tree = tree;
         let work = self.plan_found(&found, walked.errors)?;
         let sizes = sizes_of(&work, &found);
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
