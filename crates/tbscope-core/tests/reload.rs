@@ -246,7 +246,7 @@ fn a_cached_reader_reloads_by_the_same_check() {
     let mut c = CachedReader::new(&root, o, &t.path().join("cache")).unwrap();
     let cancel = AtomicBool::new(false);
     c.load(&cancel).unwrap();
-    let mut rows = |c: &mut CachedReader| {
+    let rows = |c: &mut CachedReader| {
         let mut v: Vec<String> = scalar_rows(&Scan::table(c, Kind::Scalars).unwrap())
             .iter()
             .map(|x| format!("{} {} {} {}", x.run, x.tag, x.step, x.value))

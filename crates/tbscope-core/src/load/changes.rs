@@ -176,9 +176,7 @@ pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize) -> Checked {
         (rc == 0).then_some(st)
     };
     let id_is = |st: &libc::stat, dev: u64, ino: u64, mtime: (i64, u64)| {
-        st.st_dev as u64 == dev
-            && st.st_ino as u64 == ino
-            && (st.st_mtime as i64, st.st_mtime_nsec as u64) == mtime
+        st.st_dev == dev && st.st_ino == ino && (st.st_mtime, st.st_mtime_nsec as u64) == mtime
     };
     let check = |range: std::ops::Range<usize>, fd_of: &[i32]| {
         let mut buf: Vec<u8> = Vec::with_capacity(512);
@@ -210,7 +208,7 @@ pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize) -> Checked {
                 && stat_at(fd, &buf).is_some_and(|st| {
                     id_is(&st, d.dev, d.ino, d.mtime)
                         && d.ctime
-                            .is_none_or(|c| (st.st_ctime as i64, st.st_ctime_nsec as u64) == c)
+                            .is_none_or(|c| (st.st_ctime, st.st_ctime_nsec as u64) == c)
                 });
             if !current {
                 to_relist(i);
