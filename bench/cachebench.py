@@ -1,6 +1,6 @@
 """The incremental cache (issue #4): cold read against warm open, measured in fresh processes.
 
-Two scenarios, each timed in-process after imports, in a fresh interpreter per run (the median
+Three scenarios, each timed in-process after imports, in a fresh interpreter per run (the median
 of --repeat is reported), with a warm page cache:
 
 1. The main corpus (10M scalar events): ``tbscope.scan(logdir, threads=N)`` +
@@ -15,10 +15,15 @@ of --repeat is reported), with a warm page cache:
    command is reading and how much is the command's own work (building and printing 100,000 rows).
    Then one run is appended to and ``summary`` run again through the cache, on a hard-linked copy
    of the logdir (``--cache-root`` holds it; the corpus itself is never written).
+3. ``Logdir.reload()`` on the many-runs logdir (a hard-linked copy), in one process after a first
+   read, after each of: nothing changed, one run appended to, a run added, a run removed; without
+   and with a cache (warm, state decoded, writes deferred, as ``tbscope serve`` has it). CPU
+   (user + sys of the process) and wall, median of ``--repeat`` rounds.
 
-    .venv/bin/python bench/cachebench.py                     # both scenarios, printed as markdown
+    .venv/bin/python bench/cachebench.py                     # every scenario, printed as markdown
     .venv/bin/python bench/run.py --only cache               # the same inside the main report
     .venv/bin/python bench/cachebench.py --many-runs 2000    # a small many-runs logdir
+    .venv/bin/python bench/cachebench.py --reload-only       # scenario 3 alone
     .venv/bin/python bench/cachebench.py --vs OTHER/bin/python --repeat 9   # A/B of two builds
     .venv/bin/python bench/cachebench.py --vs A/bin/python --vs SAME/bin/python --many-runs 0
         # A/B and, interleaved with it, A/A (SAME: this build in another venv, or a symlink to
@@ -132,7 +137,54 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
             "output_sha256": digest,
             "output_bytes": os.path.getsize(out_path),
         }
+    if kind == "reloads":
+        return _reloads(task)
     raise ValueError(f"unknown task {kind!r}")
+
+
+RELOAD_CHANGES = ("nothing changed", "one run appended to", "a run added", "a run removed")
+
+
+def _reloads(task: dict[str, Any]) -> dict[str, Any]:
+    """`Logdir.reload()` on a hard-linked copy of the many-runs logdir after each change of
+    `RELOAD_CHANGES` (run `task["run"]` appended to, a run added to a sweep, a run removed),
+    `task["rounds"]` times each, CPU (user + sys of the process) and wall. Through a cache the
+    reader is first opened warm and its state decoded (`series()`), its cache writes deferred
+    (not timed), as `tbscope serve` has it."""
+    import manyruns
+    import tbscope
+
+    copy, cache, run, runs = Path(task["logdir"]), task.get("cache"), task["run"], task["runs"]
+    lg = tbscope.scan(copy, cache=cache)
+    lg.reload()
+    if cache:
+        lg = tbscope.scan(copy, cache=cache)
+        # As `tbscope serve` reads: the cache is written afterwards, on another thread.
+        lg._defer_cache_writes()
+        lg.reload()
+        lg.series()
+    sweep = manyruns.run_name(runs // 3).rsplit("/", 1)[0]
+    changes: list[Callable[[int], None]] = [
+        lambda i: None,
+        lambda i: manyruns.append_to_run(copy, run, first_step=10_000 + 100 * i),
+        lambda i: manyruns.add_run(copy, f"{sweep}/trial_reload_{i}", start=2e9 + i),
+        lambda i: shutil.rmtree(copy / manyruns.run_name(runs // 3 + 1 + i)),
+    ]
+    out: dict[str, Any] = {name: [] for name in RELOAD_CHANGES}
+    for i in range(task["rounds"]):
+        for name, change in zip(RELOAD_CHANGES, changes):
+            change(i)
+            started, cpu = time.perf_counter(), time.process_time()
+            stats = lg.reload()
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            out[name].append({"seconds": seconds, "cpu_seconds": cpu, "dirs_listed": getattr(stats, "dirs_listed", -1)})
+            if name in ("a run added", "a run removed"):
+                # A directory changed within 2 s is listed again until then: settle, and read
+                # once more, so that the next round starts from settled listings.
+                time.sleep(2.2)
+                lg.reload()
+    out["runs"] = len(lg.runs)
+    return out
 
 
 def _peak_rss() -> int:
@@ -306,6 +358,55 @@ def bench_append(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Ca
 
 
 @contextlib.contextmanager
+def bench_reload(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """`Logdir.reload()` at `runs` runs after each change of `RELOAD_CHANGES`, without and
+    with a cache (`_reloads`), on a hard-linked copy of the logdir: what `tbscope serve` pays
+    per refresh."""
+    import manyruns
+
+    out: dict[str, Any] = {"runs": runs}
+    with linked_copy(logdir, cache_root / ".cache-reload-manyruns", log) as copy:
+        run = runs // 2
+        own = manyruns.own_file(copy, run)
+        # As in bench_append: the run's directory as if started long ago.
+        back = time.time() - 3600
+        os.utime(own.parent, (back, back))
+        time.sleep(2.5)
+        for mode in ("no cache", "cache"):
+            cache = str(copy.parent / "cache") if mode == "cache" else None
+            log(f"  reloads ({mode}): {repeat} rounds of {', '.join(RELOAD_CHANGES)}")
+            r = run_task(
+                {"task": "reloads", "logdir": str(copy), "cache": cache, "run": run, "runs": runs, "rounds": repeat}
+            )
+            if "error" in r:
+                raise RuntimeError(f"reloads: {r['error']}")
+            for name in RELOAD_CHANGES:
+                log(
+                    f"    {name}: {_median(r[name], 'cpu_seconds'):.3f}s CPU, {_median(r[name]):.3f}s wall "
+                    f"(directories listed: {[x['dirs_listed'] for x in r[name]]})"
+                )
+            out[mode] = r
+    return out
+
+
+def render_reload(r: dict[str, Any]) -> list[str]:
+    """The reload rows: median CPU and wall per change, without and with a cache."""
+    lines = [
+        f"`Logdir.reload()` on {r['runs']:,} runs × 100 scalar events (what `tbscope serve` does each "
+        "`reload_interval`), in one process after a first read, median:",
+        "",
+        "| change before the reload | CPU (s) | wall (s) | CPU, cache (s) | wall, cache (s) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in RELOAD_CHANGES:
+        a, b = r["no cache"][name], r["cache"][name]
+        lines.append(
+            f"| {name} | {_fmt(_median(a, 'cpu_seconds'))} | {_fmt(_median(a))} | "
+            f"{_fmt(_median(b, 'cpu_seconds'))} | {_fmt(_median(b))} |"
+        )
+    return lines
+
+
 def linked_copy(logdir: Path, work: Path, log: Callable[[str], None]) -> Iterator[Path]:
     """A copy of `logdir` hard-linked to it (`cp -al`) at `work/logdir`, for a row that changes
     it: the shared corpus is never written. `work` (the copy and its cache) goes afterwards."""
@@ -730,6 +831,11 @@ def main(argv: list[str] | None = None) -> int:
         "--many-runs", type=int, default=100_000, help="runs in the many-runs logdir (0: skip that scenario)"
     )
     parser.add_argument(
+        "--reload-only",
+        action="store_true",
+        help="only the reload rows: `Logdir.reload()` on the many-runs logdir after each kind of change",
+    )
+    parser.add_argument(
         "--vs",
         metavar="PYTHON",
         action="append",
@@ -764,6 +870,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("\n".join(render_ab(ab)))
         return 0
+    if args.reload_only:
+        logdir = manyruns.ensure(manyruns.ManyRunsSpec(runs=args.many_runs), args.corpus_root, args.jobs)
+        print("\n".join(render_reload(bench_reload(logdir, cache_root, args.many_runs, args.repeat, print))))
+        return 0
     table = corpus.expected_table(spec)
     expected = canonical_digest(
         table["run_names"], table["run_codes"], table["tag_names"], table["tag_codes"], table["steps"], table["values"]
@@ -773,7 +883,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.many_runs:
         logdir = manyruns.ensure(manyruns.ManyRunsSpec(runs=args.many_runs), args.corpus_root, args.jobs)
         cli_result = bench_cli(logdir, cache_root, args.repeat, print)
+        reload_result = bench_reload(logdir, cache_root, args.many_runs, args.repeat, print)
     print("\n".join(render(open_result, cli_result, human_bytes)))
+    if args.many_runs:
+        print("\n" + "\n".join(render_reload(reload_result)))
     for a, b, c in targets(open_result, cli_result):
         print(f"| {a} | {b} | {c} |")
     return 0

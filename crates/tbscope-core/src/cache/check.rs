@@ -215,6 +215,9 @@ impl Known for PendingKnown<'_> {
     fn run_count(&self) -> usize {
         self.p.nruns
     }
+    fn file_count(&self) -> usize {
+        self.p.index.files.len()
+    }
     fn files(&self, run: u32, now: SystemTime) -> Vec<Option<Expect<'_>>> {
         // Only a run's own files, each stat'ed last time (a file that failed, or one found
         // elsewhere, is discovery's business). A pending tail stays pending while nothing
@@ -255,7 +258,7 @@ impl Cache {
             p,
             tail_timeout: r.opts.tail_timeout,
         };
-        changes(&known, &r.root, threads)
+        changes(&known, &r.root, threads, "cache")
     }
 }
 

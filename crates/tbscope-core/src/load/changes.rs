@@ -62,6 +62,8 @@ pub(crate) trait Known: Sync {
     fn dir(&self, i: usize) -> KnownDir<'_>;
     /// How many runs the listings must account for, each in exactly one directory.
     fn run_count(&self) -> usize;
+    /// How many event files the runs hold (the check's stats besides the directories').
+    fn file_count(&self) -> usize;
     /// Run `run`'s event files as a stat should find them, as of `now`; `None` for a file a
     /// stat cannot vouch for (it failed, was never stat'ed, or a pending tail whose timeout
     /// passed): its run has then moved. Empty: the directory says nothing of its files (the
@@ -96,7 +98,8 @@ const RELIST_MOST: usize = 1024;
 /// Paths are stat'ed relative to their parent directory (one `open` per directory that has
 /// subdirectories) rather than from the root: on a logdir of many runs the kernel's walk
 /// down the full path is most of a stat. `threads`: threads to spread the stats over.
-pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize) -> Checked {
+/// `what` names the check in `TBSCOPE_TRACE=1`'s line (`tbscope <what> check: ...`).
+pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize, what: &str) -> Checked {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     let n = k.dir_count();
     // A single-file logdir, or a root that could not be listed: leave it to discovery.
@@ -244,7 +247,8 @@ pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize) -> Checked {
             }
         }
     };
-    let threads = if n < 4096 { 1 } else { threads.clamp(1, 8) };
+    let total = n + k.file_count();
+    let threads = if total < 4096 { 1 } else { threads.clamp(1, 8) };
     let t1 = std::time::Instant::now();
     // Directories in windows of consecutive ones (the listings are depth first) that hold at
     // most FD_BUDGET descriptors at a time: a logdir of thousands of sweep directories must
@@ -325,8 +329,8 @@ pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize) -> Checked {
     drop(root_fd);
     if std::env::var_os("TBSCOPE_TRACE").is_some() {
         eprintln!(
-            "tbscope change check: {n} directories on {threads} threads, {opened_total} \
-             opened; listings {:?}, stats {:?}",
+            "tbscope {what} check: {total} stats on {threads} threads, {opened_total} \
+             directories opened; listings {:?}, stats {:?}",
             t1 - t0,
             t1.elapsed()
         );
@@ -366,6 +370,8 @@ pub(crate) struct Tree {
     dirs: Vec<TreeDir>,
     /// Per run read (as [`KnownDir::run`] numbers them): its name and event files as listed.
     runs: Vec<(String, Vec<PathBuf>)>,
+    /// How many event files `runs` hold.
+    files: usize,
 }
 
 impl Tree {
@@ -380,6 +386,7 @@ impl Tree {
             names: Vec::new(),
             dirs: Vec::with_capacity(walked.listings.len()),
             runs: Vec::new(),
+            files: 0,
         };
         // Depth first, subdirectories in listing (name) order.
         let mut stack: Vec<(PathBuf, u32, (u32, u32))> = vec![(PathBuf::new(), u32::MAX, (0, 0))];
@@ -392,6 +399,7 @@ impl Tree {
                 let run_name = crate::logdir::run_name(&rel);
                 match files(&run_name) {
                     Some(f) => {
+                        t.files += f.len();
                         t.runs.push((run_name, f));
                         (t.runs.len() - 1) as u32
                     }
@@ -432,7 +440,7 @@ impl Tree {
             runs: &r.runs,
             tail_timeout: r.opts.tail_timeout,
         };
-        let Checked::Moved { runs, dirs } = changes(&known, &r.root, threads) else {
+        let Checked::Moved { runs, dirs } = changes(&known, &r.root, threads, "reload") else {
             return None;
         };
         if !dirs.is_empty() {
@@ -485,6 +493,9 @@ impl Known for ReaderKnown<'_> {
     }
     fn run_count(&self) -> usize {
         self.tree.runs.len()
+    }
+    fn file_count(&self) -> usize {
+        self.tree.files
     }
     fn files(&self, run: u32, now: SystemTime) -> Vec<Option<Expect<'_>>> {
         let (name, files) = &self.tree.runs[run as usize];
