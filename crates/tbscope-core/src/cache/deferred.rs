@@ -129,6 +129,8 @@ impl CachedReader {
             batches: r.batches.clone(),
             report: r.report.clone(),
             tree: None,
+            // A cache is written from whole files only (its reader never fetches).
+            fetching: Default::default(),
         };
         c.behind = false;
         c.writing = true;
