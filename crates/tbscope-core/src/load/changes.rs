@@ -346,6 +346,7 @@ pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize, what: &str) ->
 }
 
 /// A directory of a [`Tree`].
+#[derive(Clone, Copy)]
 struct TreeDir {
     parent: u32,
     name: (u32, u32),
@@ -435,17 +436,26 @@ impl Tree {
     /// its (run name) order. None when a directory changed, or the check cannot tell: then
     /// only a discovery can.
     pub(crate) fn moved(&self, r: &super::Reader, threads: usize) -> Option<super::Found> {
+        match self.check(r, threads) {
+            Checked::Moved { runs, dirs } if dirs.is_empty() => Some(self.found_of(&runs)),
+            _ => None,
+        }
+    }
+
+    /// [`changes`] against this tree, the reader `r`'s state saying what its files should
+    /// stat as.
+    pub(crate) fn check(&self, r: &super::Reader, threads: usize) -> Checked {
         let known = ReaderKnown {
             tree: self,
             runs: &r.runs,
             tail_timeout: r.opts.tail_timeout,
         };
-        let Checked::Moved { runs, dirs } = changes(&known, &r.root, threads, "reload") else {
-            return None;
-        };
-        if !dirs.is_empty() {
-            return None;
-        }
+        changes(&known, &r.root, threads, "reload")
+    }
+
+    /// The runs `runs` (as [`changes`] numbers them) with their files as listed, each stat'ed,
+    /// in run name order.
+    pub(crate) fn found_of(&self, runs: &[u32]) -> super::Found {
         let mut found: super::Found = runs
             .iter()
             .map(|&i| {
@@ -458,7 +468,223 @@ impl Tree {
             })
             .collect();
         found.sort_by(|a, b| a.0.cmp(&b.0));
-        Some(found)
+        found
+    }
+}
+
+/// Where [`Tree::relisted`] takes a directory of the new tree from.
+enum Source {
+    /// The old tree's directory, unchanged.
+    Same(u32),
+    /// The old tree's directory, listed again.
+    Again(u32),
+    /// A directory that appeared: walked (`logdir::walk_new`).
+    New,
+}
+
+impl Tree {
+    /// This tree with the directories `dirs` (as [`changes`] names them) listed again and the
+    /// subdirectories that appeared in them walked, and what to plan: the runs of `moved`
+    /// (files that moved in unchanged directories), of the directories listed again, and of
+    /// the new ones, each file stat'ed, in run name order; with how many directories were
+    /// listed. None when the answer would not be a discovery's own (a listing that fails,
+    /// symlinks, odd entries, a directory reached by two paths): the caller discovers then.
+    /// A run whose directory went is not planned (a reload keeps what it read of it).
+    pub(crate) fn relisted(
+        mut self,
+        r: &super::Reader,
+        dirs: &[u32],
+        moved: &[u32],
+    ) -> Option<(Tree, super::Found, usize)> {
+        use crate::logdir::{list, run_name, walk_new};
+        let root = &r.root;
+        let n = self.dirs.len();
+        let mut changed = vec![false; n];
+        for &i in dirs {
+            *changed.get_mut(i as usize)? = true;
+        }
+        // Children in order (the tree is depth first, siblings by name): first child and next
+        // sibling of each directory.
+        let mut first = vec![u32::MAX; n];
+        let mut next = vec![u32::MAX; n];
+        for j in (1..n).rev() {
+            let p = self.dirs[j].parent as usize;
+            next[j] = first[p];
+            first[p] = j as u32;
+        }
+        let mut moved_runs = vec![false; self.runs.len()];
+        for &m in moved {
+            *moved_runs.get_mut(m as usize)? = true;
+        }
+        let mut t = Tree {
+            names: Vec::with_capacity(self.names.len()),
+            dirs: Vec::with_capacity(n),
+            runs: Vec::with_capacity(self.runs.len()),
+            files: 0,
+        };
+        let mut plan: Vec<(String, Vec<PathBuf>)> = Vec::new();
+        let mut fresh: std::collections::HashMap<PathBuf, Listing> = Default::default();
+        // (A walk moves the files it finds out of its listings, into what it found.)
+        let mut fresh_files: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
+        let mut listed = 0usize;
+        let keep = |run: &str| r.opts.runs.as_ref().is_none_or(|re| re.is_match(run));
+        // (source, path below the root, new parent, name)
+        let mut stack: Vec<(Source, PathBuf, u32, Vec<u8>)> = vec![(
+            if changed[0] {
+                Source::Again(0)
+            } else {
+                Source::Same(0)
+            },
+            PathBuf::new(),
+            u32::MAX,
+            Vec::new(),
+        )];
+        while let Some((src, rel, parent, name)) = stack.pop() {
+            let at = t.names.len() as u32;
+            t.names.extend_from_slice(&name);
+            let name = (at, name.len() as u32);
+            let me = t.dirs.len() as u32;
+            let mut push_run = |t: &mut Tree, run: (String, Vec<PathBuf>), planned: bool| {
+                t.files += run.1.len();
+                if planned {
+                    plan.push(run.clone());
+                }
+                t.runs.push(run);
+                (t.runs.len() - 1) as u32
+            };
+            match src {
+                Source::Same(i) => {
+                    let d = &self.dirs[i as usize];
+                    let run = if d.run < NOT_READ {
+                        let run = std::mem::take(&mut self.runs[d.run as usize]);
+                        push_run(&mut t, run, moved_runs[d.run as usize])
+                    } else {
+                        d.run
+                    };
+                    t.dirs.push(TreeDir {
+                        parent,
+                        name,
+                        run,
+                        ..*d
+                    });
+                    let mut kids = Vec::new();
+                    let mut c = first[i as usize];
+                    while c != u32::MAX {
+                        let (a, len) = self.dirs[c as usize].name;
+                        let cname = self.names[a as usize..(a + len) as usize].to_vec();
+                        let crel = rel.join(std::ffi::OsStr::from_bytes(&cname));
+                        let s = if changed[c as usize] {
+                            Source::Again(c)
+                        } else {
+                            Source::Same(c)
+                        };
+                        kids.push((s, crel, me, cname));
+                        c = next[c as usize];
+                    }
+                    stack.extend(kids.into_iter().rev());
+                }
+                Source::Again(_) | Source::New => {
+                    let mut l = match (&src, fresh.remove(&rel)) {
+                        (Source::New, Some(l)) => l,
+                        (Source::New, None) => {
+                            let w = walk_new(root, &rel);
+                            if !w.errors.is_empty() {
+                                return None;
+                            }
+                            listed += w.listings.len();
+                            fresh.extend(w.listings);
+                            fresh_files.extend(w.found);
+                            fresh.remove(&rel)?
+                        }
+                        _ => {
+                            let dir = if rel.as_os_str().is_empty() {
+                                root.clone()
+                            } else {
+                                root.join(&rel)
+                            };
+                            let meta = std::fs::metadata(&dir).ok().filter(|m| m.is_dir())?;
+                            let mtime = meta.modified().map_or((0, 0), time_parts);
+                            listed += 1;
+                            list(&dir, Some(&meta), mtime).ok()?.0
+                        }
+                    };
+                    if l.links || !l.odd.is_empty() {
+                        return None;
+                    }
+                    let run = if !l.has_files {
+                        NO_RUN
+                    } else {
+                        let name = run_name(&rel);
+                        if keep(&name) {
+                            let files = match fresh_files.remove(&name) {
+                                Some(f) => f,
+                                None => std::mem::take(&mut l.files),
+                            };
+                            push_run(&mut t, (name, files), true)
+                        } else {
+                            NOT_READ
+                        }
+                    };
+                    t.dirs.push(TreeDir {
+                        parent,
+                        name,
+                        run,
+                        dev: l.dev,
+                        ino: l.ino,
+                        mtime: l.mtime,
+                        ctime: l.ctime,
+                        unsure: l.unsure || l.ctime_recent,
+                        links: l.links,
+                        has_files: l.has_files,
+                        subdirs: l.subdirs.len() as u32,
+                        odd: 0,
+                    });
+                    // The old children by name, for those still there.
+                    let mut old: Vec<(Vec<u8>, u32)> = Vec::new();
+                    if let Source::Again(i) = src {
+                        let mut c = first[i as usize];
+                        while c != u32::MAX {
+                            let (a, len) = self.dirs[c as usize].name;
+                            old.push((self.names[a as usize..(a + len) as usize].to_vec(), c));
+                            c = next[c as usize];
+                        }
+                    }
+                    let mut kids = Vec::new();
+                    for s in &l.subdirs {
+                        let b = s.as_bytes().to_vec();
+                        let crel = rel.join(s);
+                        let src = match old.iter().find(|(o, _)| *o == b) {
+                            Some(&(_, c)) if changed[c as usize] => Source::Again(c),
+                            Some(&(_, c)) => Source::Same(c),
+                            None => Source::New,
+                        };
+                        kids.push((src, crel, me, b));
+                    }
+                    stack.extend(kids.into_iter().rev());
+                }
+            }
+        }
+        // A directory reached by two paths is named by the first a walk reaches: which one
+        // that is depends on the whole walk.
+        let mut ids = std::collections::HashSet::with_capacity(t.dirs.len());
+        if !t.dirs.iter().all(|d| ids.insert((d.dev, d.ino))) {
+            return None;
+        }
+        let mut found: super::Found = plan
+            .into_iter()
+            .map(|(run, files)| {
+                let files = files
+                    .into_iter()
+                    .map(|p| {
+                        let m = std::fs::metadata(&p).ok();
+                        (p, m)
+                    })
+                    .collect();
+                (run, files)
+            })
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        Some((t, found, listed))
     }
 }
 

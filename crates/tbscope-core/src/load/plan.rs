@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::changes::Tree;
+use super::changes::{Checked, Tree};
 use super::{rel_name, FileState, Found, Reader, ReportEntry, RunState, TAIL_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Severity};
@@ -123,19 +123,29 @@ impl Reader {
         let t0 = std::time::Instant::now();
         let threads = super::thread_count(self.opts.threads);
         if let Some(tree) = self.tree.take() {
-            if let Some(found) = tree.moved(self, threads) {
+            let checked = match tree.check(self, threads) {
+                Checked::Moved { runs, dirs } if dirs.is_empty() => {
+                    let found = tree.found_of(&runs);
+                    Some((tree, found, 0))
+                }
+                // Only the directories that changed listed again, new ones walked.
+                Checked::Moved { runs, dirs } => tree.relisted(self, &dirs, &runs),
+                Checked::Unknown => None,
+            };
+            if let Some((tree, found, listed)) = checked {
                 self.tree = Some(tree);
                 let checked = t0.elapsed();
                 let work = self.plan_found(&found, Vec::new())?;
                 let sizes = sizes_of(&work, &found);
                 if std::env::var_os("TBSCOPE_TRACE").is_some() {
                     eprintln!(
-                        "tbscope plan: check {checked:?} ({} runs moved), plan {:?}",
+                        "tbscope plan: check {checked:?} ({} runs moved, {listed} directories \
+                         listed), plan {:?}",
                         found.len(),
                         t0.elapsed() - checked
                     );
                 }
-                return Ok((work, sizes, 0));
+                return Ok((work, sizes, listed));
             }
         }
         let (root, runs) = (&self.root, self.opts.runs.as_ref());
