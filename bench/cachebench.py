@@ -357,7 +357,6 @@ def bench_append(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Ca
         )
 
 
-@contextlib.contextmanager
 def bench_reload(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
     """`Logdir.reload()` at `runs` runs after each change of `RELOAD_CHANGES`, without and
     with a cache (`_reloads`), on a hard-linked copy of the logdir: what `tbscope serve` pays
@@ -407,6 +406,7 @@ def render_reload(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+@contextlib.contextmanager
 def linked_copy(logdir: Path, work: Path, log: Callable[[str], None]) -> Iterator[Path]:
     """A copy of `logdir` hard-linked to it (`cp -al`) at `work/logdir`, for a row that changes
     it: the shared corpus is never written. `work` (the copy and its cache) goes afterwards."""
