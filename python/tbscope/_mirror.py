@@ -702,15 +702,16 @@ class Mirror:
             return _streamer(self.fs) or self._write_piece
         assert self._native is not None
         native = self._native.piece_writer(self.root.split("/", 1)[0])
-        fallback: list[Callable[[str, int, int, int], int]] = []
+        fallback: Callable[[str, int, int, int], int] | None = None
 
         def write(path: str, start: int, end: int, fd: int) -> int:
+            nonlocal fallback
             try:
                 return native(path, start, end, fd)
             except ValueError:  # a key object_store cannot name (characters it refuses)
-                if not fallback:
-                    fallback.append(_streamer(self.fs) or self._write_piece)
-                return fallback[0](path, start, end, fd)
+                if fallback is None:
+                    fallback = _streamer(self.fs) or self._write_piece
+                return fallback(path, start, end, fd)
 
         return write
 
