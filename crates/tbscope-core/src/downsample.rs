@@ -486,7 +486,8 @@ pub fn m4_many<X: XValue>(
     // worth its start-up (a thread each) for millions of points, which one thread reduces in
     // milliseconds. Concurrent requests of a server then do not each start threads.
     if threads > 1 && ranges.len() > 1 && points >= 1 << 21 {
-        if let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        // Refused threads: the ranges are reduced on this thread.
+        if let Ok(Some(pool)) = crate::pool::worker_pool(threads, "m4-") {
             use rayon::prelude::*;
             return pool.install(|| ranges.par_iter().map(one).collect());
         }

@@ -24,6 +24,7 @@ pub mod logdir;
 pub mod masked_crc;
 pub mod media;
 pub mod mem;
+pub mod pool;
 pub mod profile;
 pub mod proto;
 pub mod restarts;

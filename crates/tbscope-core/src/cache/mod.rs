@@ -515,7 +515,7 @@ impl Cache {
             // Every run is encoded anew (a discovery may have changed any of them).
             self.kept = None;
             // Refused threads: the checks run on this thread.
-            let pool = crate::load::worker_pool(threads, "stat-").unwrap_or(None);
+            let pool = crate::pool::worker_pool(threads, "stat-").unwrap_or(None);
             let (found, errors, dirs, listed) =
                 discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
             self.info.dirs_listed = listed;
