@@ -16,6 +16,7 @@ pub mod downsample;
 pub mod error;
 pub mod event_file;
 pub mod fold;
+pub mod free;
 pub mod group;
 pub mod histogram;
 pub mod hparams;
