@@ -51,6 +51,7 @@ mod check;
 mod deferred;
 mod files;
 mod generation;
+mod ipc;
 mod lease;
 mod manifest;
 mod pending;
