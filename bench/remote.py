@@ -26,7 +26,10 @@
    of 5 ``compute()``: ``read_scalars(...).map_partitions(len).sum()`` and ``to_parquet`` with
    1 and 2 workers.
 
-Usage: .venv/bin/python bench/remote.py [--events 1e6] [--repeats 3] [--skip-dask] [--baseline PYTHON]
+``--one-file`` reads instead the corpus's event files concatenated into one (a TFRecord stream
+stays one when concatenated): one large object, which the s3 read parses as its pieces arrive.
+
+Usage: .venv/bin/python bench/remote.py [--events 1e6] [--repeats 3] [--skip-dask] [--baseline PYTHON] [--one-file]
 """
 
 from __future__ import annotations
@@ -224,6 +227,23 @@ def bench_s3(
     return results
 
 
+def one_file_logdir(logdir: Path) -> Path:
+    """A logdir beside the corpus holding one run with one event file: the corpus's files
+    concatenated in the reader's order (made once, kept with the corpus)."""
+    files = sorted(p for p in logdir.rglob("*tfevents*") if p.is_file())
+    out = logdir.parent / "one-file" / "all" / "events.out.tfevents.1700000000.one-file"
+    size = sum(p.stat().st_size for p in files)
+    if not out.exists() or out.stat().st_size != size:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        with open(tmp, "wb") as dst:
+            for p in files:
+                with open(p, "rb") as src:
+                    shutil.copyfileobj(src, dst, 16 << 20)
+        tmp.rename(out)
+    return out.parent.parent
+
+
 def bench_dask(logdir: Path, repeats: int) -> dict[int, dict[str, float]]:
     import distributed
     import tbscope.dask as tdask
@@ -271,18 +291,23 @@ def main() -> int:
     parser.add_argument(
         "--baseline", metavar="PYTHON", help="another build's python: its s3 read and fetch run in the same rounds"
     )
+    parser.add_argument(
+        "--one-file", action="store_true", help="read the corpus's files concatenated into one event file instead"
+    )
     args = parser.parse_args()
     spec, _ = specs_from_args(args)
     corpus = ensure_corpus(spec, root=args.corpus_root, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
     log: list[str] = []
     load = os.getloadavg()
-    s3 = bench_s3(corpus.logdir, args.repeats, log, args.baseline)
+    logdir = one_file_logdir(corpus.logdir) if args.one_file else corpus.logdir
+    s3 = bench_s3(logdir, args.repeats, log, args.baseline)
 
     def med(kind: str, key: str) -> float:
         return statistics.median(r[key] for r in s3[kind])
 
     lines = [
-        f"### Remote logdirs ({corpus.events:,} scalar events, {corpus.files} files, {human_bytes(corpus.bytes)}; "
+        f"### Remote logdirs ({corpus.events:,} scalar events, "
+        f"{'in one file (the corpus concatenated)' if args.one_file else f'{corpus.files} files'}, {human_bytes(corpus.bytes)}; "
         f"moto S3 server on loopback; load average {load[0]:.1f} at start, a shared 2-CPU machine)",
         "",
         "| read | time (s, median) | CPU (s, median) | moto's CPU meanwhile (s) | × raw-GET floor | peak RSS | × local peak RSS | requests in flight (mean) | before the first / after the last byte (s) | rows (floor, fetch: bytes) |",

@@ -75,8 +75,10 @@ class NativeReader:
         cache, ``restarts="all"``): scalar rows are folded into statistics as they are read and
         not kept (``scalar_stats``, ``summary_table``; ``table("scalars")`` then fails), read
         ``fold_piece_bytes`` of event files at a time (None: the default, 32 MiB)."""
-    def load(self) -> tuple[int, int, int, int]:
-        """Read what is new: (files read, bytes read, records, rows)."""
+    def load(self, fetching: dict[str, int] | None = None) -> tuple[int, int, int, int]:
+        """Read what is new: (files read, bytes read, records, rows). ``fetching``: files being
+        filled in (a remote mirror's first fetch) and how many of their first bytes are there,
+        for this load and the next ones (``{}``: every file whole again; None: as before)."""
     def table(self, kind_name: str) -> Table: ...
     def stream(self, kind_name: str, max_bytes: int) -> Stream: ...
     def series(self) -> Table: ...

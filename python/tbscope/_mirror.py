@@ -7,8 +7,9 @@ bytes of every new or grown file in pieces on a thread pool (each response writt
 belongs as it arrives, so no object is ever held whole in memory), retries a failed piece with
 backoff, and rolls a file that still fails back to the bytes it had: it is reported, the rest
 is read. A scan's first refresh runs in the background (:meth:`Mirror.start`): new files enter
-the mirror whole and in the reader's order, and the first read parses them in rounds as they
-arrive (:meth:`Mirror.follow`). ``file://`` URLs are plain paths and need no mirror.
+the mirror in the reader's order, the first of those not whole yet as soon as its first piece is
+in, and the first read parses them in rounds as they arrive, that one up to the bytes it has
+(:meth:`Mirror.follow`). ``file://`` URLs are plain paths and need no mirror.
 """
 
 from __future__ import annotations
@@ -302,24 +303,33 @@ class Mirror:
 
     def start(self) -> None:
         """The first refresh of a logdir, fetching in the background: the listing is done here
-        (its failure raises), and each new file appears in the mirror once it is fetched whole,
-        in (run, file) order, so a reader can parse the first files while the others are still
-        being fetched (:meth:`follow`). Anything that reads the mirror otherwise first calls
-        :meth:`wait`."""
+        (its failure raises), and new files appear in the mirror in (run, file) order, so a
+        reader can parse the first files while the others are still being fetched
+        (:meth:`follow`). The first file not whole yet appears as soon as its first piece is in,
+        and :meth:`follow` says how many of its bytes are there: a large file is parsed as its
+        bytes arrive. Anything that reads the mirror otherwise first calls :meth:`wait`."""
         with contextlib.ExitStack() as setup:
             setup.enter_context(self._lock)
             setup.enter_context(self._locked())
             plan = self._plan(first=True)
             held = setup.pop_all()  # released by the fetching thread when it is done
-        if self.single or any(start > 0 for _, start, _ in plan[3]):
-            # A mirror fetched before grows its files in place, and the reader of a single
-            # file needs it there: no read until the fetch is done.
+        if any(start > 0 for _, start, _ in plan[3]):
+            # A mirror fetched before grows its files in place, in any order: no read until
+            # the fetch is done.
             with held:
                 self._finish(self._apply(*plan))
             return
         self._progress = threading.Condition()
         self._published = 0
+        self._fetching: dict[str, int] = {}
         self._done = False
+        if self.single and plan[3]:
+            # The reader of one event file opens it now: it is there from the start, empty,
+            # and filled in place (follow() says how much of it is there).
+            local = self._path_now
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(local)  # left by an interrupted refresh
+            os.close(os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
 
         def run() -> None:
             try:
@@ -335,9 +345,10 @@ class Mirror:
         self._thread = threading.Thread(target=run, name="tbscope-mirror", daemon=True)
         self._thread.start()
 
-    def _publish(self) -> None:
+    def _publish(self, fetching: Mapping[str, int]) -> None:
         with self._progress:
             self._published += 1
+            self._fetching = dict(fetching)
             self._progress.notify_all()
 
     def wait(self) -> None:
@@ -351,13 +362,14 @@ class Mirror:
             failure, self._failure = self._failure, None
             raise failure
 
-    def follow(self, load: Callable[[], tuple[int, ...]]) -> list[tuple[int, ...]]:
-        """Calls ``load`` (a reader's read of what is new in the mirror) each time files have
-        appeared, while a background refresh runs, and once more after it: the files fetched
-        first are parsed while the others are still being fetched. Returns what each call
-        returned."""
+    def follow(self, load: Callable[[dict[str, int]], tuple[int, ...]]) -> list[tuple[int, ...]]:
+        """Calls ``load(fetching)`` (a reader's read of what is new in the mirror; ``fetching``:
+        the mirror file still being filled in, if any, and how many of its first bytes are
+        there, the rest may be holes) each time bytes have arrived, while a background refresh
+        runs, and once more after it with ``{}``: the files fetched first are parsed while the
+        others are still being fetched. Returns what each call returned."""
         if self._thread is None:
-            return [load()]
+            return [load({})]
         out = []
         seen = 0
         # A read whenever files have arrived since the last one began: a read of the mirror
@@ -369,12 +381,12 @@ class Mirror:
             with self._progress:
                 while self._published == seen and not self._done:
                     self._progress.wait()
-                seen, done = self._published, self._done
+                seen, done, fetching = self._published, self._done, self._fetching
             if done:
                 break
-            out.append(load())
+            out.append(load(fetching))
         self.wait()
-        out.append(load())
+        out.append(load({}))
         return out
 
     @contextlib.contextmanager
@@ -468,7 +480,7 @@ class Mirror:
         have: dict[str, dict[str, Any]],
         remote: dict[str, dict[str, Any]] | None,
         jobs: list[tuple[str, int, int]],
-        publish: Callable[[], None] | None = None,
+        publish: Callable[[Mapping[str, int]], None] | None = None,
     ) -> SyncStats:
         """Fetches the planned ranges and writes the manifest."""
         if remote is None:
@@ -492,12 +504,15 @@ class Mirror:
         jobs: list[tuple[str, int, int]],
         stats: SyncStats,
         mtimes: Mapping[str, float | None],
-        publish: Callable[[], None] | None = None,
+        publish: Callable[[Mapping[str, int]], None] | None = None,
     ) -> dict[str, str]:
         """Fetch every job's byte range in pieces, CONCURRENCY at a time; returns the files
         that failed (rolled back to the size they had) and why. A new file is written beside
-        the mirror and moved into it once whole, in job order (``publish`` is called each time),
-        so the mirror never shows a file with holes; a grown file is written in place."""
+        the mirror and moved into it once whole, in job order; a grown file is written in
+        place. With ``publish`` (a first fetch, all files new), the first file not whole yet
+        moves in as soon as its first piece is in, and ``publish({its path: bytes there})`` is
+        called each time that count grows or files move in (``{}`` once none is partial); the
+        mirror's other files are whole."""
         if not jobs:
             return {}
         fds: dict[str, int] = {}
@@ -507,24 +522,36 @@ class Mirror:
         pieces: list[tuple[str, int, int]] = []
         left: dict[str, int] = {}  # pieces of each file not done yet
         staged: dict[str, str] = {}  # new files: where they are written until whole
+        # New files in the mirror before they are whole (a first fetch's head file, and a
+        # single event file, filled in place from the start): the reader reads them up to
+        # `there`, a failure truncates them to it.
+        shown: set[str] = set()
+        step = PIECE_BYTES
+        there = {rel: start for rel, start, _ in jobs}  # bytes fetched from the start, in order
+        done_beyond: dict[str, set[int]] = {rel: set() for rel, _, _ in jobs}  # pieces past it
+        ends = {rel: end for rel, _, end in jobs}
         for rel, start, end in jobs:
             local = os.path.join(self.files_dir, rel)
-            if start == 0:
+            in_place = start > 0 or (self.single and publish is not None)
+            if not in_place:
                 staged[rel] = os.path.join(self.dir, "partial", rel)
                 local = staged[rel]
             os.makedirs(os.path.dirname(local), exist_ok=True)
-            if start == 0:
+            if start > 0:
+                fd = os.open(local, os.O_WRONLY)
+                os.ftruncate(fd, start)
+            elif in_place:
+                fd = os.open(local, os.O_WRONLY)  # made empty by start(), for the reader to open
+                shown.add(rel)
+            else:
                 # Created afresh, never truncated to zero: ext4 writes back a file that was
                 # truncated to zero and then written when it is closed (auto_da_alloc), which
                 # cost a few ms per 16 MiB file, in the fetch's tail (bench/README.md, "Scale").
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(local)  # left by an interrupted refresh
                 fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            else:
-                fd = os.open(local, os.O_WRONLY)
-                os.ftruncate(fd, start)
             fds[rel] = fd
-            mine = [(rel, s, min(s + PIECE_BYTES, end)) for s in range(start, end, PIECE_BYTES)]
+            mine = [(rel, s, min(s + step, end)) for s in range(start, end, step)]
             left[rel] = len(mine)
             pieces.extend(mine)
         write = self._piece_writer()
@@ -534,18 +561,45 @@ class Mirror:
         # Once a piece has failed every try, the store is likely down: later pieces try once,
         # so a dead server costs one round of backoff, not one per file.
         gave_up = threading.Event()
+        told: list[dict[str, int]] = [{}]  # what publish last said
 
         def advance() -> None:
             """Moves every whole file at the head of the job order into the mirror and closes
-            it (under count_lock)."""
+            it; with ``publish``, moves the head file in as soon as its first piece is in, and
+            says what changed (under count_lock)."""
+            moved = False
             while next_up[0] < len(order) and left[order[next_up[0]]] <= 0:
                 r = order[next_up[0]]
                 next_up[0] += 1
                 if r not in failed:
-                    self._complete(r, fds[r], staged.get(r), mtimes.get(r))
+                    self._complete(r, fds[r], None if r in shown else staged.get(r), mtimes.get(r))
                     os.close(fds.pop(r))
-                    if publish is not None:
-                        publish()
+                    moved = True
+                elif r in shown:
+                    # Its pieces are all done: from here on the reader reads it to its end.
+                    os.ftruncate(fds[r], there[r])
+            if publish is None:
+                return
+            partial: dict[str, int] = {}
+            if next_up[0] < len(order):
+                r = order[next_up[0]]
+                if r not in shown and r not in failed and there[r] > 0:
+                    local = os.path.join(self.files_dir, r)
+                    os.makedirs(os.path.dirname(local), exist_ok=True)
+                    os.replace(staged[r], local)  # its open descriptor goes on writing it
+                    shown.add(r)
+                if r in shown:
+                    partial = {os.path.join(self.files_dir, r): there[r]}
+            if moved or partial != told[0]:
+                told[0] = partial
+                publish(partial)
+
+        def arrived(rel: str, s: int) -> None:
+            """Piece ``s`` of ``rel`` is in (under count_lock)."""
+            done_beyond[rel].add(s)
+            while there[rel] in done_beyond[rel]:
+                done_beyond[rel].discard(there[rel])
+                there[rel] = min(there[rel] + step, ends[rel])
 
         def finished(rel: str) -> None:
             """One more piece of ``rel`` is done (or given up on)."""
@@ -572,6 +626,7 @@ class Mirror:
                         raise OSError(f"asked for bytes {s}-{e}, got {n} bytes (the object changed while being read?)")
                     with count_lock:
                         fetched[0] += n
+                        arrived(rel, s)
                     return
                 except FileNotFoundError as ex:
                     failed.setdefault(rel, f"removed while being fetched: {ex}")
@@ -598,8 +653,12 @@ class Mirror:
             for rel, fd in fds.items():
                 if rel in failed or left[rel] > 0:
                     # Back to what the manifest says the file holds: nothing half-fetched is
-                    # read, and a file never fetched whole is not there at all.
-                    if rel in staged:
+                    # read, and a file never fetched whole is not there at all; one the reader
+                    # was reading already keeps what it read (the manifest does not name it, so
+                    # the next refresh fetches it whole).
+                    if rel in shown:
+                        os.ftruncate(fd, there[rel])
+                    elif rel in staged:
                         with contextlib.suppress(OSError):
                             os.remove(staged[rel])
                     else:

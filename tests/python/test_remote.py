@@ -285,9 +285,9 @@ def test_first_read_parses_files_while_others_are_fetched(s3, tbx_logdir, tmp_pa
     lg = tbscope._reader.Logdir(mirror._path_now, tbscope.scan(tbx_logdir)._args, False, mirror)
     load = lg._native.load
 
-    def watched_load():
+    def watched_load(fetching):
         seen.append(sorted(str(p.relative_to(mirror.files_dir)) for p in Path(mirror.files_dir).rglob("*tfevents*")))
-        return load()
+        return load(fetching)
 
     rounds = mirror.follow(watched_load)
     lg._loaded = True
@@ -330,10 +330,10 @@ def test_first_read_parses_each_file_as_soon_as_it_arrives(s3, tmp_path, monkeyp
     load = lg._native.load
     seen: list[list[str]] = []
 
-    def watched_load():
+    def watched_load(fetching):
         seen.append(sorted(p.parent.name for p in Path(mirror.files_dir).rglob("*tfevents*")))
         try:
-            return load()
+            return load(fetching)
         finally:
             loaded.release()
 
@@ -344,6 +344,116 @@ def test_first_read_parses_each_file_as_soon_as_it_arrives(s3, tmp_path, monkeyp
     # or the last file when the fetch was over before a read of it began).
     assert seen[:11] == [runs[: i + 1] for i in range(11)] and seen[11:] in ([runs, runs], [runs]), seen
     pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(logdir))
+
+
+@pytest.mark.parametrize("single", [False, True], ids=["logdir", "event-file-url"])
+def test_large_file_is_parsed_as_its_bytes_arrive(s3, tmp_path, monkeypatch, single):
+    """A file many pieces long is parsed while it is fetched, not once it is whole: a read of
+    the mirror follows the pieces as they arrive in order (told how many bytes are there, so
+    never reading a hole), and the whole read equals the local one. The same for a URL that
+    names one event file."""
+    logdir = tmp_path / "logs"
+    with tbscope.SummaryWriter(logdir / "big") as w:
+        for i in range(30_000):
+            w.add_scalar("loss", i * 0.5, i)
+            if i % 7 == 0:
+                w.add_scalar("acc", 1.0 / (i + 1), i)
+    src = next((logdir / "big").glob("*tfevents*"))
+    piece = 64 << 10
+    assert src.stat().st_size > 10 * piece
+    monkeypatch.setattr(_mirror, "PIECE_BYTES", piece)
+    monkeypatch.setattr(_mirror, "CONCURRENCY", 3)
+    key = f"{BUCKET}/arrive-{'file' if single else 'dir'}"
+    s3.fs().put(str(logdir) + "/", key, recursive=True)
+    url = f"s3://{key}/big/{src.name}" if single else f"s3://{key}"
+    mirror = _mirror.Mirror(url, {**s3.options, "mirror": str(tmp_path / "m")})
+
+    def slow(start, end, request):
+        time.sleep(0.03)  # a store's latency: the reads keep up with the fetch
+        return request()
+
+    watch_pieces(monkeypatch, mirror, slow)
+    mirror.start()
+    local = tbscope.scan(src if single else logdir)
+    lg = tbscope._reader.Logdir(mirror._path_now, local._args, False, mirror)
+    load = lg._native.load
+    rounds: list[tuple[dict[str, int], int, int]] = []  # (fetching, bytes read, rows)
+
+    def watched_load(fetching):
+        if fetching:
+            ((path, there),) = fetching.items()
+            # What the read is told is there is there, byte for byte.
+            with open(path, "rb") as f:
+                assert f.read(there) == src.read_bytes()[:there]
+        got = load(fetching)
+        rounds.append((fetching, got[1], got[3]))
+        return got
+
+    mirror.follow(watched_load)
+    lg._loaded = True
+    partial = [r for r in rounds if r[0]]
+    # Rounds read the file while it was partial, each no further than it was told.
+    assert len(partial) > 2 and sum(rows for _, _, rows in partial) > 0, rounds
+    assert all(n <= next(iter(f.values())) for f, n, _ in partial)
+    assert rounds[-1][0] == {}
+    assert lg.report == local.report and lg.runs == local.runs
+    for kind in KINDS:
+        assert same_table(lg._frame(kind).to_arrow(), local._frame(kind).to_arrow()), kind
+    assert Path(mirror.path).is_file() == single
+    assert not list((Path(mirror.dir) / "partial").rglob("*tfevents*"))
+
+
+def test_partly_read_file_whose_fetch_failed_is_read_whole_on_reload(s3, tmp_path, monkeypatch):
+    """A large file read while it arrived and whose fetch then failed keeps what was read and
+    is reported; the next refresh fetches it whole and the read goes on from where it stopped:
+    the rows and report are then a local read's."""
+    logdir = tmp_path / "logs"
+    with tbscope.SummaryWriter(logdir / "big") as w:
+        for i in range(30_000):
+            w.add_scalar("loss", i * 0.5, i)
+    piece = 64 << 10
+    monkeypatch.setattr(_mirror, "PIECE_BYTES", piece)
+    monkeypatch.setattr(_mirror, "CONCURRENCY", 1)
+    monkeypatch.setattr(_mirror, "BACKOFF", 0.001)
+    s3.fs().put(str(logdir) + "/", f"{BUCKET}/fails", recursive=True)
+    mirror = _mirror.Mirror(f"s3://{BUCKET}/fails", {**s3.options, "mirror": str(tmp_path / "m")})
+    broken = [True]
+
+    def failing(start, end, request):
+        time.sleep(0.02)  # the first pieces are read before the failure
+        if broken[0] and start >= 4 * piece:
+            raise OSError("the store went away")
+        return request()
+
+    watch_pieces(monkeypatch, mirror, failing)
+    mirror.start()
+    local = tbscope.scan(logdir)
+    lg = tbscope._reader.Logdir(mirror._path_now, local._args, False, mirror)
+    lg._load()
+    rows = len(lg.scalars().to_pandas())
+    assert 0 < rows < len(local.scalars().to_pandas())
+    (problem,) = lg.report.by_severity("error")
+    assert problem.run == "big" and "the store went away" in problem.reason
+    broken[0] = False
+    lg.reload()
+    assert lg.report == local.report
+    pd.testing.assert_frame_equal(lg.scalars().to_pandas(), local.scalars().to_pandas())
+
+
+def test_event_file_url_read_through_scan(s3, tmp_path, monkeypatch):
+    """scan() of a URL naming one event file several pieces long: fetched in the background and
+    parsed as it arrives; rows and report as the local file's."""
+    with tbscope.SummaryWriter(tmp_path / "one") as w:
+        for i in range(20_000):
+            w.add_scalar("loss", i * 0.25, i)
+    src = next((tmp_path / "one").glob("*tfevents*"))
+    monkeypatch.setattr(_mirror, "PIECE_BYTES", 32 << 10)
+    s3.fs().put(str(src), f"{BUCKET}/one-file/{src.name}")
+    lg = tbscope.scan(
+        f"s3://{BUCKET}/one-file/{src.name}", storage_options={**s3.options, "mirror": str(tmp_path / "m")}
+    )
+    pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(src))
+    assert lg.report == tbscope.scan(src).report
 
 
 def test_new_mirror_files_are_created_not_truncated(s3, tbx_logdir, tmp_path, monkeypatch):
@@ -396,8 +506,10 @@ def test_empty_event_files_over_urls(mirrors, tmp_path):
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, monkeypatch, transport):
-    """The S3 server dies after the first file is fetched: that file is read, every other is
-    reported (its URL, why) and none is read half-fetched."""
+    """The S3 server dies after the first file is fetched and the first piece of the second is
+    in: the first file is read, the second up to its last whole piece (it was being read as it
+    arrived), every file not fetched whole is reported (its URL, why), and nothing past the
+    bytes fetched is read."""
     logdir = tmp_path / "logs"
     with tbscope.SummaryWriter(logdir / "a") as w:
         w.add_scalar("x", 1.0, 0)
@@ -442,14 +554,32 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
         p.reason.startswith(f"s3://{BUCKET}/logs/{p.file}: fetching bytes") and "failed" in p.reason for p in errors
     )
     assert not lg.report.ok
-    assert lg.runs == ["a"]
-    # Nothing half-fetched is left, in the mirror or beside it.
+    assert lg.runs in (["a"], ["a", "b"])
+    # Nothing half-fetched is left beside the mirror; in it, only what was read of b, whole
+    # pieces from its start, which the manifest does not name (a later refresh fetches it whole).
     assert not list((Path(mirror.dir) / "partial").rglob("*tfevents*"))
-    pd.testing.assert_frame_equal(lg.scalars().to_pandas(), tbscope.read_scalars(logdir, runs="a"))
+    got = lg.scalars().to_pandas()
+    pd.testing.assert_frame_equal(got[got.run == "a"], tbscope.read_scalars(logdir, runs="a"), check_categorical=False)
+    b_local = tbscope.read_scalars(logdir, runs="b")
+    b_read = got[got.run == "b"].reset_index(drop=True)
+    assert len(b_read) < len(b_local)
+    pd.testing.assert_frame_equal(b_read, b_local.iloc[: len(b_read)], check_categorical=False)
+    b_files = list((Path(mirror.files_dir) / "b").glob("*tfevents*"))
+    b_src = next((logdir / "b").glob("*tfevents*")).read_bytes()
+    assert all(f.stat().st_size % (64 << 10) == 0 and b_src.startswith(f.read_bytes()) for f in b_files)
+    assert all(not rel.startswith("b/") for rel in mirror._read_manifest())
+    # Besides the failure, at most the record the cut ran into: a pending tail, read on reload.
+    ends = {f"b/{f.name}": f.stat().st_size for f in b_files}
+    assert all(
+        p.severity == "truncated" and p.offset + p.length == ends[p.file]
+        for p in lg.report.problems
+        if p.severity != "error" and p.run == "b"
+    ), lg.report
     assert took < 60
     # Reading again with the server gone: the listing fails, the rows read before stay.
+    runs = lg.runs
     lg.reload()
-    assert lg.runs == ["a"] and f"error: .: listing s3://{BUCKET}/logs failed" in str(lg.report)
+    assert lg.runs == runs and f"error: .: listing s3://{BUCKET}/logs failed" in str(lg.report)
     # A new scan with nothing fetched before cannot show anything: it raises, saying why.
     with pytest.raises(OSError, match="could not list"):
         tbscope.scan(

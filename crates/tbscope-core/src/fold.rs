@@ -142,6 +142,10 @@ impl Scan for FoldingReader {
     fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         FoldingReader::load(self, cancel)
     }
+    fn set_fetching(&mut self, fetching: std::collections::HashMap<PathBuf, u64>) -> Result<()> {
+        self.reader.set_fetching(fetching);
+        Ok(())
+    }
     fn plan_pieces(&mut self, _: u64) -> Result<Vec<Work>> {
         Err(no_rows())
     }

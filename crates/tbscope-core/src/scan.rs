@@ -4,6 +4,7 @@
 //! Every method may need work the first time (a cached reader decodes what it restored only
 //! when something asks for it), so every one takes `&mut self` and returns a `Result`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -52,6 +53,16 @@ pub trait Scan: Send {
     fn file_path(&mut self, rel: &str) -> Result<Option<PathBuf>>;
     /// What the cache did on the last load (None without one).
     fn cache_info(&self) -> Option<CacheInfo>;
+    /// Files being filled in and how many of their first bytes are there, for the loads from
+    /// now on (see [`Reader::set_fetching`]). A cache is written from whole files only.
+    fn set_fetching(&mut self, fetching: HashMap<PathBuf, u64>) -> Result<()> {
+        if fetching.is_empty() {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(
+            "a scan with a cache reads whole files only: let the fetch finish first".into(),
+        ))
+    }
     /// Loads leave the cache's generation to [`Scan::take_write`] (see `cache/deferred.rs`);
     /// a scan without a cache ignores it.
     fn defer_writes(&mut self, _on: bool) {}
@@ -66,6 +77,10 @@ pub trait Scan: Send {
 impl Scan for Reader {
     fn load(&mut self, cancel: &AtomicBool) -> Result<LoadStats> {
         Reader::load(self, cancel)
+    }
+    fn set_fetching(&mut self, fetching: HashMap<PathBuf, u64>) -> Result<()> {
+        Reader::set_fetching(self, fetching);
+        Ok(())
     }
     fn plan_pieces(&mut self, max_bytes: u64) -> Result<Vec<Work>> {
         Reader::plan_pieces(self, max_bytes)

@@ -5,7 +5,7 @@
 //! every long call runs in its one interruptible runner, which releases the GIL and stays
 //! interruptible (Ctrl-C cancels the read). The logic lives in the core: these are plumbing.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -313,9 +313,21 @@ impl NativeReader {
         self.abandon.store(true, Ordering::Relaxed);
     }
 
-    /// Reads what is new; returns (files read, bytes read, records, rows).
-    fn load(&self, py: Python<'_>) -> Outcome<(usize, u64, u64, usize)> {
-        let s = self.detached(py, |r, cancel| r.load(cancel))?;
+    /// Reads what is new; returns (files read, bytes read, records, rows). `fetching`: files
+    /// being filled in (a remote mirror's first fetch) and how many of their first bytes are
+    /// there, for this load and the next ones (`{}`: all whole again; None: as before).
+    #[pyo3(signature = (fetching=None))]
+    fn load(
+        &self,
+        py: Python<'_>,
+        fetching: Option<HashMap<PathBuf, u64>>,
+    ) -> Outcome<(usize, u64, u64, usize)> {
+        let s = self.detached(py, move |r, cancel| {
+            if let Some(f) = fetching {
+                r.set_fetching(f)?;
+            }
+            r.load(cancel)
+        })?;
         Ok((s.files_read, s.bytes_read, s.records, s.rows))
     }
 

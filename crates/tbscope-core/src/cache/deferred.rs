@@ -128,6 +128,8 @@ impl CachedReader {
             plugin_index: r.plugin_index.clone(),
             batches: r.batches.clone(),
             report: r.report.clone(),
+            // A cache is written from whole files only (its reader never fetches).
+            fetching: Default::default(),
         };
         c.behind = false;
         c.writing = true;

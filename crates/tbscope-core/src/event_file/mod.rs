@@ -19,3 +19,4 @@ pub use append::{append, append_tensor};
 pub use model::*;
 pub use parser::{read_file, read_file_into};
 pub use split::split_points;
+pub(crate) use split::split_points_within;

@@ -173,6 +173,10 @@ pub enum Until {
     Final,
     /// A record boundary inside the file, from [`split_points`].
     Cut(u64),
+    /// A file still being filled in, not in order (a remote mirror's concurrent ranged reads):
+    /// only its first `n` bytes are there, the rest may be holes. Read as [`Until::Live`] at
+    /// that size: a record running past it is a pending tail, read on the next load.
+    Upto(u64),
 }
 
 /// Where to resume reading a file.

@@ -89,7 +89,11 @@ pub fn read_file_into(
         }
     };
     let size = match file.metadata() {
-        Ok(m) if m.is_file() => m.len(),
+        // Past `n` a file being filled in may hold holes: what is there ends at `n`.
+        Ok(m) if m.is_file() => match until {
+            Until::Upto(n) => m.len().min(n),
+            _ => m.len(),
+        },
         Ok(_) => {
             p.problem(Severity::Error, 0, 0, "not a regular file".into());
             return p.out;
@@ -104,7 +108,7 @@ pub fn read_file_into(
     let (mut stop, mut end) = match until {
         Until::Cut(c) if c < size => (c, End::Cut),
         Until::Final => (size, End::Final),
-        Until::Live | Until::Cut(_) => (size, End::Live),
+        Until::Live | Until::Cut(_) | Until::Upto(_) => (size, End::Live),
     };
     let range_start = match opts.byte_range {
         Some((lo, hi)) => {

@@ -12,11 +12,23 @@ use crate::tf_record::HEADER_LEN;
 /// by several threads. Stops early at a header that does not check out: from there on the
 /// single reader that takes the last piece handles corruption as usual.
 pub fn split_points(path: &Path, from: u64, piece: u64, max_len: u64) -> Vec<u64> {
+    split_points_within(path, from, piece, max_len, u64::MAX)
+}
+
+/// [`split_points`] in the first `end` bytes of the file (those of a file still being filled
+/// in that are there: see [`super::Until::Upto`]).
+pub(crate) fn split_points_within(
+    path: &Path,
+    from: u64,
+    piece: u64,
+    max_len: u64,
+    end: u64,
+) -> Vec<u64> {
     let mut cuts = Vec::new();
     let Ok(file) = File::open(path) else {
         return cuts;
     };
-    let Ok(size) = file.metadata().map(|m| m.len()) else {
+    let Ok(size) = file.metadata().map(|m| m.len().min(end)) else {
         return cuts;
     };
     let mut buf = vec![0u8; CHUNK];

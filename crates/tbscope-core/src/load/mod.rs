@@ -227,6 +227,9 @@ pub struct Reader {
     pub(crate) plugin_index: HashMap<String, i32>,
     pub(crate) batches: [Vec<RecordBatch>; 8],
     pub(crate) report: Vec<ReportEntry>,
+    /// Files still being filled in (a remote mirror's first fetch), with how many of their
+    /// first bytes are there: loads read them [`Until::Upto`] that many.
+    pub(crate) fetching: HashMap<PathBuf, u64>,
 }
 
 pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
@@ -255,7 +258,15 @@ impl Reader {
             plugin_index: HashMap::new(),
             batches: Default::default(),
             report: Vec::new(),
+            fetching: HashMap::new(),
         })
+    }
+
+    /// Files being filled in, not in order, and how many of their first bytes are there,
+    /// for the loads from now on (empty: every file is whole). A record past that point is
+    /// read by a later load, as a live file's tail is.
+    pub fn set_fetching(&mut self, fetching: HashMap<PathBuf, u64>) {
+        self.fetching = fetching;
     }
 
     pub(crate) fn rel(&self, path: &Path) -> String {

@@ -15,7 +15,7 @@ use crate::columns::{finish_placed, FileRows, PlacedScalars, Tables};
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::event_file::{
-    read_file_into, split_points, Cursor, FileChunk, Known, Severity, Until, STOPPED_TAIL,
+    read_file_into, split_points_within, Cursor, FileChunk, Known, Severity, Until, STOPPED_TAIL,
 };
 
 impl Reader {
@@ -71,6 +71,9 @@ impl Reader {
         let untils: Vec<Until> = work
             .iter()
             .map(|(run, path, _)| {
+                if let Some(&n) = self.fetching.get(path) {
+                    return Until::Upto(n);
+                }
                 let files = live
                     .entry(run.as_str())
                     .or_insert_with(|| self.live_files(run, now));
@@ -354,12 +357,18 @@ impl Reader {
         let plan =
             |((run, path, cursor, until), size): (Segment, Option<u64>)| -> Vec<(Segment, u64)> {
                 let size = size.unwrap_or_else(|| std::fs::metadata(&path).map_or(0, |m| m.len()));
+                let end = match until {
+                    Until::Upto(n) => n,
+                    _ => u64::MAX,
+                };
+                let size = size.min(end);
                 let left = size.saturating_sub(cursor.offset);
                 if threads <= 1 || left <= split_above {
                     return vec![((run, path, cursor, until), left)];
                 }
                 let piece = (left / (threads as u64 * 4)).max(split_above / 4).max(1);
-                let cuts = split_points(&path, cursor.offset, piece, self.opts.file.max_len);
+                let cuts =
+                    split_points_within(&path, cursor.offset, piece, self.opts.file.max_len, end);
                 let mut out = Vec::with_capacity(cuts.len() + 1);
                 let mut start = cursor.offset;
                 for c in cuts {
@@ -548,6 +557,7 @@ fn segment_bytes(work: &[Segment]) -> Vec<u64> {
         .map(|(_, path, cursor, end)| {
             match end {
                 Until::Cut(c) => *c,
+                Until::Upto(n) => std::fs::metadata(path).map_or(0, |m| m.len().min(*n)),
                 Until::Live | Until::Final => std::fs::metadata(path).map_or(0, |m| m.len()),
             }
             .saturating_sub(cursor.offset)
