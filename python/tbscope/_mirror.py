@@ -21,6 +21,7 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -215,6 +216,26 @@ class Mirror:
         if self.single:
             return os.path.join(self.files_dir, posixpath.basename(self.root))
         return self.files_dir
+
+    def clear(self) -> bool:
+        """Deletes the mirror's copy of the logdir (its files, manifest and partial downloads)
+        under its lock, so that a refresh in another process is never cut in two; the next read
+        fetches everything again. The lock file stays (a process waiting on it holds it open).
+        Returns whether there was anything."""
+        if not os.path.isdir(self.dir):
+            return False
+        self.wait()
+        with self._lock, self._locked():
+            found = False
+            for name in ("logdir", "partial"):
+                d = os.path.join(self.dir, name)
+                if os.path.isdir(d):
+                    found = found or any(files for _, _, files in os.walk(d))
+                    shutil.rmtree(d)
+            if os.path.exists(self._manifest_path):
+                found = True
+                os.remove(self._manifest_path)
+        return found
 
     # -- refresh ------------------------------------------------------------------------------
 
@@ -681,15 +702,16 @@ class Mirror:
             return _streamer(self.fs) or self._write_piece
         assert self._native is not None
         native = self._native.piece_writer(self.root.split("/", 1)[0])
-        fallback: list[Callable[[str, int, int, int], int]] = []
+        fallback: Callable[[str, int, int, int], int] | None = None
 
         def write(path: str, start: int, end: int, fd: int) -> int:
+            nonlocal fallback
             try:
                 return native(path, start, end, fd)
             except ValueError:  # a key object_store cannot name (characters it refuses)
-                if not fallback:
-                    fallback.append(_streamer(self.fs) or self._write_piece)
-                return fallback[0](path, start, end, fd)
+                if fallback is None:
+                    fallback = _streamer(self.fs) or self._write_piece
+                return fallback(path, start, end, fd)
 
         return write
 

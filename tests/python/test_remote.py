@@ -440,6 +440,31 @@ def test_partly_read_file_whose_fetch_failed_is_read_whole_on_reload(s3, tmp_pat
     pd.testing.assert_frame_equal(lg.scalars().to_pandas(), local.scalars().to_pandas())
 
 
+@pytest.mark.parametrize("single", [False, True], ids=["logdir", "event-file-url"])
+def test_cache_clear_deletes_a_remote_logdirs_mirror_and_cache(s3, tbx_logdir, tmp_path, single):
+    """tbscope.cache.clear(URL) deletes the local mirror (and the cache of a scan with
+    cache=True): the next scan fetches everything again and reads what the store holds."""
+    cache_root = tmp_path / "caches"
+    src = sorted(tbx_logdir.rglob("*tfevents*"))[0]
+    url = f"s3://{BUCKET}/tbx/{src.relative_to(tbx_logdir).as_posix()}" if single else f"s3://{BUCKET}/tbx"
+    options = {**s3.options, "mirror": str(tmp_path / "m")}
+    with environ(TBSCOPE_CACHE_DIR=str(cache_root)):
+        first = tbscope.scan(url, storage_options=options, cache=True)
+        rows = first.scalars().to_pandas()
+        assert first.cache_info is not None and Path(first.cache_info.dir).is_dir()
+        fetched = [p for p in (tmp_path / "m" / "logdir").rglob("*") if p.is_file()]
+        assert fetched and (tmp_path / "m" / "manifest.json").exists()
+        assert tbscope.cache.clear(url, storage_options=options)
+        assert not (tmp_path / "m" / "logdir").exists() and not (tmp_path / "m" / "manifest.json").exists()
+        assert not Path(first.cache_info.dir).exists()
+        assert not tbscope.cache.clear(url, storage_options=options)  # nothing left
+        again = tbscope.scan(url, storage_options=options, cache=True)
+        pd.testing.assert_frame_equal(again.scalars().to_pandas(), rows)
+        assert again.cache_info is not None and again.cache_info.status == "miss"
+    with pytest.raises(ValueError, match="storage_options= is for URLs"):
+        tbscope.cache.clear(tbx_logdir, storage_options=options)
+
+
 def test_event_file_url_read_through_scan(s3, tmp_path, monkeypatch):
     """scan() of a URL naming one event file several pieces long: fetched in the background and
     parsed as it arrives; rows and report as the local file's."""

@@ -215,6 +215,32 @@ def test_text_is_raw(server):
     assert t["text"] == ["**bold** <script>alert(1)</script>"] and t["shape"] == [[]]
 
 
+@pytest.mark.parametrize(
+    ("kind", "tag", "noun"),
+    [
+        ("images", "pic", "images"),
+        ("audio", "tone", "audio"),
+        ("text", "note", "text"),
+        ("pr_curves", "pr", "PR curve"),
+    ],
+)
+def test_series_answers_revalidate_and_name_a_missing_tag(server, kind, tag, noun):
+    # One run and tag's rows: an ETag the client revalidates with, and a 404 that names the
+    # kind and where to list its tags.
+    r = request(server.url, f"api/v1/{kind}?tag={tag}&run=exp/seed0")
+    assert r.status == 200 and r.json()["run"] == "exp/seed0" and r.json()["tag"] == tag
+    again = request(server.url, f"api/v1/{kind}?tag={tag}&run=exp/seed0", headers={"If-None-Match": r.headers["etag"]})
+    assert again.status == 304 and again.body == b""
+    missing = request(server.url, f"api/v1/{kind}?tag=nope&run=exp/seed0")
+    assert missing.status == 404
+    assert missing.json()["error"]["message"] == (
+        f"run 'exp/seed0' has no {noun} tag 'nope'; list them with api/v1/tags?kind={kind}"
+    )
+    assert request(server.url, "api/v1/tensors?tag=nope&run=exp/seed0").json()["error"]["message"] == (
+        "run 'exp/seed0' has no tensor tag 'nope'; list them with api/v1/tags?kind=tensors"
+    )
+
+
 def test_tensors_pr_curves_custom_scalars(server):
     pr = get_json(server.url, "api/v1/pr_curves?tag=pr&run=exp/seed0")["columns"]
     assert len(pr["thresholds"][0]) == len(pr["precision"][0]) == len(pr["tp"][0])

@@ -106,12 +106,41 @@ pub fn m4<X: XValue>(
         out.extend(start..end);
         return end - start;
     }
+    let q = Request {
+        x,
+        y,
+        start,
+        end,
+        n,
+        lo,
+        hi,
+    };
     if end > start && X::ordered(&x[start..end]) {
-        m4_ordered(x, y, start, end, n, lo, hi, out)
+        m4_ordered(q, out)
     } else {
-        m4_rows(x, y, start, end, n, lo, hi, out)
+        m4_rows(q, out)
     }
 }
+
+/// What [`m4`] was asked for one series, passed down as one value: rows `start..end` of `x`
+/// and `y`, a target of `n` rows, the window `[lo, hi]` of x.
+struct Request<'a, X> {
+    x: &'a [X],
+    y: &'a [f64],
+    start: usize,
+    end: usize,
+    n: usize,
+    lo: Option<f64>,
+    hi: Option<f64>,
+}
+
+// By hand: derived, they would ask `X: Copy` of the element type too.
+impl<X> Clone for Request<'_, X> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<X> Copy for Request<'_, X> {}
 
 /// Whether any value is NaN (one pass, vectorised).
 #[inline(always)]
@@ -148,54 +177,25 @@ impl Buckets {
 }
 
 /// [`m4`] for a series whose x is finite and non-decreasing.
-#[allow(clippy::too_many_arguments)]
-fn m4_ordered<X: XValue>(
-    x: &[X],
-    y: &[f64],
-    start: usize,
-    end: usize,
-    n: usize,
-    lo: Option<f64>,
-    hi: Option<f64>,
-    out: &mut Vec<usize>,
-) -> usize {
+fn m4_ordered<X: XValue>(q: Request<'_, X>, out: &mut Vec<usize>) -> usize {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { m4_ordered_avx2(x, y, start, end, n, lo, hi, out) };
+        return unsafe { m4_ordered_avx2(q, out) };
     }
-    m4_ordered_body(x, y, start, end, n, lo, hi, out)
+    m4_ordered_body(q, out)
 }
 
 /// [`m4_ordered_body`] compiled for AVX2: the passes over values go twice as wide.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn m4_ordered_avx2<X: XValue>(
-    x: &[X],
-    y: &[f64],
-    start: usize,
-    end: usize,
-    n: usize,
-    lo: Option<f64>,
-    hi: Option<f64>,
-    out: &mut Vec<usize>,
-) -> usize {
-    m4_ordered_body(x, y, start, end, n, lo, hi, out)
+unsafe fn m4_ordered_avx2<X: XValue>(q: Request<'_, X>, out: &mut Vec<usize>) -> usize {
+    m4_ordered_body(q, out)
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn m4_ordered_body<X: XValue>(
-    x: &[X],
-    y: &[f64],
-    start: usize,
-    end: usize,
-    n: usize,
-    lo: Option<f64>,
-    hi: Option<f64>,
-    out: &mut Vec<usize>,
-) -> usize {
+fn m4_ordered_body<X: XValue>(q: Request<'_, X>, out: &mut Vec<usize>) -> usize {
+    let (x, y, start, end, n, lo, hi) = (q.x, q.y, q.start, q.end, q.n, q.lo, q.hi);
     // The candidates are contiguous: the rows from the first x >= lo to the last x <= hi.
     let xs = &x[start..end];
     let a = start + lo.map_or(0, |l| xs.partition_point(|v| v.get() < l));
@@ -369,17 +369,8 @@ fn first_equal(y: &[f64], v: f64) -> usize {
 }
 
 /// [`m4`] bucketing row by row: any x (going back, not finite).
-#[allow(clippy::too_many_arguments)]
-fn m4_rows<X: XValue>(
-    x: &[X],
-    y: &[f64],
-    start: usize,
-    end: usize,
-    n: usize,
-    lo: Option<f64>,
-    hi: Option<f64>,
-    out: &mut Vec<usize>,
-) -> usize {
+fn m4_rows<X: XValue>(q: Request<'_, X>, out: &mut Vec<usize>) -> usize {
+    let (x, y, start, end, n, lo, hi) = (q.x, q.y, q.start, q.end, q.n, q.lo, q.hi);
     let bounded = lo.is_some() || hi.is_some();
     let inside = |v: f64| -> bool {
         if v.is_nan() {
@@ -486,7 +477,8 @@ pub fn m4_many<X: XValue>(
     // worth its start-up (a thread each) for millions of points, which one thread reduces in
     // milliseconds. Concurrent requests of a server then do not each start threads.
     if threads > 1 && ranges.len() > 1 && points >= 1 << 21 {
-        if let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        // Refused threads: the ranges are reduced on this thread.
+        if let Ok(Some(pool)) = crate::pool::worker_pool(threads, "m4-") {
             use rayon::prelude::*;
             return pool.install(|| ranges.par_iter().map(one).collect());
         }
@@ -681,7 +673,18 @@ mod tests {
                 for &(lo, hi) in &windows {
                     let (mut got, mut want) = (Vec::new(), Vec::new());
                     let c = m4(&x, &y, 0, len, n, lo, hi, &mut got);
-                    let d = m4_rows(&x, &y, 0, len, n, lo, hi, &mut want);
+                    let d = m4_rows(
+                        Request {
+                            x: &x,
+                            y: &y,
+                            start: 0,
+                            end: len,
+                            n,
+                            lo,
+                            hi,
+                        },
+                        &mut want,
+                    );
                     assert_eq!(got, want, "case {case}, n {n}, window {lo:?}..{hi:?}");
                     assert_eq!(
                         c, d,
@@ -690,7 +693,18 @@ mod tests {
                     let (flo, fhi) = (lo.map(|v| v * 0.25 + 1.7e9), hi.map(|v| v * 0.25 + 1.7e9));
                     let (mut got, mut want) = (Vec::new(), Vec::new());
                     let c = m4(&xf, &y, 0, len, n, flo, fhi, &mut got);
-                    let d = m4_rows(&xf, &y, 0, len, n, flo, fhi, &mut want);
+                    let d = m4_rows(
+                        Request {
+                            x: &xf,
+                            y: &y,
+                            start: 0,
+                            end: len,
+                            n,
+                            lo: flo,
+                            hi: fhi,
+                        },
+                        &mut want,
+                    );
                     assert_eq!((got, c), (want, d), "wall times: case {case}, n {n}");
                 }
             }
@@ -704,7 +718,18 @@ mod tests {
         assert!(!i64::ordered(&x));
         let (mut got, mut want) = (Vec::new(), Vec::new());
         m4(&x, &y, 0, 12, 8, None, None, &mut got);
-        m4_rows(&x, &y, 0, 12, 8, None, None, &mut want);
+        m4_rows(
+            Request {
+                x: &x,
+                y: &y,
+                start: 0,
+                end: 12,
+                n: 8,
+                lo: None,
+                hi: None,
+            },
+            &mut want,
+        );
         assert_eq!(got, want);
         let xf = [0.0, 1.0, f64::NAN, 3.0];
         assert!(!f64::ordered(&xf));

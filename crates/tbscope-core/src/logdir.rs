@@ -561,10 +561,7 @@ mod tests {
         // "a/again" (sorted before "a/b") reaches b first; "a/b" is then the same directory.
         assert_eq!(found.keys().cloned().collect::<Vec<_>>(), vec!["a/again"]);
         // The same on a pool, whose threads list "a/b" beforehand.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = crate::pool::worker_pool(2, "walk-").unwrap().unwrap();
         let (found, errors) = pool.install(|| discover(&tmp, None)).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(found.keys().cloned().collect::<Vec<_>>(), vec!["a/again"]);
@@ -616,10 +613,7 @@ mod tests {
             let re = Regex::new("^s0[1-3]/").unwrap();
             let filtered = walk(&tmp, Some(&re), HashMap::new(), None);
             for threads in [2, 3, 8] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
+                let pool = crate::pool::worker_pool(threads, "walk-").unwrap().unwrap();
                 for _ in 0..5 {
                     let par = pool.install(|| par_walk(&tmp, &meta, None, false));
                     // Without links the pool's walk answers; with them it leaves it to the

@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -109,63 +109,11 @@ impl Drop for NativeReader {
     }
 }
 
-/// The queue of the freeing thread, with the pid of the process that started the thread: a
-/// forked child inherits the queue but not the thread, and starts its own.
-static FREEING: Mutex<Option<(u32, mpsc::Sender<Shared>)>> = Mutex::new(None);
-
-/// Hands a dropped reader's state to the process's one freeing thread, started on first use
-/// (a thread per reader made a server or a loop that opens many readers start a thread each).
-/// When no thread can be started, the state is let go here, and the reader frees it inline.
+/// Hands a dropped reader's state to the process's one freeing thread (`tbscope_core::free`).
+/// Its queue is bounded: when full, or when no thread can be started, the state is let go
+/// here, and the reader frees it inline.
 fn free_later(state: Shared) {
-    let pid = std::process::id();
-    let mut slot = FREEING.lock().unwrap_or_else(|p| p.into_inner());
-    let state = match slot.take() {
-        Some((made_in, queue)) if made_in == pid => match queue.send(state) {
-            Ok(()) => {
-                *slot = Some((made_in, queue));
-                return;
-            }
-            // The thread is gone (nothing in it panics, but if it did): start another.
-            Err(mpsc::SendError(state)) => state,
-        },
-        Some(inherited) => {
-            // The parent's: dropping it could wait on a lock its thread held at the fork.
-            std::mem::forget(inherited);
-            state
-        }
-        None => state,
-    };
-    let (queue, jobs) = mpsc::channel::<Shared>();
-    let started = std::thread::Builder::new()
-        .name("tbscope-free".into())
-        .spawn(move || {
-            for mut state in jobs {
-                // The reader's own reference goes as soon as its `drop` returns; nothing
-                // else can take one meanwhile.
-                let state = loop {
-                    match Arc::try_unwrap(state) {
-                        Ok(state) => break state,
-                        Err(held) => {
-                            state = held;
-                            std::thread::yield_now();
-                        }
-                    }
-                };
-                // One state failing to free must not stop the thread (the panic is printed).
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(state)));
-            }
-        });
-    match started {
-        Ok(_) => {
-            // The thread holds the receiving end until the queue goes: this cannot fail.
-            let _ = queue.send(state);
-            *slot = Some((pid, queue));
-        }
-        Err(_) => {
-            drop(slot);
-            drop(state);
-        }
-    }
+    tbscope_core::free::FREER.later(state);
 }
 
 #[pymethods]

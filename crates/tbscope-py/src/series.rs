@@ -60,13 +60,23 @@ enum Xs<'a> {
     F64(&'a [f64]),
 }
 
-/// Series ranges: `starts[i]..ends[i]`, or the whole columns as one series.
+/// Series ranges: `starts[i]..ends[i]` (int64 arrays), or the whole columns as one series.
 fn ranges(
-    starts: Option<&[i64]>,
-    ends: Option<&[i64]>,
+    starts: Option<&Bound<'_, PyAny>>,
+    ends: Option<&Bound<'_, PyAny>>,
     len: usize,
 ) -> PyResult<Vec<(usize, usize)>> {
-    match (starts, ends) {
+    let sb = starts.map(|s| get(s, "starts")).transpose()?;
+    let eb = ends.map(|e| get(e, "ends")).transpose()?;
+    let ss = sb
+        .as_ref()
+        .map(|b| slice::<i64>(b, b"qli", "starts", "int64"))
+        .transpose()?;
+    let es = eb
+        .as_ref()
+        .map(|b| slice::<i64>(b, b"qli", "ends", "int64"))
+        .transpose()?;
+    match (ss, es) {
         (None, None) => Ok(vec![(0, len)]),
         (Some(s), Some(e)) if s.len() == e.len() => s
             .iter()
@@ -115,88 +125,54 @@ pub fn downsample<'py>(
     Option<Bound<'py, PyBytes>>,
     Bound<'py, PyBytes>,
 )> {
-    guarded(|| Ok(m4(py, x, y, n, starts, ends, x_lo, x_hi, smoothing)?))
-}
-
-/// `downsample`'s body.
-#[allow(
-    clippy::too_many_arguments,
-    clippy::type_complexity,
-    reason = "downsample()'s own arguments and result, passed through"
-)]
-fn m4<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    y: &Bound<'py, PyAny>,
-    n: usize,
-    starts: Option<&Bound<'py, PyAny>>,
-    ends: Option<&Bound<'py, PyAny>>,
-    x_lo: Option<f64>,
-    x_hi: Option<f64>,
-    smoothing: Option<f64>,
-) -> PyResult<(
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Option<Bound<'py, PyBytes>>,
-    Bound<'py, PyBytes>,
-)> {
-    let xb = get(x, "x")?;
-    let yb = get(y, "y")?;
-    let xs = match slice::<i64>(&xb, b"qli", "x", "int64") {
-        Ok(v) if xb.item_size() == 8 => Xs::I64(v),
-        _ => Xs::F64(slice::<f64>(&xb, b"d", "x", "float64 or int64")?),
-    };
-    let ys = slice::<f64>(&yb, b"d", "y", "float64")?;
-    let len = match xs {
-        Xs::I64(v) => v.len(),
-        Xs::F64(v) => v.len(),
-    };
-    if len != ys.len() {
-        return Err(PyValueError::new_err(format!(
-            "x has {len} rows and y {}",
-            ys.len()
-        )));
-    }
-    let sb = starts.map(|s| get(s, "starts")).transpose()?;
-    let eb = ends.map(|e| get(e, "ends")).transpose()?;
-    let ss = sb
-        .as_ref()
-        .map(|b| slice::<i64>(b, b"qli", "starts", "int64"))
-        .transpose()?;
-    let es = eb
-        .as_ref()
-        .map(|b| slice::<i64>(b, b"qli", "ends", "int64"))
-        .transpose()?;
-    let series = ranges(ss, es, len)?;
-    let (rows, counts, smoothed, totals) = py.detach(|| {
-        let threads = tbscope_core::load::thread_count(0);
-        let kept = match xs {
-            Xs::I64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
-            Xs::F64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
+    guarded(|| {
+        let xb = get(x, "x")?;
+        let yb = get(y, "y")?;
+        let xs = match slice::<i64>(&xb, b"qli", "x", "int64") {
+            Ok(v) if xb.item_size() == 8 => Xs::I64(v),
+            _ => Xs::F64(slice::<f64>(&xb, b"d", "x", "float64 or int64")?),
         };
-        let mut rows: Vec<i64> = Vec::with_capacity(kept.iter().map(|(k, _)| k.len()).sum());
-        let mut counts: Vec<i64> = Vec::with_capacity(series.len());
-        let mut totals: Vec<i64> = Vec::with_capacity(series.len());
-        let mut smoothed: Vec<f64> = Vec::new();
-        let mut scratch: Vec<f64> = Vec::new();
-        for (&(a, b), (part, candidates)) in series.iter().zip(kept) {
-            counts.push(part.len() as i64);
-            totals.push(candidates as i64);
-            if let Some(w) = smoothing {
-                scratch.resize(b - a, 0.0);
-                core_ema(&ys[a..b], w, &mut scratch);
-                smoothed.extend(part.iter().map(|&r| scratch[r - a]));
-            }
-            rows.extend(part.iter().map(|&r| r as i64));
+        let ys = slice::<f64>(&yb, b"d", "y", "float64")?;
+        let len = match xs {
+            Xs::I64(v) => v.len(),
+            Xs::F64(v) => v.len(),
+        };
+        if len != ys.len() {
+            return Err(
+                PyValueError::new_err(format!("x has {len} rows and y {}", ys.len())).into(),
+            );
         }
-        (rows, counts, smoothing.map(|_| smoothed), totals)
-    });
-    Ok((
-        bytes_of(py, &rows),
-        bytes_of(py, &counts),
-        smoothed.map(|s| bytes_of(py, &s)),
-        bytes_of(py, &totals),
-    ))
+        let series = ranges(starts, ends, len)?;
+        let (rows, counts, smoothed, totals) = py.detach(|| {
+            let threads = tbscope_core::load::thread_count(0);
+            let kept = match xs {
+                Xs::I64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
+                Xs::F64(v) => m4_many(v, ys, &series, n, x_lo, x_hi, threads),
+            };
+            let mut rows: Vec<i64> = Vec::with_capacity(kept.iter().map(|(k, _)| k.len()).sum());
+            let mut counts: Vec<i64> = Vec::with_capacity(series.len());
+            let mut totals: Vec<i64> = Vec::with_capacity(series.len());
+            let mut smoothed: Vec<f64> = Vec::new();
+            let mut scratch: Vec<f64> = Vec::new();
+            for (&(a, b), (part, candidates)) in series.iter().zip(kept) {
+                counts.push(part.len() as i64);
+                totals.push(candidates as i64);
+                if let Some(w) = smoothing {
+                    scratch.resize(b - a, 0.0);
+                    core_ema(&ys[a..b], w, &mut scratch);
+                    smoothed.extend(part.iter().map(|&r| scratch[r - a]));
+                }
+                rows.extend(part.iter().map(|&r| r as i64));
+            }
+            (rows, counts, smoothing.map(|_| smoothed), totals)
+        });
+        Ok((
+            bytes_of(py, &rows),
+            bytes_of(py, &counts),
+            smoothed.map(|s| bytes_of(py, &s)),
+            bytes_of(py, &totals),
+        ))
+    })
 }
 
 /// One tag's rows of a table's chunks, grouped: chunk `i` has run codes `runs[i]` and tag
@@ -220,97 +196,83 @@ pub fn group_rows<'py>(
     n_groups: usize,
     columns: Vec<Vec<Bound<'py, PyAny>>>,
 ) -> Outcome<(Bound<'py, PyBytes>, Vec<Bound<'py, PyByteArray>>)> {
-    guarded(|| Ok(group(py, runs, tags, tag, groups, n_groups, columns)?))
-}
-
-/// `group_rows`' body.
-#[allow(
-    clippy::type_complexity,
-    reason = "group_rows()'s result, passed through"
-)]
-fn group<'py>(
-    py: Python<'py>,
-    runs: Vec<Bound<'py, PyAny>>,
-    tags: Vec<Bound<'py, PyAny>>,
-    tag: Vec<i64>,
-    groups: Vec<Bound<'py, PyAny>>,
-    n_groups: usize,
-    columns: Vec<Vec<Bound<'py, PyAny>>>,
-) -> PyResult<(Bound<'py, PyBytes>, Vec<Bound<'py, PyByteArray>>)> {
-    let n = runs.len();
-    if tags.len() != n
-        || tag.len() != n
-        || groups.len() != n
-        || columns.iter().any(|c| c.len() != n)
-    {
-        return Err(PyValueError::new_err(
-            "runs, tags, tag, groups and every column need one entry per chunk",
-        ));
-    }
-    let bufs = |objs: &[Bound<'py, PyAny>], what: &str| -> PyResult<Vec<PyUntypedBuffer>> {
-        objs.iter().map(|o| get(o, what)).collect()
-    };
-    let (rb, tb, gb) = (
-        bufs(&runs, "runs")?,
-        bufs(&tags, "tags")?,
-        bufs(&groups, "groups")?,
-    );
-    let cb: Vec<Vec<PyUntypedBuffer>> = columns
-        .iter()
-        .map(|c| bufs(c, "columns"))
-        .collect::<PyResult<_>>()?;
-    let mut chunks = Vec::with_capacity(n);
-    for i in 0..n {
-        let code = match tag[i] {
-            -1 => None,
-            t => Some(i32::try_from(t).map_err(|_| PyValueError::new_err("tag codes are int32"))?),
+    guarded(|| {
+        let n = runs.len();
+        if tags.len() != n
+            || tag.len() != n
+            || groups.len() != n
+            || columns.iter().any(|c| c.len() != n)
+        {
+            return Err(PyValueError::new_err(
+                "runs, tags, tag, groups and every column need one entry per chunk",
+            )
+            .into());
+        }
+        let bufs = |objs: &[Bound<'py, PyAny>], what: &str| -> PyResult<Vec<PyUntypedBuffer>> {
+            objs.iter().map(|o| get(o, what)).collect()
         };
-        chunks.push(Chunk {
-            runs: slice::<i32>(&rb[i], b"il", "runs", "int32")?,
-            tags: slice::<i32>(&tb[i], b"il", "tags", "int32")?,
-            tag: code,
-            group: slice::<i64>(&gb[i], b"qli", "groups", "int64")?,
-            columns: cb
-                .iter()
-                .map(|c| slice::<u64>(&c[i], b"qlidQLI", "columns", "int64"))
-                .collect::<PyResult<_>>()?,
-        });
-    }
-    let counts = py
-        .detach(|| group_count(&chunks, n_groups))
-        .map_err(PyValueError::new_err)?;
-    let total: usize = counts.iter().sum();
-    let outs: Vec<Bound<'py, PyByteArray>> = (0..columns.len())
-        .map(|_| PyByteArray::new_with(py, total * 8, |_| Ok(())))
-        .collect::<PyResult<_>>()?;
-    // The bytearrays are new and only referenced here: nothing can resize them while the
-    // GIL is released.
-    let ptrs: Vec<usize> = outs.iter().map(|o| o.data() as usize).collect();
-    if ptrs
-        .iter()
-        .any(|&p| total > 0 && p % std::mem::align_of::<u64>() != 0)
-    {
-        return Err(PyValueError::new_err(
-            "bytearray storage is not 8-byte aligned",
-        ));
-    }
-    py.detach(|| {
-        let mut views: Vec<&mut [u64]> = ptrs
+        let (rb, tb, gb) = (
+            bufs(&runs, "runs")?,
+            bufs(&tags, "tags")?,
+            bufs(&groups, "groups")?,
+        );
+        let cb: Vec<Vec<PyUntypedBuffer>> = columns
             .iter()
-            .map(|&p| {
-                if total == 0 {
-                    return &mut [][..];
-                }
-                // SAFETY: a fresh bytearray of `total * 8` bytes, 8-byte aligned (checked),
-                // alive and unshared for this call.
-                unsafe { std::slice::from_raw_parts_mut(p as *mut u64, total) }
-            })
-            .collect();
-        group_fill(&chunks, &counts, &mut views)
+            .map(|c| bufs(c, "columns"))
+            .collect::<PyResult<_>>()?;
+        let mut chunks = Vec::with_capacity(n);
+        for i in 0..n {
+            let code = match tag[i] {
+                -1 => None,
+                t => Some(
+                    i32::try_from(t).map_err(|_| PyValueError::new_err("tag codes are int32"))?,
+                ),
+            };
+            chunks.push(Chunk {
+                runs: slice::<i32>(&rb[i], b"il", "runs", "int32")?,
+                tags: slice::<i32>(&tb[i], b"il", "tags", "int32")?,
+                tag: code,
+                group: slice::<i64>(&gb[i], b"qli", "groups", "int64")?,
+                columns: cb
+                    .iter()
+                    .map(|c| slice::<u64>(&c[i], b"qlidQLI", "columns", "int64"))
+                    .collect::<PyResult<_>>()?,
+            });
+        }
+        let counts = py
+            .detach(|| group_count(&chunks, n_groups))
+            .map_err(PyValueError::new_err)?;
+        let total: usize = counts.iter().sum();
+        let outs: Vec<Bound<'py, PyByteArray>> = (0..columns.len())
+            .map(|_| PyByteArray::new_with(py, total * 8, |_| Ok(())))
+            .collect::<PyResult<_>>()?;
+        // The bytearrays are new and only referenced here: nothing can resize them while the
+        // GIL is released.
+        let ptrs: Vec<usize> = outs.iter().map(|o| o.data() as usize).collect();
+        if ptrs
+            .iter()
+            .any(|&p| total > 0 && p % std::mem::align_of::<u64>() != 0)
+        {
+            return Err(PyValueError::new_err("bytearray storage is not 8-byte aligned").into());
+        }
+        py.detach(|| {
+            let mut views: Vec<&mut [u64]> = ptrs
+                .iter()
+                .map(|&p| {
+                    if total == 0 {
+                        return &mut [][..];
+                    }
+                    // SAFETY: a fresh bytearray of `total * 8` bytes, 8-byte aligned (checked),
+                    // alive and unshared for this call.
+                    unsafe { std::slice::from_raw_parts_mut(p as *mut u64, total) }
+                })
+                .collect();
+            group_fill(&chunks, &counts, &mut views)
+        })
+        .map_err(PyValueError::new_err)?;
+        let counts: Vec<i64> = counts.into_iter().map(|c| c as i64).collect();
+        Ok((bytes_of(py, &counts), outs))
     })
-    .map_err(PyValueError::new_err)?;
-    let counts: Vec<i64> = counts.into_iter().map(|c| c as i64).collect();
-    Ok((bytes_of(py, &counts), outs))
 }
 
 /// TensorBoard's smoothing of each series of `y` (rows `starts[i]..ends[i]`, or all of `y`)
@@ -326,57 +288,38 @@ pub fn ema<'py>(
     starts: Option<&Bound<'py, PyAny>>,
     ends: Option<&Bound<'py, PyAny>>,
 ) -> Outcome<()> {
-    guarded(|| Ok(smooth(py, y, weight, out, starts, ends)?))
-}
-
-/// `ema`'s body.
-fn smooth<'py>(
-    py: Python<'py>,
-    y: &Bound<'py, PyAny>,
-    weight: f64,
-    out: &Bound<'py, PyAny>,
-    starts: Option<&Bound<'py, PyAny>>,
-    ends: Option<&Bound<'py, PyAny>>,
-) -> PyResult<()> {
-    let yb = get(y, "y")?;
-    let ys = slice::<f64>(&yb, b"d", "y", "float64")?;
-    let ob = get(out, "out")?;
-    if ob.readonly() {
-        return Err(PyValueError::new_err("out must be writable"));
-    }
-    let os = slice::<f64>(&ob, b"d", "out", "float64")?;
-    if os.len() != ys.len() {
-        return Err(PyValueError::new_err("out must have the length of y"));
-    }
-    let sb = starts.map(|s| get(s, "starts")).transpose()?;
-    let eb = ends.map(|e| get(e, "ends")).transpose()?;
-    let ss = sb
-        .as_ref()
-        .map(|b| slice::<i64>(b, b"qli", "starts", "int64"))
-        .transpose()?;
-    let es = eb
-        .as_ref()
-        .map(|b| slice::<i64>(b, b"qli", "ends", "int64"))
-        .transpose()?;
-    let series = ranges(ss, es, ys.len())?;
-    let out_ptr = os.as_ptr() as usize;
-    // In place (`out` is `y`, or overlaps it): read from a copy, since a slice may not be
-    // borrowed and written at once.
-    let (y_lo, o_lo) = (ys.as_ptr() as usize, out_ptr);
-    let bytes = std::mem::size_of_val(ys);
-    let copy: Option<Vec<f64>> = (y_lo < o_lo + bytes && o_lo < y_lo + bytes).then(|| ys.to_vec());
-    let ys: &[f64] = copy.as_deref().unwrap_or(ys);
-    py.detach(|| {
-        for (a, b) in series {
-            // SAFETY: `out` is a writable buffer of ys.len() float64s (checked above), alive for
-            // the call, not overlapping what is read; ranges lie inside it (a later range
-            // overwrites what an overlapping earlier one wrote).
-            let dst =
-                unsafe { std::slice::from_raw_parts_mut((out_ptr as *mut f64).add(a), b - a) };
-            core_ema(&ys[a..b], weight, dst);
+    guarded(|| {
+        let yb = get(y, "y")?;
+        let ys = slice::<f64>(&yb, b"d", "y", "float64")?;
+        let ob = get(out, "out")?;
+        if ob.readonly() {
+            return Err(PyValueError::new_err("out must be writable").into());
         }
-    });
-    Ok(())
+        let os = slice::<f64>(&ob, b"d", "out", "float64")?;
+        if os.len() != ys.len() {
+            return Err(PyValueError::new_err("out must have the length of y").into());
+        }
+        let series = ranges(starts, ends, ys.len())?;
+        let out_ptr = os.as_ptr() as usize;
+        // In place (`out` is `y`, or overlaps it): read from a copy, since a slice may not be
+        // borrowed and written at once.
+        let (y_lo, o_lo) = (ys.as_ptr() as usize, out_ptr);
+        let bytes = std::mem::size_of_val(ys);
+        let copy: Option<Vec<f64>> =
+            (y_lo < o_lo + bytes && o_lo < y_lo + bytes).then(|| ys.to_vec());
+        let ys: &[f64] = copy.as_deref().unwrap_or(ys);
+        py.detach(|| {
+            for (a, b) in series {
+                // SAFETY: `out` is a writable buffer of ys.len() float64s (checked above), alive for
+                // the call, not overlapping what is read; ranges lie inside it (a later range
+                // overwrites what an overlapping earlier one wrote).
+                let dst =
+                    unsafe { std::slice::from_raw_parts_mut((out_ptr as *mut f64).add(a), b - a) };
+                core_ema(&ys[a..b], weight, dst);
+            }
+        });
+        Ok(())
+    })
 }
 
 fn bytes_of<'py, T: Copy>(py: Python<'py>, v: &[T]) -> Bound<'py, PyBytes> {

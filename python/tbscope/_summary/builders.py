@@ -12,13 +12,10 @@ the few deliberate differences listed in ``docs/writing-kinds.md``.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
-import os
 import sys
-import time
 import wave
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -52,10 +49,6 @@ _SHAPE_DIM, _DIM_SIZE = 2, 1
 # Summary.Image and Summary.Audio
 _IMG_HEIGHT, _IMG_WIDTH, _IMG_COLORSPACE, _IMG_DATA = 1, 2, 3, 4
 _AU_RATE, _AU_CHANNELS, _AU_FRAMES, _AU_DATA, _AU_TYPE = 1, 2, 3, 4, 5
-# Event
-_EV_WALL_TIME, _EV_GRAPH_DEF, _EV_TAGGED_RUN_METADATA = 1, 4, 8
-# TaggedRunMetadata
-_TRM_TAG, _TRM_RUN_METADATA = 1, 2
 
 # TensorFlow DataType enum values (tensorflow/core/framework/types.proto).
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_UINT8, DT_INT16, DT_INT8, DT_STRING = 1, 2, 3, 4, 5, 6, 7
@@ -465,119 +458,6 @@ def text(tag: str, text_string: object) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------------
-# Hyperparameters (tensorboard/plugins/hparams: api.proto, plugin_data.proto, google.protobuf.Value)
-
-_HPARAMS_PLUGIN = "hparams"
-EXPERIMENT_TAG = "_hparams_/experiment"
-SESSION_START_INFO_TAG = "_hparams_/session_start_info"
-SESSION_END_INFO_TAG = "_hparams_/session_end_info"
-_HP_TYPE = {str: 1, bool: 2, float: 3}  # DATA_TYPE_STRING, DATA_TYPE_BOOL, DATA_TYPE_FLOAT64
-_STATUS_SUCCESS = 1
-
-
-def _hparam_value(name: str, v: object) -> str | bool | float:
-    """A hyperparameter as one of the three kinds TensorBoard knows: str, bool or float."""
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, str):
-        return str(v)  # np.str_ → str, so the value's type names its kind
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return float(v)
-    if _is_torch_tensor(v) or hasattr(v, "__array__"):
-        arr = to_numpy(v)
-        if arr.size == 1:
-            return _hparam_value(name, arr.reshape(()).item())
-    if callable(v):
-        # Like tensorboardX: an activation function or class is recorded by its name.
-        return str(getattr(v, "__name__", v))
-    raise TypeError(
-        f"hparams: {name!r} is a {type(v).__name__}; a hyperparameter value must be a bool, int, float, "
-        "str, a one-element tensor or array, or None (skipped)"
-    )
-
-
-def _struct_value(v: str | bool | float) -> bytes:
-    # google.protobuf.Value: number_value=2, string_value=3, bool_value=4 (a oneof: keep defaults).
-    if isinstance(v, bool):
-        return _pb.int_field(4, v, keep_default=True)
-    if isinstance(v, str):
-        return _pb.bytes_field(3, v, keep_default=True)
-    return _pb.double_field(2, v, keep_default=True)
-
-
-def _hparams_summary(tag: str, member: int, body: bytes) -> bytes:
-    # HParamsPluginData{version=1 (0, left out), experiment=2 | session_start_info=3 | session_end_info=4}
-    content = _pb.message_field(member, body)
-    return _summary(_value(tag, metadata=tensor_metadata(_HPARAMS_PLUGIN, content)))
-
-
-def hparams(
-    hparam_dict: Mapping[str, object],
-    metric_dict: Mapping[str, object],
-    hparam_domain_discrete: Mapping[str, Sequence[object]] | None = None,
-) -> tuple[bytes, bytes, bytes]:
-    """The three hparams-plugin summaries: (experiment, session_start_info, session_end_info).
-
-    Values are typed: bool → DATA_TYPE_BOOL, int/float → DATA_TYPE_FLOAT64, str →
-    DATA_TYPE_STRING (one-element tensors by their value, callables by their name; None is
-    skipped). ``hparam_domain_discrete`` gives the allowed values of some hparams (same type as
-    the value); other hparams get no domain, so TensorBoard computes it from all runs (a
-    one-run interval would hide the other runs' values in its filters). Every key of
-    ``metric_dict`` becomes a metric of the experiment; the session ends with STATUS_SUCCESS.
-    """
-    if not isinstance(hparam_dict, Mapping):
-        raise TypeError(f"hparams: hparam_dict must be a dict of name -> value, got {type(hparam_dict).__name__}")
-    if not isinstance(metric_dict, Mapping):
-        raise TypeError(f"hparams: metric_dict must be a dict of metric tag -> value, got {type(metric_dict).__name__}")
-    domains = hparam_domain_discrete or {}
-    if not isinstance(domains, Mapping):
-        raise TypeError(
-            f"hparams: hparam_domain_discrete must be a dict of name -> list of values, got {type(domains).__name__}"
-        )
-    values: dict[str, str | bool | float] = {}
-    for name, raw in hparam_dict.items():
-        if not isinstance(name, str):
-            raise TypeError(f"hparams: hyperparameter names must be str, got {name!r}")
-        if raw is not None:
-            values[name] = _hparam_value(name, raw)
-    infos = []
-    for name, value in values.items():
-        kind = type(value)
-        info = _pb.bytes_field(1, name) + _pb.int_field(4, _HP_TYPE[kind])  # HParamInfo.name, .type
-        if name in domains:
-            allowed = domains[name]
-            if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Sequence):
-                raise TypeError(f"hparams: hparam_domain_discrete[{name!r}] must be a list of values, got {allowed!r}")
-            typed = [_hparam_value(name, d) for d in allowed]
-            if any(type(d) is not kind for d in typed):
-                raise TypeError(
-                    f"hparams: hparam_domain_discrete[{name!r}] = {list(allowed)!r} must hold values of the same "
-                    f"type as hparam_dict[{name!r}] = {hparam_dict[name]!r}"
-                )
-            listed = b"".join(_pb.message_field(1, _struct_value(d)) for d in typed)  # ListValue.values
-            info += _pb.message_field(5, listed)  # HParamInfo.domain_discrete
-        infos.append(_pb.message_field(4, info))  # Experiment.hparam_infos
-    for name in domains:
-        if name not in values:
-            raise ValueError(f"hparams: hparam_domain_discrete names {name!r}, which is not in hparam_dict")
-    metrics = []
-    for tag in metric_dict:
-        if not isinstance(tag, str):
-            raise TypeError(f"hparams: metric names must be str tags, got {tag!r}")
-        # MetricInfo.name = MetricName{group=1, tag=2}
-        metrics.append(_pb.message_field(5, _pb.message_field(1, _pb.bytes_field(2, tag))))
-    experiment = _hparams_summary(EXPERIMENT_TAG, 2, b"".join(infos) + b"".join(metrics))
-    entries = b"".join(
-        # SessionStartInfo.hparams: map<string, Value>, each entry a message {key=1, value=2}.
-        _pb.message_field(1, _pb.bytes_field(1, name) + _pb.message_field(2, _struct_value(value)))
-        for name, value in values.items()
-    )
-    start = _hparams_summary(SESSION_START_INFO_TAG, 3, entries)
-    end = _hparams_summary(SESSION_END_INFO_TAG, 4, _pb.int_field(1, _STATUS_SUCCESS))
-    return experiment, start, end
-
-
-# ------------------------------------------------------------------------------------------------
 # PR curves
 
 
@@ -774,114 +654,3 @@ def mesh(
         )
         out.append(_summary(_value(f"{tag}_{name}", _V_TENSOR, proto, metadata)))
     return out
-
-
-# ------------------------------------------------------------------------------------------------
-# Graphs
-
-
-def graph_event(
-    model_or_graph: object,
-    input_to_model: object = None,
-    verbose: bool = False,
-    use_strict_trace: bool = True,
-    *,
-    wall_time: float | None = None,
-) -> bytes:
-    """An encoded ``Event{wall_time, graph_def}``.
-
-    Accepts a GraphDef proto object (TensorFlow's, TensorBoard's or tensorboardX's), its
-    serialized bytes, or a ``torch.nn.Module`` with ``input_to_model`` (traced by torch's own
-    ``torch.utils.tensorboard._pytorch_graph.graph``, when torch is installed)."""
-    return graph_events(model_or_graph, input_to_model, verbose, use_strict_trace, wall_time=wall_time)[0]
-
-
-def graph_events(
-    model_or_graph: object,
-    input_to_model: object = None,
-    verbose: bool = False,
-    use_strict_trace: bool = True,
-    *,
-    wall_time: float | None = None,
-) -> list[bytes]:
-    """What torch's ``add_graph`` writes: the :func:`graph_event` and, for a traced torch
-    module, a second event with the tracer's step statistics as
-    ``TaggedRunMetadata{tag: "step1"}`` (TensorBoard's graph dashboard lists it as a session run)."""
-    graph: bytes
-    run_metadata: bytes | None = None
-    if isinstance(model_or_graph, (bytes, bytearray, memoryview)):
-        graph = bytes(model_or_graph)
-    elif hasattr(model_or_graph, "SerializeToString") and hasattr(model_or_graph, "DESCRIPTOR"):
-        name = model_or_graph.DESCRIPTOR.full_name
-        if not name.endswith("GraphDef") or name.endswith("MetaGraphDef"):
-            raise TypeError(f"graph_event: expected a GraphDef message, got a {name}")
-        graph = model_or_graph.SerializeToString()
-    elif _is_torch_module(model_or_graph):
-        if input_to_model is None:
-            raise ValueError(
-                "graph_event: tracing a torch module needs input_to_model (a tensor or tuple of tensors it accepts)"
-            )
-        try:
-            from torch.utils.tensorboard._pytorch_graph import graph as trace_graph
-        except ImportError as err:
-            raise ImportError(
-                f"graph_event: tracing a torch module uses torch's tracer, torch.utils.tensorboard, which could not "
-                f"be imported ({err}); it needs the tensorboard package (pip install tensorboard), or pass a GraphDef"
-            ) from err
-        graph_def, step_stats = trace_graph(model_or_graph, input_to_model, verbose, use_strict_trace)
-        graph = graph_def.SerializeToString()
-        run_metadata = step_stats.SerializeToString()
-    else:
-        raise TypeError(
-            "graph_event: expected a GraphDef (TensorFlow/TensorBoard/tensorboardX proto, or its serialized "
-            f"bytes) or a torch.nn.Module with input_to_model; got {type(model_or_graph).__module__}."
-            f"{type(model_or_graph).__qualname__}"
-        )
-    now = time.time() if wall_time is None else float(wall_time)
-    head = _pb.double_field(_EV_WALL_TIME, now, keep_default=True)
-    events = [head + _pb.bytes_field(_EV_GRAPH_DEF, graph, keep_default=True)]
-    if run_metadata is not None:
-        tagged = _pb.bytes_field(_TRM_TAG, "step1") + _pb.bytes_field(
-            _TRM_RUN_METADATA, run_metadata, keep_default=True
-        )
-        events.append(head + _pb.message_field(_EV_TAGGED_RUN_METADATA, tagged))
-    return events
-
-
-def onnx_graph_event(path: str | os.PathLike[str], *, wall_time: float | None = None) -> bytes:
-    """An encoded ``Event{wall_time, graph_def}`` of an ONNX model file's graph, converted by
-    torch's ``load_onnx_graph`` (or tensorboardX's, when torch is not installed): the same
-    GraphDef their ``add_onnx_graph`` writes. Both read the file with the ``onnx`` package."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"add_onnx_graph: no ONNX model file at {path!r}")
-    converters = []
-    try:
-        from torch.utils.tensorboard._onnx_graph import load_onnx_graph as by_torch
-
-        converters.append(by_torch)
-    except ImportError:
-        pass
-    try:
-        from tensorboardX.onnx_graph import load_onnx_graph as by_tensorboardx
-
-        converters.append(by_tensorboardx)
-    except ImportError:
-        pass
-    if not converters:
-        raise ImportError(
-            "add_onnx_graph converts ONNX graphs with torch's (or tensorboardX's) converter: "
-            "pip install torch onnx (or tensorboardX onnx)"
-        )
-    try:
-        import onnx  # noqa: F401 - both converters import it lazily; say so before they fail
-    except ImportError:
-        raise ImportError("add_onnx_graph reads the model with the onnx package: pip install onnx") from None
-    with contextlib.redirect_stdout(io.StringIO()):  # both converters print every node's name
-        graph = converters[0](path)
-    return graph_event(graph, wall_time=wall_time)
-
-
-def _is_torch_module(x: object) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.nn.Module)

@@ -21,16 +21,15 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from tbscope import _core
 from tbscope._mirror import split_url as _split_url
 from tbscope._writer import lifecycle
+from tbscope._writer.file_writer import _FileWriterView
+from tbscope._writer.rich import RichKinds
 from tbscope._writer.sinks import (
-    _EV_GRAPH_DEF,
-    _EV_TAGGED_RUN_METADATA,
     _TENSOR_METADATA,
-    _event_head,
     _hostname,
     _join,
     _purge_events,
@@ -38,148 +37,22 @@ from tbscope._writer.sinks import (
     _Sink,
     event_file_stem,
 )
-
-if TYPE_CHECKING:
-    import numpy as np
-
+from tbscope._writer.values import (
+    ArrayLike,
+    _float_array,
+    _need_mapping,
+    _scalar_or_raise,
+    _step,
+    _to_numpy,
+    _walltime,
+)
 
 __all__ = ["SummaryWriter"]
 
-#: Anything an ``add_*`` method turns into an array: numpy arrays, lists, torch/jax tensors.
-ArrayLike = Any
 Layout = Literal["tbscope", "torch"]
 
 
-# --------------------------------------------------------------------------------------------
-# Value conversion, off the fast path.
-
-
-def _to_numpy(x: ArrayLike) -> np.ndarray[Any, Any]:
-    import numpy as np
-
-    if isinstance(x, np.ndarray):
-        return x
-    if isinstance(x, (list, tuple, int, float, bool, np.generic)):
-        return np.asarray(x)
-    from tbscope._summary import to_numpy  # torch, jax, ... without importing them
-
-    arr: np.ndarray[Any, Any] = to_numpy(x)
-    return arr
-
-
-def _step(step: Any) -> int | None:
-    return None if step is None else int(step)
-
-
-def _walltime(walltime: Any) -> float | None:
-    return None if walltime is None else float(walltime)
-
-
-def _need_mapping(method: str, name: str, value: object) -> None:
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{method}: {name} must be a mapping of tag to value (a dict); got {type(value).__name__}")
-
-
-def _scalar_or_raise(tag: str, value: Any, method: str) -> float:
-    """One float from a scalar-like value (numbers, 0-d and one-element arrays and tensors)."""
-    import numpy as np
-
-    if isinstance(value, (str, bytes)):
-        raise TypeError(
-            f"{method}: the value for tag {tag!r} is a {type(value).__name__}; "
-            "a scalar must be a number (use add_text() for text)"
-        )
-    if not isinstance(value, np.ndarray):
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            pass
-    try:
-        arr = _to_numpy(value)
-    except Exception as e:  # noqa: BLE001
-        raise TypeError(f"{method}: the value for tag {tag!r} ({type(value).__name__}) is not a number: {e}") from None
-    if arr.size != 1 or arr.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{method}: the value for tag {tag!r} is an array of shape {tuple(arr.shape)} and dtype "
-            f"{arr.dtype}; a scalar needs exactly one number (use add_histogram() or add_tensor() "
-            "for arrays)"
-        )
-    return float(arr.reshape(-1)[0])
-
-
-def _float_array(values: ArrayLike) -> np.ndarray[Any, Any]:
-    """A C-contiguous 1-D float32 or float64 array (the native histogram's input)."""
-    import numpy as np
-
-    arr = _to_numpy(values).reshape(-1)
-    if arr.dtype != np.float64 and arr.dtype != np.float32:
-        arr = arr.astype(np.float64)  # ints, bools, float16, bfloat16, big-endian floats
-    return np.ascontiguousarray(arr)
-
-
-def _as_bytes(msg: Any, what: str) -> bytes:
-    """Encoded bytes of a protobuf message object, or the bytes themselves."""
-    if isinstance(msg, (bytes, bytearray, memoryview)):
-        return bytes(msg)
-    serialize = getattr(msg, "SerializeToString", None)
-    if serialize is None:
-        raise TypeError(f"{what} must be an encoded message (bytes) or a protobuf message, not {type(msg).__name__}")
-    return bytes(serialize())
-
-
-# --------------------------------------------------------------------------------------------
-
-
-class _FileWriterView:
-    """What torch's and tensorboardX's ``writer.file_writer`` offer, for code that builds
-    protobuf messages itself (``add_summary``, ``add_event``)."""
-
-    def __init__(self, writer: SummaryWriter, run: _Run, logdir: str) -> None:
-        self._writer = writer
-        self._run = run
-        self._logdir = logdir
-
-    def get_logdir(self) -> str:
-        """The run directory this file writer writes into."""
-        return self._logdir
-
-    def add_event(self, event: Any, step: int | None = None, walltime: float | None = None) -> None:
-        """Write an ``Event`` (a protobuf message or its bytes); wall_time is set to ``walltime``
-        (default now) and step to ``step`` when given, as torch does."""
-        data = _as_bytes(event, "event")
-        # Protobuf keeps the last occurrence of a non-repeated field: appending overrides.
-        self._run.sink.event(data + _event_head(_step(step), _walltime(walltime)))
-
-    def add_summary(self, summary: Any, global_step: int | None = None, walltime: float | None = None) -> None:
-        """Write a ``Summary`` (a protobuf message or its bytes) at ``global_step``."""
-        self._run.sink.summary(_as_bytes(summary, "summary"), _step(global_step), _walltime(walltime))
-
-    def add_graph(self, graph_profile: Any, walltime: float | None = None) -> None:
-        """torch's form: (GraphDef, RunMetadata/StepStats) protobufs."""
-        from tbscope import _pb
-
-        graph, stepstats = graph_profile
-        self.add_event(_pb.bytes_field(_EV_GRAPH_DEF, _as_bytes(graph, "graph")), None, walltime)
-        trm = _pb.bytes_field(1, "step1") + _pb.bytes_field(2, _as_bytes(stepstats, "run metadata"))
-        self.add_event(_pb.message_field(_EV_TAGGED_RUN_METADATA, trm), None, walltime)
-
-    def add_onnx_graph(self, graph: Any, walltime: float | None = None) -> None:
-        """A GraphDef protobuf, as an Event.graph_def."""
-        from tbscope import _pb
-
-        self.add_event(_pb.bytes_field(_EV_GRAPH_DEF, _as_bytes(graph, "graph")), None, walltime)
-
-    def flush(self) -> None:
-        self._run.flush(False)
-
-    def close(self) -> None:
-        self._run.close()
-
-    def reopen(self) -> None:
-        """Nothing to do: the next write opens a new file after close()."""
-
-
-class SummaryWriter:
+class SummaryWriter(RichKinds):
     """Writes TensorBoard event files; a drop-in for ``torch.utils.tensorboard.SummaryWriter``
     and ``tensorboardX.SummaryWriter``.
 
@@ -549,255 +422,6 @@ class SummaryWriter:
             arr = arr.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
         raw = arr.reshape(-1).view(np.uint8)  # any fixed-size dtype, bfloat16 included
         self._w.tensor(tag, raw, dtype, list(arr.shape), s, wt, _TENSOR_METADATA)
-
-    # -- rich kinds (encoded by tbscope._summary) -------------------------------------------
-
-    def _summary(self, data: bytes, global_step: Any, walltime: Any) -> None:
-        self._w.summary(data, _step(global_step), _walltime(walltime))
-
-    def add_image(
-        self,
-        tag: str,
-        img_tensor: ArrayLike,
-        global_step: int | None = None,
-        walltime: float | None = None,
-        dataformats: str = "CHW",
-    ) -> None:
-        """Log an image (PNG-encoded; needs Pillow). ``dataformats``: CHW, HWC, HW, ..."""
-        from tbscope import _summary
-
-        self._summary(_summary.image(tag, img_tensor, dataformats=dataformats), global_step, walltime)
-
-    def add_images(
-        self,
-        tag: str,
-        img_tensor: ArrayLike,
-        global_step: int | None = None,
-        walltime: float | None = None,
-        dataformats: str = "NCHW",
-    ) -> None:
-        """Log a batch of images as one grid image. ``dataformats``: NCHW, NHWC, ..."""
-        from tbscope import _summary
-
-        self._summary(_summary.images(tag, img_tensor, dataformats=dataformats), global_step, walltime)
-
-    def add_image_with_boxes(
-        self,
-        tag: str,
-        img_tensor: ArrayLike,
-        box_tensor: ArrayLike,
-        global_step: int | None = None,
-        walltime: float | None = None,
-        rescale: float = 1,
-        dataformats: str = "CHW",
-        labels: str | Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Log an image with boxes ``[x1, y1, x2, y2]`` (one row per box) drawn on it."""
-        from tbscope import _summary
-
-        if isinstance(rescale, str):  # tensorboardX's positional order: dataformats, labels
-            if dataformats != "CHW" and labels is None:
-                labels = dataformats
-            dataformats, rescale = rescale, 1
-        if labels is not None:
-            if isinstance(labels, str):
-                labels = [labels]
-            if len(labels) != _to_numpy(box_tensor).shape[0]:
-                labels = None  # torch drops labels that do not match the boxes
-        data = _summary.image_boxes(
-            tag,
-            img_tensor,
-            box_tensor,
-            rescale=rescale,
-            dataformats=dataformats,
-            labels=None if labels is None else list(labels),
-        )
-        self._summary(data, global_step, walltime)
-
-    def add_figure(
-        self, tag: str, figure: Any, global_step: int | None = None, close: bool = True, walltime: float | None = None
-    ) -> None:
-        """Log a matplotlib figure (or a list of them) as an image."""
-        from tbscope import _summary
-
-        self._summary(_summary.figure(tag, figure, close=close), global_step, walltime)
-
-    def add_video(
-        self,
-        tag: str,
-        vid_tensor: ArrayLike,
-        global_step: int | None = None,
-        fps: float = 4,
-        walltime: float | None = None,
-        dataformats: str = "NTCHW",
-    ) -> None:
-        """Log a video, shape (N, T, C, H, W) by default (``dataformats`` reorders)."""
-        from tbscope import _summary
-
-        order = dataformats.upper()
-        if order != "NTCHW":
-            if sorted(order) != sorted("NTCHW"):
-                raise ValueError(f"add_video: dataformats must be a permutation of 'NTCHW', not {dataformats!r}")
-            vid_tensor = _to_numpy(vid_tensor).transpose([order.index(c) for c in "NTCHW"])
-        self._summary(_summary.video(tag, vid_tensor, fps=fps), global_step, walltime)
-
-    def add_audio(
-        self,
-        tag: str,
-        snd_tensor: ArrayLike,
-        global_step: int | None = None,
-        sample_rate: int = 44100,
-        walltime: float | None = None,
-    ) -> None:
-        """Log audio samples in [-1, 1], shape (L,) or (1, L), as WAV."""
-        from tbscope import _summary
-
-        self._summary(_summary.audio(tag, snd_tensor, sample_rate=sample_rate), global_step, walltime)
-
-    def add_text(
-        self, tag: str, text_string: str, global_step: int | None = None, walltime: float | None = None
-    ) -> None:
-        """Log a (markdown) text. With ``layout="torch"`` the tag gets torch's ``/text_summary``
-        suffix, so tools keyed on torch's tag names find it; by default the tag is kept as given."""
-        from tbscope import _summary
-
-        if self.layout == "torch":
-            tag = f"{tag}/text_summary"
-        self._summary(_summary.text(tag, text_string), global_step, walltime)
-
-    def add_pr_curve(
-        self,
-        tag: str,
-        labels: ArrayLike,
-        predictions: ArrayLike,
-        global_step: int | None = None,
-        num_thresholds: int = 127,
-        weights: ArrayLike | None = None,
-        walltime: float | None = None,
-    ) -> None:
-        """Log a precision-recall curve from binary ``labels`` and ``predictions`` in [0, 1]."""
-        from tbscope import _summary
-
-        self._summary(
-            _summary.pr_curve(tag, labels, predictions, num_thresholds=num_thresholds, weights=weights),
-            global_step,
-            walltime,
-        )
-
-    def add_pr_curve_raw(
-        self,
-        tag: str,
-        true_positive_counts: ArrayLike,
-        false_positive_counts: ArrayLike,
-        true_negative_counts: ArrayLike,
-        false_negative_counts: ArrayLike,
-        precision: ArrayLike,
-        recall: ArrayLike,
-        global_step: int | None = None,
-        num_thresholds: int = 127,
-        weights: ArrayLike | None = None,
-        walltime: float | None = None,
-    ) -> None:
-        """Log a precision-recall curve from counts you computed."""
-        from tbscope import _summary
-
-        data = _summary.pr_curve_raw(
-            tag,
-            true_positive_counts,
-            false_positive_counts,
-            true_negative_counts,
-            false_negative_counts,
-            precision,
-            recall,
-            num_thresholds=num_thresholds,
-            weights=weights,
-        )
-        self._summary(data, global_step, walltime)
-
-    def add_custom_scalars(self, layout: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
-        """Lay out the Custom Scalars dashboard:
-        ``{category: {chart: ["Multiline" | "Margin", [tags]]}}``."""
-        from tbscope import _summary
-
-        self._w.summary(_summary.custom_scalars(layout), None, None)
-
-    def add_custom_scalars_multilinechart(
-        self, tags: Sequence[str], category: str = "default", title: str = "untitled"
-    ) -> None:
-        """One Custom Scalars chart with a line per tag."""
-        self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
-
-    def add_custom_scalars_marginchart(
-        self, tags: Sequence[str], category: str = "default", title: str = "untitled"
-    ) -> None:
-        """One Custom Scalars margin chart: ``tags`` = [value, lower, upper]."""
-        if len(tags) != 3:
-            raise ValueError(f"add_custom_scalars_marginchart needs 3 tags (value, lower, upper), got {len(tags)}")
-        self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
-
-    def add_mesh(
-        self,
-        tag: str,
-        vertices: ArrayLike,
-        colors: ArrayLike | None = None,
-        faces: ArrayLike | None = None,
-        config_dict: dict[str, Any] | None = None,
-        global_step: int | None = None,
-        walltime: float | None = None,
-    ) -> None:
-        """Log a 3-D mesh or point cloud: vertices (B, N, 3), colors (B, N, 3), faces (B, F, 3)."""
-        from tbscope import _summary
-
-        for data in _summary.mesh(tag, vertices, colors, faces, config_dict):
-            self._summary(data, global_step, walltime)
-
-    def add_graph(
-        self, model: Any, input_to_model: Any = None, verbose: bool = False, use_strict_trace: bool = True
-    ) -> None:
-        """Log a model graph (a torch module traced with ``input_to_model`` by torch's tracer, or a
-        GraphDef). A traced module also gets the tracer's run metadata, as torch writes it."""
-        from tbscope import _summary
-
-        for event in _summary.graph_events(model, input_to_model, verbose, use_strict_trace):
-            self._w.event(event)
-
-    def add_onnx_graph(self, onnx_model_file: Any = None, *, prototxt: Any = None) -> None:
-        """Log the graph of an ONNX model file (a path), converted by torch's converter (or
-        tensorboardX's), which needs the ``onnx`` package. ``prototxt`` is torch's name for
-        the argument."""
-        from tbscope import _summary
-
-        path = onnx_model_file if onnx_model_file is not None else prototxt
-        if path is None:
-            raise TypeError("add_onnx_graph() needs the path of an ONNX model file")
-        self._w.event(_summary.onnx_graph_event(path))
-
-    def add_openvino_graph(self, xmlname: Any) -> None:
-        """Not supported (tensorboardX converts OpenVINO XML with its own code)."""
-        raise NotImplementedError(
-            "tbscope.SummaryWriter cannot convert OpenVINO graphs; write it with tensorboardX's "
-            "SummaryWriter.add_openvino_graph into the same log_dir (TensorBoard merges the files)"
-        )
-
-    def add_embedding(
-        self,
-        mat: ArrayLike,
-        metadata: Sequence[Any] | None = None,
-        label_img: ArrayLike | None = None,
-        global_step: int | None = None,
-        tag: str = "default",
-        metadata_header: Sequence[str] | None = None,
-    ) -> None:
-        """Write projector files (tensors, metadata TSV, sprite) for TensorBoard's projector."""
-        if self._remote:
-            raise NotImplementedError(
-                f"add_embedding writes projector files next to the event files, which needs a local "
-                f"log_dir, not {self.log_dir!r}: write the embedding with a local SummaryWriter and upload it"
-            )
-        from tbscope import _summary
-
-        _summary.write_embedding(self._directory, mat, metadata, label_img, global_step, tag, metadata_header)
 
     def add_hparams(
         self,

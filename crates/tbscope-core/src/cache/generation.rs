@@ -15,7 +15,8 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 
 use super::carry::Written;
-use super::files::{hold, map_bytes, read_ipc_file, write_ipc, RestoreError};
+use super::files::{hold, map_bytes, read_ipc_file, RestoreError};
+use super::ipc::write_ipc;
 use super::manifest::{decode_body, decode_header, encode_manifest};
 use super::pending::Pending;
 use super::segments::Segment;

@@ -51,6 +51,7 @@ mod check;
 mod deferred;
 mod files;
 mod generation;
+mod ipc;
 mod lease;
 mod manifest;
 mod pending;
@@ -437,27 +438,26 @@ impl Cache {
             let checked = self.changes(r, threads);
             marks.push(("check", t0.elapsed()));
             if let Checked::Moved { runs, dirs } = checked {
-                if !dirs.is_empty() {
+                let nothing = if !dirs.is_empty() {
                     // Only the directories that changed are listed again.
                     let p = self.pending.as_deref().expect("checked above");
                     relisted = relist::relist(p, &r.root, runs, &dirs);
                     marks.push(("relist", t0.elapsed()));
                     moved = relisted.as_ref().map(|rl| rl.decode.clone());
-                    let nothing = relisted.as_ref().is_some_and(|rl| {
+                    relisted.as_ref().is_some_and(|rl| {
                         rl.decode.is_empty() && rl.listed.is_empty() && !rl.differs
-                    });
-                    if nothing {
-                        self.info.status = "hit";
-                        self.trace(&marks);
-                        return Ok(LoadStats::default());
-                    }
+                    })
                 } else if runs.is_empty() {
+                    true
+                } else {
+                    moved = Some(runs);
+                    false
+                };
+                if nothing {
                     // The state stays encoded until something asks for it.
                     self.info.status = "hit";
                     self.trace(&marks);
                     return Ok(LoadStats::default());
-                } else {
-                    moved = Some(runs);
                 }
             }
             // With only some runs moved, only their state is decoded (`carry.rs`); a deferred
@@ -527,7 +527,7 @@ impl Cache {
             // Every run is encoded anew (a discovery may have changed any of them).
             self.kept = None;
             // Refused threads: the checks run on this thread.
-            let pool = crate::load::worker_pool(threads, "stat-").unwrap_or(None);
+            let pool = crate::pool::worker_pool(threads, "stat-").unwrap_or(None);
             let (found, errors, dirs, listed, tree) =
                 discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
             r.tree = tree;

@@ -32,6 +32,9 @@ use crate::event_file::{Cursor, Options, SeriesMeta, SessionEvent, Severity, Unt
 pub use plan::file_may_grow;
 // The one path-to-name rule lives in `logdir`; the cache and rewrites take it from here too.
 pub(crate) use crate::logdir::rel_name;
+// Worker threads live in `pool`; these names stay for the binding and `plan`, which use them.
+pub(crate) use crate::pool::worker_pool;
+pub use crate::pool::{thread_count, MAX_THREADS};
 pub(crate) use plan::{cut_pieces, may_grow, stat_found};
 pub(crate) use tables::{empty_schema, hparams_of, kind_counts, no_runs_entry, SeriesPick};
 
@@ -244,46 +247,6 @@ pub(crate) fn intern(names: &mut Vec<String>, index: &mut HashMap<String, i32>, 
     names.push(s.to_string());
     index.insert(s.to_string(), i);
     i
-}
-
-/// Most worker threads a read uses, whatever is asked: a pool is made per call, and asking for
-/// a million threads (a typo, or a value from elsewhere) made that call spend minutes
-/// starting them.
-pub const MAX_THREADS: usize = 1024;
-
-/// Worker threads for one call, named `tbscope-{prefix}{i}` (nothing outlives the call, so a
-/// fork() in between is safe); none for a single thread. When the system refuses threads the
-/// caller decides: discovery and the cache's change check work on their own thread
-/// (`.unwrap_or(None)`), a read fails with this error.
-pub(crate) fn worker_pool(
-    threads: usize,
-    prefix: &'static str,
-) -> Result<Option<rayon::ThreadPool>> {
-    if threads <= 1 {
-        return Ok(None);
-    }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(move |i| format!("tbscope-{prefix}{i}"))
-        .build()
-        .map(Some)
-        .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))
-}
-
-/// The number of worker threads for `requested` (0 = automatic), at most [`MAX_THREADS`].
-pub fn thread_count(requested: usize) -> usize {
-    if requested > 0 {
-        return requested.min(MAX_THREADS);
-    }
-    if let Some(n) = std::env::var("TBSCOPE_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-    {
-        if n > 0 {
-            return n.min(MAX_THREADS);
-        }
-    }
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl Reader {

@@ -63,7 +63,7 @@ impl Reader {
         let pool = if work.len() <= 1 {
             None
         } else {
-            super::worker_pool(threads, "")?
+            crate::pool::worker_pool(threads, "")?
         };
         // Whether each file may still be written decides what a record running past its end is.
         let now = std::time::SystemTime::now();

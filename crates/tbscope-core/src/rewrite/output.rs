@@ -321,15 +321,15 @@ pub fn write(
             cancel,
         )
     };
-    let results: Vec<Result<RewriteStats>> = if threads <= 1 || jobs.len() <= 1 {
-        jobs.iter().map(one).collect()
+    // One run needs no pool; one the system refuses fails the rewrite.
+    let pool = if jobs.len() <= 1 {
+        None
     } else {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("tbscope-rewrite-{i}"))
-            .build()
-            .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?;
-        pool.install(|| jobs.par_iter().map(one).collect())
+        crate::pool::worker_pool(threads, "rewrite-")?
+    };
+    let results: Vec<Result<RewriteStats>> = match pool {
+        Some(pool) => pool.install(|| jobs.par_iter().map(one).collect()),
+        None => jobs.iter().map(one).collect(),
     };
     let mut total = RewriteStats::default();
     for r in results {

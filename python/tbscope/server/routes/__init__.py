@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import Request
+from starlette.responses import Response
 
+from tbscope.server import encode, tables
 from tbscope.server.errors import ApiError
 from tbscope.server.models import Error
 from tbscope.server.store import SourceState, Store, series_kind
 
-__all__ = ["ERRORS", "KIND_NAMES", "name_filter", "series_kind", "source_run", "store_of"]
+__all__ = [
+    "ERRORS",
+    "KIND_NAMES",
+    "name_filter",
+    "series_answer",
+    "series_kind",
+    "source_run",
+    "store_of",
+    "tag_rows",
+]
 
 #: Error answers every endpoint may give (documented in the OpenAPI document).
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -66,3 +78,33 @@ def source_run(store: Store, run: str) -> tuple[SourceState, str]:
         )
         raise ApiError(404, f"no run {run!r}; list them with api/v1/runs{later}")
     return hit
+
+
+def tag_rows(store: Store, kind: str, run: str, tag: str, noun: str | None = None) -> tuple[SourceState, Any]:
+    """The rows of one run and tag in the ``kind`` table (404 when there are none: the tag is
+    not a ``noun`` tag of that run, ``noun`` being the kind by default)."""
+    st, local = source_run(store, run)
+    table = store.table(st, kind)
+    t = tables.rows(table, local, tag) if table.num_rows else table
+    if not t.num_rows:
+        raise ApiError(404, f"run {run!r} has no {noun or kind} tag {tag!r}; list them with api/v1/tags?kind={kind}")
+    return st, t
+
+
+def series_answer(
+    request: Request,
+    store: Store,
+    kind: str,
+    run: str,
+    tag: str,
+    columns: Callable[[SourceState, Any], dict[str, Any]],
+    noun: str | None = None,
+) -> Response:
+    """The JSON answer of one run and tag's rows of ``kind``, ``columns(state, rows)`` laid out
+    by the endpoint; 304 when the client's copy (its ETag) is still current."""
+    etag = encode.etag(request, store.snapshot.generation)
+    if (hit := encode.not_modified(request, etag)) is not None:
+        return hit
+    st, t = tag_rows(store, kind, run, tag, noun)
+    body = {"run": run, "tag": tag, "loading": store.loading, "columns": columns(st, t)}
+    return encode.json_response(body, etag)

@@ -15,9 +15,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
-from tbscope.server import encode, models, tables
+from tbscope.server import encode, models
 from tbscope.server.errors import ApiError
-from tbscope.server.routes import ERRORS, source_run, store_of
+from tbscope.server.routes import ERRORS, series_answer, store_of
 from tbscope.server.store import SourceState, Store
 
 router = APIRouter(responses=ERRORS)
@@ -73,20 +73,14 @@ def _key_map(store: Store) -> dict[str, BlobRef]:
     return keys
 
 
-def _media(store: Store, kind: str, run: str, tag: str) -> tuple[SourceState, Any]:
-    st, local = source_run(store, run)
-    table = store.table(st, kind)
-    t = tables.rows(table, local, tag) if table.num_rows else table
-    if not t.num_rows:
-        raise ApiError(404, f"run {run!r} has no {kind} tag {tag!r}; list them with api/v1/tags?kind={kind}")
-    return st, t
-
-
-def _common(t: Any) -> dict[str, Any]:
+def _blob_columns(st: SourceState, t: Any) -> dict[str, Any]:
+    """The columns images and clips share: where each is, and the key of its bytes."""
     return {
         "step": t.column("step").to_numpy(),
         "wall_time": encode.float_column(t.column("wall_time")),
         "index": t.column("index").to_pylist(),
+        "content_type": [str(c) for c in t.column("content_type").to_pylist()],
+        "key": _keys(st, t),
     }
 
 
@@ -97,18 +91,14 @@ def _common(t: Any) -> dict[str, Any]:
     summary="The images of one run and tag, with a blob key each",
 )
 def images(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
-    st, t = _media(store, "images", run, tag)
-    cols = {
-        **_common(t),
-        "width": t.column("width").to_pylist(),
-        "height": t.column("height").to_pylist(),
-        "content_type": [str(c) for c in t.column("content_type").to_pylist()],
-        "key": _keys(st, t),
-    }
-    return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
+    def columns(st: SourceState, t: Any) -> dict[str, Any]:
+        return {
+            **_blob_columns(st, t),
+            "width": t.column("width").to_pylist(),
+            "height": t.column("height").to_pylist(),
+        }
+
+    return series_answer(request, store, "images", run, tag, columns)
 
 
 @router.get(
@@ -118,18 +108,14 @@ def images(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     summary="The audio clips of one run and tag, with a blob key each",
 )
 def audio(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
-    st, t = _media(store, "audio", run, tag)
-    cols = {
-        **_common(t),
-        "sample_rate": encode.float_column(t.column("sample_rate")),
-        "content_type": [str(c) for c in t.column("content_type").to_pylist()],
-        "label": [str(c or "") for c in t.column("label").to_pylist()],
-        "key": _keys(st, t),
-    }
-    return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
+    def columns(st: SourceState, t: Any) -> dict[str, Any]:
+        return {
+            **_blob_columns(st, t),
+            "sample_rate": encode.float_column(t.column("sample_rate")),
+            "label": [str(c or "") for c in t.column("label").to_pylist()],
+        }
+
+    return series_answer(request, store, "audio", run, tag, columns)
 
 
 @router.get(
@@ -167,10 +153,11 @@ def blob(store: StoreDep, key: Annotated[str, Path(min_length=1, max_length=64)]
     summary="Text summaries of one run and tag, raw (sanitize before showing)",
 )
 def text(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
-    _st, t = _media(store, "text", run, tag)
+    return series_answer(request, store, "text", run, tag, _text_columns)
+
+
+def _text_columns(_st: SourceState, t: Any) -> dict[str, Any]:
+    """One entry per record: its string, or its elements and shape for a tensor of strings."""
     steps = t.column("step").to_pylist()
     walls = t.column("wall_time").to_pylist()
     texts = t.column("text").to_pylist()
@@ -200,10 +187,9 @@ def text(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
             out_text.append(elems)
             shapes.append(shape)
         i = j
-    cols = {
+    return {
         "step": out_steps,
         "wall_time": encode.floats([float("nan") if w is None else w for w in out_walls]),
         "text": out_text,
         "shape": shapes,
     }
-    return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)

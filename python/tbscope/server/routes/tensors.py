@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
-from tbscope.server import encode, models, tables
+from tbscope.server import encode, models
 from tbscope.server.config import MAX_FULL_TENSOR_VALUES, MAX_TENSOR_VALUES
 from tbscope.server.errors import ApiError
-from tbscope.server.routes import ERRORS, source_run, store_of
-from tbscope.server.store import Store
+from tbscope.server.routes import ERRORS, series_answer, store_of
+from tbscope.server.store import SourceState, Store
 
 router = APIRouter(responses=ERRORS)
 StoreDep = Annotated[Store, Depends(store_of)]
@@ -67,41 +67,37 @@ def tensors(
 
     from tbscope._frames import to_ndarray
 
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
     if full and step is None:
         raise ApiError(400, "full=1 needs step=S: one step's values at a time")
-    st, local = source_run(store, run)
-    table = store.table(st, "tensors")
-    t = tables.rows(table, local, tag) if table.num_rows else table
-    if not t.num_rows:
-        raise ApiError(404, f"run {run!r} has no tensor tag {tag!r}; list them with api/v1/tags?kind=tensors")
-    if step is not None:
-        t = t.filter(pc.equal(t.column("step"), step))
-        if not t.num_rows:
-            raise ApiError(404, f"tag {tag!r} of run {run!r} has no step {step}")
-    cols: dict[str, list[Any]] = {
-        k: [] for k in ("step", "wall_time", "dtype", "shape", "min", "max", "mean", "std", "values")
-    }
-    limit = MAX_FULL_TENSOR_VALUES if full else MAX_TENSOR_VALUES
-    for s, w, dt, shape, content, strs in zip(
-        *(t.column(c).to_pylist() for c in ("step", "wall_time", "dtype", "shape", "content", "strings"))
-    ):
-        arr = to_ndarray(str(dt), tuple(shape), content, strs)
-        if full and arr.size > limit:
-            raise ApiError(413, f"this tensor has {arr.size} values; at most {limit} are served")
-        lo, hi, mean, std = _stats(arr)
-        cols["step"].append(s)
-        cols["wall_time"].append(encode.clean(float("nan") if w is None else w))
-        cols["dtype"].append(str(dt))
-        cols["shape"].append(list(shape))
-        cols["min"].append(lo)
-        cols["max"].append(hi)
-        cols["mean"].append(mean)
-        cols["std"].append(std)
-        cols["values"].append(_values(np.asarray(arr)) if arr.size <= limit else None)
-    return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
+
+    def columns(_st: SourceState, t: Any) -> dict[str, list[Any]]:
+        if step is not None:
+            t = t.filter(pc.equal(t.column("step"), step))
+            if not t.num_rows:
+                raise ApiError(404, f"tag {tag!r} of run {run!r} has no step {step}")
+        cols: dict[str, list[Any]] = {
+            k: [] for k in ("step", "wall_time", "dtype", "shape", "min", "max", "mean", "std", "values")
+        }
+        limit = MAX_FULL_TENSOR_VALUES if full else MAX_TENSOR_VALUES
+        for s, w, dt, shape, content, strs in zip(
+            *(t.column(c).to_pylist() for c in ("step", "wall_time", "dtype", "shape", "content", "strings"))
+        ):
+            arr = to_ndarray(str(dt), tuple(shape), content, strs)
+            if full and arr.size > limit:
+                raise ApiError(413, f"this tensor has {arr.size} values; at most {limit} are served")
+            lo, hi, mean, std = _stats(arr)
+            cols["step"].append(s)
+            cols["wall_time"].append(encode.clean(float("nan") if w is None else w))
+            cols["dtype"].append(str(dt))
+            cols["shape"].append(list(shape))
+            cols["min"].append(lo)
+            cols["max"].append(hi)
+            cols["mean"].append(mean)
+            cols["std"].append(std)
+            cols["values"].append(_values(np.asarray(arr)) if arr.size <= limit else None)
+        return cols
+
+    return series_answer(request, store, "tensors", run, tag, columns, noun="tensor")
 
 
 @router.get(
@@ -111,18 +107,13 @@ def tensors(
     summary="PR curves of one run and tag, per step",
 )
 def pr_curves(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
-    st, local = source_run(store, run)
-    table = store.table(st, "pr_curves")
-    t = tables.rows(table, local, tag) if table.num_rows else table
-    if not t.num_rows:
-        raise ApiError(404, f"run {run!r} has no PR curve tag {tag!r}; list them with api/v1/tags?kind=pr_curves")
-    cols: dict[str, Any] = {
-        "step": t.column("step").to_numpy(),
-        "wall_time": encode.float_column(t.column("wall_time")),
-    }
-    for name in ("thresholds", "precision", "recall", "tp", "fp", "tn", "fn"):
-        cols[name] = encode.clean(t.column(name).to_pylist())
-    return encode.json_response({"run": run, "tag": tag, "loading": store.loading, "columns": cols}, etag)
+    def columns(_st: SourceState, t: Any) -> dict[str, Any]:
+        cols: dict[str, Any] = {
+            "step": t.column("step").to_numpy(),
+            "wall_time": encode.float_column(t.column("wall_time")),
+        }
+        for name in ("thresholds", "precision", "recall", "tp", "fp", "tn", "fn"):
+            cols[name] = encode.clean(t.column(name).to_pylist())
+        return cols
+
+    return series_answer(request, store, "pr_curves", run, tag, columns, noun="PR curve")
