@@ -171,7 +171,10 @@ def _reloads(task: dict[str, Any]) -> dict[str, Any]:
         lambda i: shutil.rmtree(copy / manyruns.run_name(runs // 3 + 1 + i)),
     ]
     out: dict[str, Any] = {name: [] for name in RELOAD_CHANGES}
-    for i in range(task["rounds"]):
+    # (Numbered from `first`: the runs added and removed by an earlier task on the same copy
+    # are not these.)
+    first = task.get("first", 0)
+    for i in range(first, first + task["rounds"]):
         for name, change in zip(RELOAD_CHANGES, changes):
             change(i)
             started, cpu = time.perf_counter(), time.process_time()
@@ -371,11 +374,19 @@ def bench_reload(logdir: Path, cache_root: Path, runs: int, repeat: int, log: Ca
         back = time.time() - 3600
         os.utime(own.parent, (back, back))
         time.sleep(2.5)
-        for mode in ("no cache", "cache"):
+        for first, mode in enumerate(("no cache", "cache")):
             cache = str(copy.parent / "cache") if mode == "cache" else None
             log(f"  reloads ({mode}): {repeat} rounds of {', '.join(RELOAD_CHANGES)}")
             r = run_task(
-                {"task": "reloads", "logdir": str(copy), "cache": cache, "run": run, "runs": runs, "rounds": repeat}
+                {
+                    "task": "reloads",
+                    "logdir": str(copy),
+                    "cache": cache,
+                    "run": run,
+                    "runs": runs,
+                    "rounds": repeat,
+                    "first": first * repeat,
+                }
             )
             if "error" in r:
                 raise RuntimeError(f"reloads: {r['error']}")
