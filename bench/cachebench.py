@@ -163,6 +163,9 @@ def _reloads(task: dict[str, Any]) -> dict[str, Any]:
         lg._defer_cache_writes()
         lg.reload()
         lg.series()
+        # The first reload once the state is decoded discovers the logdir (what the next ones
+        # check against), once: untimed, as a server pays it once.
+        lg.reload()
     sweep = manyruns.run_name(runs // 3).rsplit("/", 1)[0]
     changes: list[Callable[[int], None]] = [
         lambda i: None,
