@@ -556,8 +556,15 @@ def test_killed_server_mid_read_reports_and_keeps_the_rest(mirrors, tmp_path, mo
             deadline = time.monotonic() + 60
             # A new file is written beside the mirror until it is whole.
             b = [Path(mirror.files_dir) / "b", Path(mirror.dir) / "partial" / "b"]
+
+            def arrived(f: Path) -> bool:
+                try:
+                    return f.stat().st_size > 0
+                except FileNotFoundError:  # moved into the mirror since it was listed
+                    return False
+
             while time.monotonic() < deadline:
-                if any(f.stat().st_size > 0 for d in b for f in d.glob("*tfevents*")):
+                if any(arrived(f) for d in b for f in d.glob("*tfevents*")):
                     server.kill()
                     return
                 time.sleep(0.001)
