@@ -16,15 +16,18 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule};
+use pyo3::types::PyCapsule;
 use tbscope_core::event_file::Options;
 use tbscope_core::fold::{FoldingReader, PIECE_BYTES};
 use tbscope_core::{CachedReader, Kind, Reader, ReaderOptions, Restarts, Scan};
 
+mod csv;
 mod funnel;
+mod records;
 mod remote;
+mod rewrite;
 mod series;
 mod writer;
 
@@ -523,340 +526,6 @@ impl Table {
     }
 }
 
-// ------------------------------------------------------------------------------------------
-// Log surgery (`tbscope_core::rewrite`): written into a staging directory, published by
-// `commit_rewrite` once the Python side has verified it (or at once with `commit=True`).
-
-/// Rewrites `src` into a staging directory next to `dst` and returns what it did as a dict
-/// (`staging`: where the output is, or None once committed; counts; `files_out`; `problems`
-/// as report tuples). With `commit`, publishes it as `dst` at once.
-#[pyfunction]
-#[pyo3(signature = (src, dst, *, runs=None, tags=None, drop_tags=None, drop_steps=None,
-                    preempt=false, merge=true, force=false, commit=false, threads=0))]
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one parameter per Python keyword argument (pyo3 maps them)"
-)]
-fn rewrite<'py>(
-    py: Python<'py>,
-    src: PathBuf,
-    dst: PathBuf,
-    runs: Option<String>,
-    tags: Option<String>,
-    drop_tags: Option<String>,
-    drop_steps: Option<(Option<i64>, Option<i64>)>,
-    preempt: bool,
-    merge: bool,
-    force: bool,
-    commit: bool,
-    threads: usize,
-) -> Outcome<Bound<'py, pyo3::types::PyDict>> {
-    use tbscope_core::rewrite as rw;
-    let opts = rw::RewriteOptions {
-        runs: regex(runs, "runs")?,
-        tags: regex(tags, "tags")?,
-        drop_tags: regex(drop_tags, "drop_tags")?,
-        drop_steps,
-        preempt,
-        merge,
-        threads,
-        ..Default::default()
-    };
-    let (stats, staging) = detached(py, "tbscope-rewrite", REWRITE_GRACE, move |cancel| {
-        let staging = rw::stage(&src, &dst, force)?;
-        let stats = match rw::write(&src, &staging, &opts, cancel) {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&staging);
-                return Err(e.into());
-            }
-        };
-        if commit {
-            rw::commit(&src, &staging, &dst, force)?;
-            return Ok((stats, None));
-        }
-        Ok((stats, Some(staging)))
-    })?;
-    let d = pyo3::types::PyDict::new(py);
-    d.set_item("staging", staging)?;
-    d.set_item("runs", stats.runs)?;
-    d.set_item("files_in", stats.files_in)?;
-    d.set_item("files_out", stats.files_out)?;
-    d.set_item("records_in", stats.records_in)?;
-    d.set_item("records_out", stats.records_out)?;
-    d.set_item("records_dropped", stats.records_dropped)?;
-    d.set_item("records_rewritten", stats.records_rewritten)?;
-    d.set_item("values_dropped", stats.values_dropped)?;
-    d.set_item("metadata_moved", stats.metadata_moved)?;
-    d.set_item("bytes_in", stats.bytes_in)?;
-    d.set_item("bytes_out", stats.bytes_out)?;
-    d.set_item("bytes_skipped", stats.bytes_skipped)?;
-    let problems: Vec<_> = stats
-        .problems
-        .into_iter()
-        .map(|e| {
-            (
-                e.run,
-                e.file,
-                e.severity.name(),
-                e.offset,
-                e.length,
-                e.reason,
-            )
-        })
-        .collect();
-    d.set_item("problems", problems)?;
-    Ok(d)
-}
-
-/// Publishes a staging directory from `rewrite(commit=False)` as `dst` (checks run again).
-#[pyfunction]
-#[pyo3(signature = (src, staging, dst, *, force=false))]
-fn commit_rewrite(src: PathBuf, staging: PathBuf, dst: PathBuf, force: bool) -> Outcome<()> {
-    guarded(|| Ok(tbscope_core::rewrite::commit(&src, &staging, &dst, force)?))
-}
-
-/// An Arrow table (anything with `__arrow_c_stream__`) as CSV in pandas' format, UTF-8 (see
-/// `tbscope_core::text`): written to the file descriptor `fd` as it is formatted (returns None),
-/// or returned as bytes. ValueError for a column type it does not format; OSError (with its
-/// errno: BrokenPipeError for a closed pipe) when writing fails.
-#[pyfunction]
-#[pyo3(signature = (table, *, header=true, chunk_rows=100_000, quote_chars=None, quote_empty=false, fd=None))]
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one parameter per Python keyword argument (pyo3 maps them)"
-)]
-fn to_csv<'py>(
-    py: Python<'py>,
-    table: &Bound<'py, PyAny>,
-    header: bool,
-    chunk_rows: usize,
-    quote_chars: Option<String>,
-    quote_empty: bool,
-    fd: Option<i32>,
-) -> Outcome<Option<Bound<'py, pyo3::types::PyBytes>>> {
-    if let Some(fd) = fd.filter(|fd| *fd < 0) {
-        return Err(Failure::Value(format!(
-            "fd={fd} is not a file descriptor; pass an open file's fileno()"
-        )));
-    }
-    guarded(|| csv_of(py, table, header, chunk_rows, quote_chars, quote_empty, fd))
-}
-
-/// `to_csv`'s body.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the pyfunction's own arguments, passed through to its body"
-)]
-fn csv_of<'py>(
-    py: Python<'py>,
-    table: &Bound<'py, PyAny>,
-    header: bool,
-    chunk_rows: usize,
-    quote_chars: Option<String>,
-    quote_empty: bool,
-    fd: Option<i32>,
-) -> Outcome<Option<Bound<'py, pyo3::types::PyBytes>>> {
-    use arrow_array::ffi_stream::RecordBatchStreamReader;
-    use arrow_array::RecordBatchReader as _;
-    if !table.hasattr("__arrow_c_stream__")? {
-        return Err(PyTypeError::new_err(format!(
-            "table must be an Arrow table (anything with __arrow_c_stream__, such as a \
-             pyarrow.Table); got {}",
-            table.get_type().name()?
-        ))
-        .into());
-    }
-    let capsule = table.call_method0("__arrow_c_stream__")?;
-    let capsule = capsule.cast::<PyCapsule>().map_err(PyErr::from)?;
-    let ptr = capsule.pointer_checked(Some(STREAM))?;
-    // SAFETY: the capsule holds an FFI_ArrowArrayStream (checked by name); `from_raw` moves it
-    // out and leaves a released stream behind, which the capsule's destructor then skips.
-    let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) };
-    let reader = RecordBatchStreamReader::try_new(stream)
-        .map_err(|e| Failure::Value(format!("not an Arrow stream: {e}")))?;
-    let names: Vec<String> = reader
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    let batches = reader
-        .collect::<Result<Vec<RecordBatch>, _>>()
-        .map_err(|e| Failure::Value(format!("reading the Arrow stream failed: {e}")))?;
-    let opts = tbscope_core::text::CsvOptions {
-        chunk_rows: chunk_rows.max(1),
-        quote_chars: quote_chars.as_deref().unwrap_or(",\"\n").chars().collect(),
-        quote_empty,
-    };
-    let threads = tbscope_core::load::thread_count(0);
-    let csv = |sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-        tbscope_core::text::write_csv(&names, &batches, header, &opts, threads, sink)
-    };
-    let Some(fd) = fd else {
-        let mut parts: Vec<Vec<u8>> = Vec::new();
-        py.detach(|| {
-            csv(&mut |b| {
-                parts.push(b.to_vec());
-                Ok(())
-            })
-        })
-        .map_err(Failure::Value)?;
-        let len = parts.iter().map(Vec::len).sum();
-        // Straight into the bytes object: the text of a large table is copied once.
-        let bytes = pyo3::types::PyBytes::new_with(py, len, |buf| {
-            let mut at = 0;
-            for p in &parts {
-                buf[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
-            }
-            Ok(())
-        })?;
-        return Ok(Some(bytes));
-    };
-    use std::io::Write as _;
-    let mut file = borrowed_file(fd);
-    let mut failed: Option<std::io::Error> = None;
-    let out = py.detach(|| {
-        csv(&mut |b| {
-            file.write_all(b).inspect_err(|e| {
-                failed = Some(std::io::Error::from_raw_os_error(
-                    e.raw_os_error().unwrap_or(0),
-                ));
-            })
-        })
-    });
-    match (out, failed) {
-        (Ok(()), _) => Ok(None),
-        (Err(_), Some(e)) => Err(Failure::Os(e)),
-        (Err(msg), None) => Err(Failure::Value(msg)),
-    }
-}
-
-/// Payloads of whole records of one event file, with their offsets, read with the reader's
-/// framing (both CRCs checked): the records starting at `offsets`, else every record, or those
-/// whose payload contains `containing`.
-#[pyfunction]
-#[pyo3(signature = (path, offsets=None, *, containing=None, max_record_bytes=256 << 20))]
-fn read_records<'py>(
-    py: Python<'py>,
-    path: PathBuf,
-    offsets: Option<Vec<u64>>,
-    containing: Option<Vec<u8>>,
-    max_record_bytes: u64,
-) -> Outcome<Vec<(u64, Bound<'py, PyBytes>)>> {
-    let found = py.detach(|| {
-        guarded(|| {
-            tbscope_core::event_file::records::raw_records(
-                &path,
-                offsets.as_deref(),
-                containing.as_deref(),
-                max_record_bytes,
-            )
-            .map_err(|e| tbscope_core::Error::io(e, &path).into())
-        })
-    })?;
-    Ok(found
-        .into_iter()
-        .map(|(o, d)| (o, PyBytes::new(py, &d)))
-        .collect())
-}
-
-/// The head of every whole record of one event file, in file order: (offset, step, wall_time,
-/// what, status, file_version, writer) columns as little-endian u64/i64/f64/u8/i32 buffers
-/// plus (offset, string) lists for the file versions and source writers. See
-/// `event_file::records::record_heads`.
-#[pyfunction]
-#[pyo3(signature = (path, *, max_record_bytes=256 << 20))]
-#[allow(clippy::type_complexity)] // one plain tuple of columns, unpacked by its one caller
-fn record_heads<'py>(
-    py: Python<'py>,
-    path: PathBuf,
-    max_record_bytes: u64,
-) -> Outcome<(
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Vec<(u64, String)>,
-    Vec<(u64, String)>,
-)> {
-    let heads = py.detach(|| {
-        guarded(|| {
-            tbscope_core::event_file::records::record_heads(&path, max_record_bytes)
-                .map_err(|e| tbscope_core::Error::io(e, &path).into())
-        })
-    })?;
-    fn column<'py, T: Copy, const N: usize>(
-        py: Python<'py>,
-        heads: &[tbscope_core::event_file::records::RecordHead],
-        f: impl Fn(&tbscope_core::event_file::records::RecordHead) -> T,
-        le: impl Fn(T) -> [u8; N],
-    ) -> Bound<'py, PyBytes> {
-        let mut out = Vec::with_capacity(heads.len() * N);
-        for h in heads {
-            out.extend_from_slice(&le(f(h)));
-        }
-        PyBytes::new(py, &out)
-    }
-    let versions = heads
-        .iter()
-        .filter_map(|h| h.file_version.clone().map(|v| (h.offset, v)))
-        .collect();
-    let writers = heads
-        .iter()
-        .filter_map(|h| h.writer.clone().map(|w| (h.offset, w)))
-        .collect();
-    Ok((
-        column(py, &heads, |h| h.offset, u64::to_le_bytes),
-        column(py, &heads, |h| h.step, i64::to_le_bytes),
-        column(py, &heads, |h| h.wall_time, f64::to_le_bytes),
-        column(py, &heads, |h| h.what, u8::to_le_bytes),
-        column(py, &heads, |h| h.status, i32::to_le_bytes),
-        versions,
-        writers,
-    ))
-}
-
-/// Record boundaries of one event file after `start`, about `piece` bytes apart, found by
-/// hopping from record header to record header (`event_file::split_points`): where
-/// `tbscope.dask` cuts a large file into partitions.
-#[pyfunction]
-#[pyo3(signature = (path, start, piece, *, max_record_bytes=256 << 20))]
-fn split_points(
-    py: Python<'_>,
-    path: PathBuf,
-    start: u64,
-    piece: u64,
-    max_record_bytes: u64,
-) -> Outcome<Vec<u64>> {
-    if piece == 0 {
-        return Err(Failure::Value("piece must be at least 1 byte".into()));
-    }
-    py.detach(|| {
-        guarded(|| {
-            Ok(tbscope_core::event_file::split_points(
-                &path,
-                start,
-                piece,
-                max_record_bytes,
-            ))
-        })
-    })
-}
-
-/// A Chrome trace file (gzip or not) as a table of events (`tbscope_core::profile`).
-#[pyfunction]
-fn read_trace(py: Python<'_>, path: PathBuf) -> Outcome<Table> {
-    py.detach(|| {
-        guarded(|| {
-            let b = tbscope_core::profile::read_trace(&path)?;
-            Ok(Table::one(b))
-        })
-    })
-}
-
 /// The run name of `rel`, a path relative to the logdir (`tbscope_core::logdir::run_name`, the
 /// one rule), for Python code that lists files of a logdir itself (profiles).
 #[pyfunction]
@@ -903,13 +572,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Stream>()?;
     m.add_class::<writer::EventWriter>()?;
     m.add_class::<remote::S3Fetcher>()?;
-    m.add_function(wrap_pyfunction!(rewrite, m)?)?;
-    m.add_function(wrap_pyfunction!(commit_rewrite, m)?)?;
-    m.add_function(wrap_pyfunction!(to_csv, m)?)?;
-    m.add_function(wrap_pyfunction!(read_records, m)?)?;
-    m.add_function(wrap_pyfunction!(record_heads, m)?)?;
-    m.add_function(wrap_pyfunction!(split_points, m)?)?;
-    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(rewrite::rewrite, m)?)?;
+    m.add_function(wrap_pyfunction!(rewrite::commit_rewrite, m)?)?;
+    m.add_function(wrap_pyfunction!(csv::to_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(records::read_records, m)?)?;
+    m.add_function(wrap_pyfunction!(records::record_heads, m)?)?;
+    m.add_function(wrap_pyfunction!(records::split_points, m)?)?;
+    m.add_function(wrap_pyfunction!(records::read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(event_files, m)?)?;
     m.add_function(wrap_pyfunction!(run_name, m)?)?;
     m.add_function(wrap_pyfunction!(load_progress, m)?)?;
