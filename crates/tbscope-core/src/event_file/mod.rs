@@ -6,10 +6,12 @@
 
 //!
 //! By concept: [`model`] (options, problems, series metadata, cursors, what a pass returns),
-//! [`parser`] (the record loop, [`read_file`]), [`append`] (a value into its table), [`split`]
+//! [`parser`] (the record loop, [`read_file`]), [`fused`] (its CRC flavours and short byte
+//! compare), [`append`] (a value into its table), [`split`]
 //! (cut points for parallel parsing) and [`records`] (whole records for the compat layer).
 
 mod append;
+mod fused;
 mod model;
 mod parser;
 pub mod records;
