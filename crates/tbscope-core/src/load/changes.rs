@@ -362,6 +362,26 @@ struct TreeDir {
     odd: u32,
 }
 
+impl TreeDir {
+    /// A directory as `l` lists it, below `parent` and named `name`, holding run `run`.
+    fn new(parent: u32, name: (u32, u32), run: u32, l: &Listing) -> TreeDir {
+        TreeDir {
+            parent,
+            name,
+            run,
+            dev: l.dev,
+            ino: l.ino,
+            mtime: l.mtime,
+            ctime: l.ctime,
+            unsure: l.unsure || l.ctime_recent,
+            links: l.links,
+            has_files: l.has_files,
+            subdirs: l.subdirs.len() as u32,
+            odd: l.odd.len() as u32,
+        }
+    }
+}
+
 /// What a reader's last discovery saw: every directory's listing (in depth-first order) and
 /// each run's event files as listed, against which a reload's [`changes`] checks the logdir
 /// instead of discovering it again. The files' expected stats are the reader's own state
@@ -407,20 +427,7 @@ impl Tree {
                     None => NOT_READ,
                 }
             };
-            t.dirs.push(TreeDir {
-                parent,
-                name,
-                run,
-                dev: l.dev,
-                ino: l.ino,
-                mtime: l.mtime,
-                ctime: l.ctime,
-                unsure: l.unsure || l.ctime_recent,
-                links: l.links,
-                has_files: l.has_files,
-                subdirs: l.subdirs.len() as u32,
-                odd: l.odd.len() as u32,
-            });
+            t.dirs.push(TreeDir::new(parent, name, run, l));
             for s in l.subdirs.iter().rev() {
                 let at = t.names.len() as u32;
                 t.names.extend_from_slice(s.as_bytes());
@@ -625,20 +632,7 @@ impl Tree {
                             NOT_READ
                         }
                     };
-                    t.dirs.push(TreeDir {
-                        parent,
-                        name,
-                        run,
-                        dev: l.dev,
-                        ino: l.ino,
-                        mtime: l.mtime,
-                        ctime: l.ctime,
-                        unsure: l.unsure || l.ctime_recent,
-                        links: l.links,
-                        has_files: l.has_files,
-                        subdirs: l.subdirs.len() as u32,
-                        odd: 0,
-                    });
+                    t.dirs.push(TreeDir::new(parent, name, run, &l));
                     // The old children by name, for those still there.
                     let mut old: Vec<(Vec<u8>, u32)> = Vec::new();
                     if let Source::Again(i) = src {
