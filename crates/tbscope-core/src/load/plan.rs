@@ -90,9 +90,10 @@ impl Reader {
         let (root, runs) = (&self.root, self.opts.runs.as_ref());
         // Listing directories and stat'ing files on worker threads (a pool for this call
         // only, as a read makes its own; refused, the work runs on this thread): on a logdir
-        // of many small runs, much of a load.
+        // of many small runs, much of a load. Named apart from the read's workers: a dropped
+        // pool's threads exit on their own time, and may still be there when the read's start.
         let threads = super::thread_count(self.opts.threads);
-        let pool = super::worker_pool(threads, "").unwrap_or(None);
+        let pool = super::worker_pool(threads, "stat-").unwrap_or(None);
         let discover_stat = || -> Result<_> {
             let (found, errors) = discover(root, runs).map_err(|e| Error::io(e, root))?;
             Ok((stat_found(found), errors))
@@ -149,7 +150,8 @@ impl Reader {
             }
         }
         let (root, runs) = (&self.root, self.opts.runs.as_ref());
-        let pool = super::worker_pool(threads, "").unwrap_or(None);
+        // (Named as in `plan_sized`.)
+        let pool = super::worker_pool(threads, "stat-").unwrap_or(None);
         let discover_stat = || -> Result<_> {
             let mut walked = discover_listed(root, runs).map_err(|e| Error::io(e, root))?;
             let tree = Tree::of(&walked, &mut |run| walked.found.get(run).cloned());
