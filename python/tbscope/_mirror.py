@@ -582,7 +582,7 @@ class Mirror:
         # Once a piece has failed every try, the store is likely down: later pieces try once,
         # so a dead server costs one round of backoff, not one per file.
         gave_up = threading.Event()
-        told: list[dict[str, int]] = [{}]  # what publish last said
+        told: dict[str, int] = {}  # what publish last said
 
         def advance() -> None:
             """Moves every whole file at the head of the job order into the mirror and closes
@@ -611,8 +611,9 @@ class Mirror:
                     shown.add(r)
                 if r in shown:
                     partial = {os.path.join(self.files_dir, r): there[r]}
-            if moved or partial != told[0]:
-                told[0] = partial
+            nonlocal told
+            if moved or partial != told:
+                told = partial
                 publish(partial)
 
         def arrived(rel: str, s: int) -> None:
