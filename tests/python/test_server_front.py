@@ -65,6 +65,9 @@ def test_front_answers_like_the_api_and_holds_the_rest(tmp_path):
         assert status[0] == 200 and b'"generation":1' in status[2]
         early_json = await call(front, "/api/v1/scalars", "tag=loss&points=20&run=b/c&run=a")
         early_arrow = await call(front, "/api/v1/scalars", "tag=loss&points=0", {"Accept": ARROW})
+        # A revalidation too: a 304 with the API's headers.
+        again = {"If-None-Match": early_json[1]["etag"]}
+        early_304 = await call(front, "/api/v1/scalars", "tag=loss&points=20&run=b/c&run=a", again)
         assert front.api is None, "answered without building the API"
         # Anything else has the API built, and waits for it.
         assert (await call(front, "/api/v1/runs"))[0] == 200
@@ -72,6 +75,8 @@ def test_front_answers_like_the_api_and_holds_the_rest(tmp_path):
         # The API gives the same answers.
         assert await call(front, "/api/v1/scalars", "tag=loss&points=20&run=b/c&run=a") == early_json
         assert await call(front, "/api/v1/scalars", "tag=loss&points=0", {"Accept": ARROW}) == early_arrow
+        assert early_304[0] == 304 and not early_304[2]
+        assert await call(front, "/api/v1/scalars", "tag=loss&points=20&run=b/c&run=a", again) == early_304
         # What the front does not take (bad values, other parameters) the API answers.
         assert (await call(front, "/api/v1/scalars", "tag=loss&points=3"))[0] == 400
 

@@ -68,21 +68,48 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, default=_default, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def etag(request: Request, generation: int, state: str = "") -> str:
-    """Entity tag of a JSON answer: the data generation (and any other state the answer
-    shows, such as whether the first load is done) and the request."""
-    key = f"{generation}{state}\0{request.url.path}\0{request.url.query}\0{request.headers.get('accept', '')}"
-    return '"' + hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + '"'
+#: What answers that follow the data say about caching: keep a copy, but revalidate it (ETag).
+REVALIDATE = "no-cache"
 
 
-def not_modified(request: Request, tag: str) -> Response | None:
+class NotModified(Exception):
+    """The client's copy is current: raised by :func:`fresh` and :func:`revalidate` before any
+    work on the answer, and answered 304 by the app (:func:`tbscope.server.errors.install`) or
+    by the front (:mod:`tbscope.server.front`)."""
+
+    def __init__(self, tag: str, cache_control: str = REVALIDATE) -> None:
+        super().__init__(tag)
+        self.tag = tag
+        self.cache_control = cache_control
+
+    def response(self) -> Response:
+        return Response(status_code=304, headers={"ETag": self.tag, "Cache-Control": self.cache_control})
+
+
+def etag(request: Request, *state: object) -> str:
+    """Entity tag of an answer: what it shows besides the request (the data generation, whether
+    the first load is done, the stamps of the files it reads) and the request (path, query and
+    Accept)."""
+    key = "\0".join([*map(str, state), request.url.path, request.url.query, request.headers.get("accept", "")])
+    return '"' + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest() + '"'
+
+
+def revalidate(request: Request, tag: str, cache_control: str = REVALIDATE) -> str:
+    """``tag``, for the answer's ETag header; raises :class:`NotModified` when the request's
+    If-None-Match holds it (a 304 with that header and ``cache_control``)."""
     if request.headers.get("if-none-match") == tag:
-        return Response(status_code=304, headers={"ETag": tag, "Cache-Control": "no-cache"})
-    return None
+        raise NotModified(tag, cache_control)
+    return tag
+
+
+def fresh(request: Request, *state: object) -> str:
+    """The ETag of an answer showing ``state`` (see :func:`etag`), checked against the
+    request's copy: the preamble of every endpoint whose answer can be revalidated."""
+    return revalidate(request, etag(request, *state))
 
 
 def json_response(body: Any, tag: str | None = None, status: int = 200) -> Response:
-    headers = {"Cache-Control": "no-cache"}
+    headers = {"Cache-Control": REVALIDATE}
     if tag:
         headers["ETag"] = tag
     return Response(dumps(body), status_code=status, media_type="application/json", headers=headers)
@@ -104,7 +131,7 @@ def arrow_response(table: pa.Table, tag: str | None = None) -> Response:
 
 def body_response(body: Any, media_type: str, tag: str | None = None) -> Response:
     """An encoded body (bytes or an Arrow buffer) as a response."""
-    headers = {"Cache-Control": "no-cache"}
+    headers = {"Cache-Control": REVALIDATE}
     if tag:
         headers["ETag"] = tag
     # A buffer goes out as a memoryview: no copy into a bytes object.

@@ -65,6 +65,12 @@ def install(app: Any) -> None:
     # Here, not at the top: the front answers its first requests before FastAPI is imported.
     from fastapi.exceptions import RequestValidationError
 
+    from tbscope.server.encode import NotModified
+
+    async def not_modified(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, NotModified)
+        return exc.response()
+
     async def api_error(_request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
         return error_response(exc.status, exc.message, exc.code)
@@ -85,6 +91,7 @@ def install(app: Any) -> None:
         log.error("internal error", exc_info=exc)
         return error_response(500, "internal error; the server log has the details")
 
+    app.add_exception_handler(NotModified, not_modified)
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

@@ -123,12 +123,15 @@ class Front:
             return False
         from starlette.requests import Request
 
+        from tbscope.server.encode import NotModified
         from tbscope.server.scalars import respond
 
         request = Request(scope, receive)
         try:
             # Off the event loop, as the API runs its endpoints.
             response = await asyncio.get_running_loop().run_in_executor(None, respond, request, self.store, q)
+        except NotModified as hit:
+            response = hit.response()
         except Exception:  # noqa: BLE001 - ApiError or worse: the API gives the full answer
             return False
         await response(scope, receive, send)

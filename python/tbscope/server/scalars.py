@@ -462,9 +462,8 @@ def respond(request: Request, store: Store, q: Any) -> Response:
             raise ApiError(400, "x_min and x_max must be numbers")
     loading = store.loading
     snap = store.snapshot
-    etag = encode.etag(request, snap.generation, "loading" if loading else "") if request.method == "GET" else None
-    if etag and (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    # A POST's answer is not cached by clients: no ETag.
+    etag = encode.fresh(request, snap.generation, "loading" if loading else "") if request.method == "GET" else None
     runs = q.runs
     if q.runs_filter:
         from tbscope.server.routes import name_filter

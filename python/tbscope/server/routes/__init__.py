@@ -102,9 +102,7 @@ def series_answer(
 ) -> Response:
     """The JSON answer of one run and tag's rows of ``kind``, ``columns(state, rows)`` laid out
     by the endpoint; 304 when the client's copy (its ETag) is still current."""
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation)
     st, t = tag_rows(store, kind, run, tag, noun)
     body = {"run": run, "tag": tag, "loading": store.loading, "columns": columns(st, t)}
     return encode.json_response(body, etag)

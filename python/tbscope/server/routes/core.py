@@ -104,9 +104,7 @@ def runs(
     filter: Annotated[str | None, Query(max_length=1000, description="a glob (* crosses /) or /regex/")] = None,
 ) -> Response:
     snap = store.snapshot
-    tag = encode.etag(request, snap.generation)
-    if (hit := encode.not_modified(request, tag)) is not None:
-        return hit
+    tag = encode.fresh(request, snap.generation)
     table = snap.runs
     if filter:
         keep = name_filter(filter)
@@ -174,9 +172,7 @@ def tags(
     run: Annotated[list[str] | None, Query(description="only these runs (repeatable)")] = None,
 ) -> Response:
     _check_kind(kind, True)
-    tag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, tag)) is not None:
-        return hit
+    tag = encode.fresh(request, store.snapshot.generation)
     t = _series_table(store, kind, run)
     per: dict[str, list[int]] = {}
     for name, points in zip(t.column("tag").to_pylist(), t.column("points").to_pylist()):
@@ -198,9 +194,7 @@ def series(
     request: Request, store: StoreDep, kind: Kind = None, run: Annotated[list[str] | None, Query()] = None
 ) -> Response:
     _check_kind(kind, False)
-    tag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, tag)) is not None:
-        return hit
+    tag = encode.fresh(request, store.snapshot.generation)
     t = _series_table(store, kind, run)
     cols = {
         "run": t.column("run").to_pylist(),
@@ -223,9 +217,8 @@ def series(
 )
 def health(request: Request, store: StoreDep) -> Response:
     snap = store.snapshot
+    tag = encode.fresh(request, snap.generation)
     rep = snap.report
     cols = {k: [p[k] for p in rep] for k in ("file", "run", "offset", "end", "severity", "reason")}
     ok = not any(p["severity"] in ("corrupt", "error") for p in rep)
-    return encode.json_response(
-        {"ok": ok, "loading": store.loading, "columns": cols}, encode.etag(request, snap.generation)
-    )
+    return encode.json_response({"ok": ok, "loading": store.loading, "columns": cols}, tag)

@@ -9,7 +9,6 @@ and a projection is cached under its tensor file's. Files are read through
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Annotated, Any, Literal
 
@@ -77,11 +76,6 @@ class Projection(BaseModel):
     columns: dict[str, list[Any]]
 
 
-def _etag(request: Request, store: Store, fingerprint: str) -> str:
-    base = encode.etag(request, store.snapshot.generation)
-    return '"' + hashlib.blake2b(f"{base}\0{fingerprint}".encode(), digest_size=12).hexdigest() + '"'
-
-
 def _find(store: Store, run: str, tag: str) -> tuple[_projector.EmbeddingInfo, str]:
     st, local = source_run(store, run)
     fp, infos = source_embeddings(store, st)
@@ -116,9 +110,7 @@ def embeddings(
     filter: Annotated[str | None, Query(description="runs matching a glob or /regex/")] = None,
 ) -> Response:
     fp, infos = all_embeddings(store)
-    etag = _etag(request, store, fp)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation, fp)
     keep = name_filter(filter)
     wanted = set(run) if run else None
     rows = [(r, i) for r, i in infos if keep(r) and (wanted is None or r in wanted)]
@@ -172,9 +164,7 @@ def projection(
 
     info, fp = _find(store, run, tag)
     tensor_stat = stat_key(info.tensor_path or "")
-    etag = _etag(request, store, f"{fp}\0{tensor_stat}")
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation, fp, tensor_stat)
 
     def compute() -> dict[str, Any]:
         try:
@@ -243,9 +233,7 @@ def sprite(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     info, fp = _find(store, run, tag)
     if info.sprite_path is None:
         raise ApiError(404, f"embedding {tag!r} of run {run!r} has no sprite image")
-    etag = _etag(request, store, f"{fp}\0{stat_key(info.sprite_path)}")
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation, fp, stat_key(info.sprite_path))
     try:
         with open(info.sprite_path, "rb") as f:
             data = f.read()
@@ -254,4 +242,4 @@ def sprite(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     ctype = next((t for magic, t in SPRITE_TYPES.items() if data.startswith(magic)), None)
     if ctype is None:
         raise ApiError(404, f"the sprite of {tag!r} in run {run!r} is not a PNG, JPEG or GIF image")
-    return Response(data, media_type=ctype, headers={"Cache-Control": "no-cache", "ETag": etag})
+    return encode.body_response(data, ctype, etag)

@@ -121,9 +121,7 @@ def _hparams_body(store: Store) -> dict[str, Any]:
     summary="One row per experiment: hparams and final metrics",
 )
 def hparams(request: Request, store: StoreDep) -> Response:
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation)
     body = store.cached("hparams-body", lambda: _hparams_body(store))
     return encode.json_response({**body, "loading": store.loading}, etag)
 
@@ -137,9 +135,7 @@ def hparams(request: Request, store: StoreDep) -> Response:
 def custom_scalars(request: Request, store: StoreDep) -> Response:
     from tbscope._plugins import merge_layouts
 
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation)
     layouts: dict[str, Any] = {}
     for st in store.sources:
         if not st.ready:

@@ -86,9 +86,7 @@ def _lists(col: Any) -> list[Any]:
     summary="A histogram series: bucket edges and counts per step",
 )
 def histograms(request: Request, store: StoreDep, run: Run, tag: Tag, points: Points = 51) -> Response:
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation)
     t, _ = _rows(store, run, tag, points)
     cols = {
         "step": t.column("step").to_numpy(),
@@ -107,9 +105,7 @@ def histograms(request: Request, store: StoreDep, run: Run, tag: Tag, points: Po
     summary="A histogram series compressed to 9 basis points per step",
 )
 def distributions(request: Request, store: StoreDep, run: Run, tag: Tag, points: Points = 51) -> Response:
-    etag = encode.etag(request, store.snapshot.generation)
-    if (hit := encode.not_modified(request, etag)) is not None:
-        return hit
+    etag = encode.fresh(request, store.snapshot.generation)
     t, _ = _rows(store, run, tag, points)
     values = [
         compress(lf, rt, ct)

@@ -129,17 +129,19 @@ def audio(request: Request, store: StoreDep, run: Run, tag: Tag) -> Response:
     },
     summary="The bytes of an image or audio clip",
 )
-def blob(store: StoreDep, key: Annotated[str, Path(min_length=1, max_length=64)]) -> Response:
+def blob(request: Request, store: StoreDep, key: Annotated[str, Path(min_length=1, max_length=64)]) -> Response:
     if len(key) != 32 or any(c not in "0123456789abcdef" for c in key):
         raise ApiError(404, "no such blob; keys come from api/v1/images and api/v1/audio")
     ref = _key_map(store).get(key)
     if ref is None:
         raise ApiError(404, "no such blob (the file it was in may be gone); list images again for current keys")
+    # The key names the bytes: a client holding them (a reload that revalidates) has them all.
+    etag = encode.revalidate(request, f'"{key}"', IMMUTABLE)
     try:
         data = ref.frame.blob(ref.row)
     except (OSError, FileNotFoundError):
         raise ApiError(404, "the file holding this blob is gone or was cut short") from None
-    headers = {"Cache-Control": IMMUTABLE, "ETag": f'"{key}"'}
+    headers = {"Cache-Control": IMMUTABLE, "ETag": etag}
     ctype = ref.content_type if ref.content_type in SAFE_TYPES else "application/octet-stream"
     if ctype == "application/octet-stream":
         headers["Content-Disposition"] = f'attachment; filename="{key}.bin"'

@@ -9,7 +9,6 @@ times, not from the data generation.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections import OrderedDict
@@ -47,11 +46,6 @@ def _listing(store: Store) -> list[tuple[SourceState, dict[str, Any]]]:
     return out
 
 
-def _etag(request: Request, stamp: str) -> str:
-    key = f"{stamp}\0{request.url.path}\0{request.url.query}"
-    return '"' + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest() + '"'
-
-
 def _stamp(paths: list[Path]) -> str:
     parts = []
     for p in paths:
@@ -70,9 +64,7 @@ def _stamp(paths: list[Path]) -> str:
 )
 def profiles(request: Request, store: StoreDep) -> Response:
     found = _listing(store)
-    tag = _etag(request, _stamp([Path(e["_file"]) for _, e in found]))
-    if (hit := encode.not_modified(request, tag)) is not None:
-        return hit
+    tag = encode.fresh(request, _stamp([Path(e["_file"]) for _, e in found]))
     cols: dict[str, list[Any]] = {k: [] for k in ("run", "session", "host", "time", "size", "format", "source", "file")}
     for st, e in found:
         cols["run"].append(st.full_name(e["run"]))
@@ -141,9 +133,7 @@ def profile_events(
     import pyarrow.compute as pc
 
     path, events = _open(store, run, file)
-    tag = _etag(request, _stamp([path]))
-    if (hit := encode.not_modified(request, tag)) is not None:
-        return hit
+    tag = encode.fresh(request, _stamp([path]))
     if start is not None and end is not None and end < start:
         raise ApiError(400, f"end ({end}) is before start ({start})")
     timed = (
@@ -214,9 +204,7 @@ def profile_operations(
     from tbscope._profiles import top_operations
 
     path, events = _open(store, run, file)
-    tag = _etag(request, _stamp([path]))
-    if (hit := encode.not_modified(request, tag)) is not None:
-        return hit
+    tag = encode.fresh(request, _stamp([path]))
     ops = top_operations(events, limit)
     cols: dict[str, Any] = {c: ops[c].tolist() for c in ("name", "category", "calls")}
     for c in ("self_total", "total", "mean", "max", "self_share"):
