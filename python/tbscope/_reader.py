@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tbscope import _mirror
+from tbscope._experiments import hparams_children, join_children, name_experiments, run_hparams
 from tbscope._filters import Filter, ScanArgs, compile_filter, kinds_list, parse_steps
 from tbscope._frames import BlobFrame, Frame, MeshFrame, TensorFrame
 from tbscope._report import LoadStats, Problem, Report
@@ -343,7 +344,7 @@ class Logdir:
         self._ensure()
         table = pa.RecordBatchReader.from_stream(self._logged(self._native.hparams())).read_all()
         children = self._hparams_children(table.column("run").to_pylist()) if table.num_rows else {}
-        return Frame(_name_experiments(table, children), "hparams")
+        return Frame(name_experiments(table, children), "hparams")
 
     def summary(
         self, stats: Iterable[str] = ("last", "min", "max", "argmin", "argmax"), hparams: bool = True
@@ -394,7 +395,7 @@ class Logdir:
             hp_all = self._hparams_frame()
             children = self._hparams_children([str(r) for r in hp_all["run"]]) if len(hp_all) else {}
             if len(hp_all):
-                hp = self._run_hparams(info.column("run"), hp_all, children)
+                hp = run_hparams(info.column("run"), hp_all, children)
                 for c in hp.columns:
                     if c.startswith("hparam:"):
                         cols[c] = hp[c].to_numpy()
@@ -412,53 +413,19 @@ class Logdir:
             else:
                 cols[name] = col.to_numpy()
         if children:
-            cols = self._join_children(cols, children)
+            cols = join_children(cols, children, self._logged_scalars)
         return cols
 
-    def _join_children(self, cols: dict[str, Any], children: dict[str, str]) -> dict[str, Any]:
-        """Summary columns with each hparams child folded into its parent's row: the child's
-        statistics fill the tags its parent does not log, then the child's row goes."""
-        import numpy as np
-        import pandas as pd
-
-        runs = [str(r) for r in cols["run"]]
-        row = {r: i for i, r in enumerate(runs)}
-        pairs = [(row[c], row[p]) for c, p in children.items() if c in row and p in row]
-        if not pairs:
-            return cols
+    def _logged_scalars(self) -> set[tuple[str, str]]:
+        """The (run, tag) pairs of this scan's scalar series."""
         series = self.series().to_arrow().to_pandas()
         scalars = series[series["kind"] == "scalars"]
-        logged = set(zip(scalars["run"].astype(str), scalars["tag"].astype(str)))
-        out = dict(cols)
-        for name, col in cols.items():
-            if name in ("run", "max_step", "last_wall_time") or name.startswith("hparam:"):
-                continue
-            tag = name.rsplit(":", 1)[0]
-            fills = [(ic, ip) for ic, ip in pairs if (runs[ip], tag) not in logged]
-            if not fills:
-                continue
-            col = col.copy()  # numpy views of Arrow buffers are read-only
-            for ic, ip in fills:
-                col[ip] = col[ic]
-            out[name] = col
-        for name in ("max_step", "last_wall_time"):
-            col = out[name].copy()
-            for ic, ip in pairs:
-                if pd.isna(col.iloc[ip]):
-                    col.iloc[ip] = col.iloc[ic]
-            out[name] = col
-        keep = np.ones(len(runs), dtype=bool)
-        keep[[ic for ic, _ in pairs]] = False
-        for name, col in out.items():
-            out[name] = col[keep].reset_index(drop=True) if isinstance(col, pd.Series) else col[keep]
-        return out
+        return set(zip(scalars["run"].astype(str), scalars["tag"].astype(str)))
 
     def _hparams_children(self, hparams_runs: list[str]) -> dict[str, str]:
         """``{child: parent}``: the hparams child runs of this logdir (:mod:`tbscope._experiments`),
         decided on the whole logdir whatever this scan's filters. ``hparams_runs``: the runs with
         hparams records."""
-        from tbscope._experiments import hparams_children
-
         with_hp = set(hparams_runs)
         candidates = sorted(r for r in with_hp if "/" in r and r.rsplit("/", 1)[0] not in with_hp)
         if not candidates:
@@ -482,51 +449,6 @@ class Logdir:
             if run in with_hp:
                 contents.setdefault(run, []).append((kind, points))
         return hparams_children(names, with_hp, contents)
-
-    def _run_hparams(
-        self,
-        run_names: list[str] | pa.ChunkedArray,
-        hp: pd.DataFrame | None = None,
-        children: dict[str, str] | None = None,
-    ) -> pd.DataFrame:
-        """Per run: ``run``, ``source`` (the run whose hparams it takes, or None) and a
-        ``hparam:<name>`` column per hyperparameter (``hp``: ``_hparams_frame()`` if known;
-        ``children``: ``_hparams_children()`` if known)."""
-        import pandas as pd
-
-        if hp is None:
-            hp = self._hparams_frame()
-        if children is None:
-            children = self._hparams_children([str(r) for r in hp["run"]]) if len(hp) else {}
-        if not len(hp):
-            # Nothing to look up (most logdirs of many runs): no walk over every run name.
-            n = len(run_names)
-            out = pd.DataFrame(
-                {c: hp[c].iloc[:0].reindex(range(n)) for c in hp.columns if c.startswith("hparam:")}, index=range(n)
-            )
-            out.insert(0, "source", [None] * n)
-            out.insert(0, "run", run_names if isinstance(run_names, list) else run_names.to_pandas())
-            return out
-        if not isinstance(run_names, list):
-            run_names = run_names.to_pylist()
-        hp_cols = [c for c in hp.columns if c.startswith("hparam:")]
-        by_run = {str(r): row for r, row in zip(hp["run"], hp[hp_cols].to_dict("records"))}
-        for child, parent in children.items():
-            # The parent of an hparams child holds them as if they were its own.
-            by_run[parent] = by_run[child]
-        rows, sources = [], []
-        for run in run_names:
-            src = _nearest(run, by_run)
-            sources.append(src)
-            rows.append(by_run[src] if src is not None else {})
-        out = pd.DataFrame(rows, columns=hp_cols)
-        for c in hp_cols:
-            # A column that is all-missing for these runs keeps the dtype hparams() gave it.
-            if c in hp and out[c].dtype != hp[c].dtype and out[c].notna().all():
-                out[c] = out[c].astype(hp[c].dtype)
-        out.insert(0, "source", sources)
-        out.insert(0, "run", run_names)
-        return out
 
     def _rescan(self, runs: Filter = None, kinds: list[str] | None = None) -> Logdir:
         """The same logdir with this scan's reading options (verification, threads, record size
@@ -588,10 +510,7 @@ class Logdir:
         pandas. Steps that only some runs have are kept, with their count. Nothing is sampled.
         ``tags`` filters scalar tags like :func:`scan`'s ``tags=``.
         """
-        import numpy as np
-        import pandas as pd
-
-        from tbscope._stats import AGGREGATE_STATS, check_stats, group_runs, tag_matcher
+        from tbscope._stats import AGGREGATE_STATS, aggregate_scalars, check_stats, group_runs
 
         chosen = check_stats(stats, AGGREGATE_STATS, "aggregate")
         self._ensure()
@@ -602,45 +521,12 @@ class Logdir:
             children = self._hparams_children([str(r) for r in hp_all["run"]]) if len(hp_all) else {}
             # An hparams child is part of its parent's experiment: its metrics join that group.
             mine = [r for r in runs if r not in children]
-            groups = group_runs(by, mine, self._run_hparams(mine, hp_all, children))
+            groups = group_runs(by, mine, run_hparams(mine, hp_all, children))
             groups.update({c: groups[p] for c, p in children.items() if p in groups and c in runs})
         else:
             groups = group_runs(by, runs, None)
-        columns = ["group", "tag", "step", *chosen]
         sc = self.scalars().to_arrow().select(["run", "tag", "step", "value"]).to_pandas()
-        if not len(sc) or not groups:
-            return pd.DataFrame(
-                {
-                    c: pd.Series(
-                        [], dtype=object if c in ("group", "tag") else "int64" if c in ("step", "count") else "float64"
-                    )
-                    for c in columns
-                }
-            )
-        keep_tag = tag_matcher(tags)
-        names = sorted(set(groups.values()))
-        code_of = {g: i for i, g in enumerate(names)}
-        # Decided once per distinct run and tag name, then spread over the rows by their codes.
-        run_group = np.array(
-            [code_of.get(groups.get(str(r), ""), -1) for r in sc["run"].cat.categories] + [-1], dtype=np.int64
-        )
-        tag_keep = np.array([keep_tag(str(t)) for t in sc["tag"].cat.categories] + [False])
-        gcode = run_group[sc["run"].cat.codes.to_numpy()]
-        mask = (gcode >= 0) & tag_keep[sc["tag"].cat.codes.to_numpy()]
-        sc = sc[mask].assign(group=pd.Categorical.from_codes(gcode[mask], categories=names))
-        if children:
-            # A child's rows count as its parent's run.
-            merged = [children.get(str(c), str(c)) for c in sc["run"].cat.categories]
-            uniq = sorted(set(merged))
-            at = {name: i for i, name in enumerate(uniq)}
-            remap = np.array([at[m] for m in merged] + [-1], dtype=np.int64)
-            sc["run"] = pd.Categorical.from_codes(remap[sc["run"].cat.codes.to_numpy()], categories=uniq)
-        # One value per run and step (the last written), so count counts runs.
-        sc = sc.drop_duplicates(["run", "tag", "step"], keep="last")
-        out = sc.groupby(["group", "tag", "step"], observed=True, sort=True)["value"].agg(list(chosen)).reset_index()
-        out["tag"] = out["tag"].cat.remove_unused_categories()
-        out["group"] = out["group"].cat.remove_unused_categories()
-        return out[columns]
+        return aggregate_scalars(sc, groups, children, chosen, tags)
 
     def sql(
         self,
@@ -725,38 +611,11 @@ class Logdir:
         return pa.table(self._logged(self._native.run_facts()))
 
 
-def _name_experiments(table: pa.Table, children: dict[str, str]) -> pa.Table:
-    """The hparams table with ``hparams_run`` (where the records are) and each hparams child's
-    row named after its parent, sorted by run."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    runs = table.column("run").to_pylist()
-    table = table.append_column("hparams_run", pa.array(runs, pa.string()))
-    if not any(r in children for r in runs):
-        return table
-    named = pa.array([children.get(r, r) for r in runs], pa.string())
-    table = table.set_column(table.schema.get_field_index("run"), "run", named)
-    return table.take(pc.sort_indices(named))
-
-
 def _raise_strict(problems: Iterable[Problem]) -> None:
     """``strict=True``: anything but a truncated tail or an info note is an error."""
     bad = [p for p in problems if p.severity not in ("truncated", "info")]
     if bad:
         raise CorruptRecordError(str(bad[0]) + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
-
-
-def _nearest(run: str, have: dict[str, object]) -> str | None:
-    """The run itself, or the longest enclosing run, that has an entry in ``have``."""
-    if run in have:
-        return run
-    parts = run.split("/")
-    for i in range(len(parts) - 1, 0, -1):
-        parent = "/".join(parts[:i])
-        if parent in have:
-            return parent
-    return "." if "." in have and run != "." else None
 
 
 def scan(

@@ -1,11 +1,11 @@
 """Per-run statistics: the columns of :meth:`tbscope.Logdir.summary` (computed natively; their
 names and checks here) and :meth:`tbscope.Logdir.aggregate`'s grouping of runs that differ only
-by seed."""
+by seed, and its rows."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tbscope._filters import compile_filter
@@ -92,3 +92,53 @@ def group_runs(by: str | re.Pattern[str], runs: Sequence[str], hparams: pd.DataF
             continue
         out[run] = "".join(g or "" for g in m.groups()) if rx.groups else m.group(0)
     return out
+
+
+def aggregate_scalars(
+    sc: pd.DataFrame,
+    groups: Mapping[str, str],
+    children: Mapping[str, str],
+    chosen: Sequence[str],
+    tags: Any,
+) -> pd.DataFrame:
+    """:meth:`Logdir.aggregate`'s rows: ``sc``, the scalars (run, tag, step, value, with run
+    and tag categorical), grouped by ``groups`` (run → group, see :func:`group_runs`), an
+    hparams child's rows counted as its parent's run (``children``: child → parent), tags
+    kept by ``tags`` (a filter as ``scan``'s), statistics ``chosen``."""
+    import numpy as np
+    import pandas as pd
+
+    columns = ["group", "tag", "step", *chosen]
+    if not len(sc) or not groups:
+        return pd.DataFrame(
+            {
+                c: pd.Series(
+                    [], dtype=object if c in ("group", "tag") else "int64" if c in ("step", "count") else "float64"
+                )
+                for c in columns
+            }
+        )
+    keep_tag = tag_matcher(tags)
+    names = sorted(set(groups.values()))
+    code_of = {g: i for i, g in enumerate(names)}
+    # Decided once per distinct run and tag name, then spread over the rows by their codes.
+    run_group = np.array(
+        [code_of.get(groups.get(str(r), ""), -1) for r in sc["run"].cat.categories] + [-1], dtype=np.int64
+    )
+    tag_keep = np.array([keep_tag(str(t)) for t in sc["tag"].cat.categories] + [False])
+    gcode = run_group[sc["run"].cat.codes.to_numpy()]
+    mask = (gcode >= 0) & tag_keep[sc["tag"].cat.codes.to_numpy()]
+    sc = sc[mask].assign(group=pd.Categorical.from_codes(gcode[mask], categories=names))
+    if children:
+        # A child's rows count as its parent's run.
+        merged = [children.get(str(c), str(c)) for c in sc["run"].cat.categories]
+        uniq = sorted(set(merged))
+        at = {name: i for i, name in enumerate(uniq)}
+        remap = np.array([at[m] for m in merged] + [-1], dtype=np.int64)
+        sc["run"] = pd.Categorical.from_codes(remap[sc["run"].cat.codes.to_numpy()], categories=uniq)
+    # One value per run and step (the last written), so count counts runs.
+    sc = sc.drop_duplicates(["run", "tag", "step"], keep="last")
+    out = sc.groupby(["group", "tag", "step"], observed=True, sort=True)["value"].agg(list(chosen)).reset_index()
+    out["tag"] = out["tag"].cat.remove_unused_categories()
+    out["group"] = out["group"].cat.remove_unused_categories()
+    return out[columns]
