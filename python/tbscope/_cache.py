@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 from dataclasses import dataclass
 from typing import Union
 
@@ -110,15 +109,11 @@ def resolve(path: str | os.PathLike[str], cache: Cache) -> str | None:
     raise TypeError(f"cache= takes True, False, None or a directory path; got {type(cache).__name__}")
 
 
-def clear(path: str | os.PathLike[str], cache: Cache = True) -> bool:
+def clear(path: str | os.PathLike[str], cache: Cache = True, wait: bool = True) -> bool:
     """Delete the cache of the logdir ``path`` (``cache=`` as given to :func:`tbscope.scan`).
-    Returns whether there was one. The logdir itself is never touched."""
+    Returns whether there was one. The logdir itself is never touched: only the names a cache
+    writes are deleted (``tbscope._cache_root.remove_cache``, which says what ``wait`` does)."""
+    from tbscope._cache_root import remove_cache
+
     d = resolve(path, cache)
-    if d is None or not os.path.isdir(d):
-        return False
-    if not os.path.isfile(os.path.join(d, "CURRENT")) and not any(
-        n.startswith(("gen-", "tmp-")) for n in os.listdir(d)
-    ):
-        raise ValueError(f"{d} does not look like a tbscope cache (no CURRENT, gen-* or tmp-*); not deleting it")
-    shutil.rmtree(d)
-    return True
+    return d is not None and remove_cache(d, wait)
