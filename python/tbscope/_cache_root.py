@@ -18,20 +18,17 @@ import contextlib
 import fcntl
 import json
 import os
-import posixpath
 import shutil
-import socket
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from tbscope._cache import Cache
+__all__ = ["ROOT_ENV", "CacheEntry", "InUse", "default_root", "entries", "entry", "flocked", "note_use", "remove"]
 
-__all__ = ["CacheEntry", "InUse", "belonging_to", "entries", "entry", "flocked", "note_use", "remove"]
-
+#: Where caches go (one subdirectory per logdir) when ``cache=True``, and mirrors (under
+#: ``remote/``).
+ROOT_ENV = "TBSCOPE_CACHE_DIR"
 #: Written by a read through a cache under the root: the logdir (or URL) it read, and by its
 #: mtime, when it last did.
 SOURCE = "source.json"
@@ -70,6 +67,17 @@ class CacheEntry:
     endpoint: str | None = None
 
 
+def default_root() -> str:
+    """The directory holding one cache per logdir: ``$TBSCOPE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/tbscope``, else ``~/.cache/tbscope``."""
+    env = os.environ.get(ROOT_ENV)
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = xdg if xdg and os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tbscope")
+
+
 # -- locks --------------------------------------------------------------------------------------
 
 
@@ -106,6 +114,8 @@ def flocked(path: str, wait: bool = True) -> Iterator[None]:
 def _host_part() -> str:
     """This host's name as a cache writer puts it in its temporary directory's name
     (generation.rs, host_part: every character but ASCII letters and digits made ``_``)."""
+    import socket
+
     name = socket.gethostname().replace("/", "_") or "localhost"
     return "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
 
@@ -213,8 +223,6 @@ def entry(path: str, kind: str) -> CacheEntry | None:
 def entries(root: str | None = None) -> list[CacheEntry]:
     """Every cache and mirror under ``root`` (default: the cache root), the most recently used
     first. Directories that are neither are left out."""
-    from tbscope._cache import default_root
-
     root = default_root() if root is None else os.path.abspath(root)
     found = []
     for kind, top in (("cache", root), ("mirror", os.path.join(root, REMOTE))):
@@ -230,31 +238,6 @@ def entries(root: str | None = None) -> list[CacheEntry]:
                 found.append(e)
     found.sort(key=lambda e: (-e.last_used, e.path))
     return found
-
-
-def belonging_to(
-    path: str | os.PathLike[str], cache: Cache, storage_options: Mapping[str, Any] | None
-) -> list[CacheEntry]:
-    """The entries that belong to the logdir or URL ``path``: its cache and, for a remote
-    logdir, its mirror and the cache of a scan of the mirror (``cache=`` as :func:`tbscope.scan`
-    takes it, ``storage_options`` as the scans of the URL took them)."""
-    from tbscope import _cache, _mirror
-
-    if _mirror.is_url(path):
-        url, remote = _mirror.split_url(path)  # type: ignore[arg-type]
-        if not remote:
-            return belonging_to(url, cache, None)
-        m = _mirror.Mirror(url, storage_options)
-        # A scan keys its cache by what it reads: the mirror's logdir, or its one event file.
-        one_file = os.path.join(m.files_dir, posixpath.basename(m.root))
-        dirs = {d: "cache" for d in (_cache.resolve(m.files_dir, cache), _cache.resolve(one_file, cache)) if d}
-        dirs[m.dir] = "mirror"
-    else:
-        if storage_options:
-            raise ValueError(f"storage_options= is for URLs (s3://..., gs://...); {os.fspath(path)!r} is a local path")
-        d = _cache.resolve(path, cache)
-        dirs = {d: "cache"} if d else {}
-    return [e for e in (entry(d, kind) for d, kind in dirs.items()) if e is not None]
 
 
 # -- removal -------------------------------------------------------------------------------------
@@ -336,8 +319,6 @@ def note_use(cache_dir: str, source: str) -> None:
     resolved path, or the URL of a remote one) in it, and now as its last use. Only for caches
     under the cache root (those ``tbscope cache`` lists); a failure is ignored (a cache never
     raises). Costs one small read and a utime when the source is recorded already."""
-    from tbscope._cache import default_root
-
     if os.path.dirname(cache_dir) != default_root():
         return
     p = os.path.join(cache_dir, SOURCE)

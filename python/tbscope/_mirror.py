@@ -175,7 +175,7 @@ class Mirror:
         #: The S3-compatible server (if the options name one), in the manifest for `tbscope cache ls`.
         self._endpoint = str(options.get("endpoint_url") or options.get("client_kwargs") or "")
         if root is None:
-            from tbscope._cache import default_root
+            from tbscope._cache_root import default_root
 
             # Keyed by the URL and the endpoint: the same bucket name on two servers differs.
             key = json.dumps([url.rstrip("/"), self._endpoint])

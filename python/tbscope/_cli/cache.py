@@ -92,7 +92,7 @@ def ls_command(fmt: str) -> None:
       tbscope cache ls --format json
     """
     from tbscope import _cache_root
-    from tbscope._cache import default_root
+    from tbscope._cache_root import default_root
 
     root = default_root()
     found = _cache_root.entries(root)
@@ -144,7 +144,8 @@ def clear_command(
       tbscope cache clear --all --dry-run
     """
     from tbscope import _cache_root, _clean, _mirror
-    from tbscope._cache import default_root
+    from tbscope._cache_root import default_root
+    from tbscope.cache import _belonging_to
 
     if target is not None and (everything or older_than is not None):
         given = "--all" if everything else "--older-than"
@@ -167,7 +168,7 @@ def clear_command(
             options = dict(_mirror.parse_storage_option(v) for v in storage_options)
         except ValueError as ex:
             raise click.BadParameter(str(ex), param_hint="--storage-option") from None
-        found = _cache_root.belonging_to(target, True, options or None)
+        found = _belonging_to(target, True, options or None)
         what = f"cached for {target}"
     else:
         found = _cache_root.entries(root)

@@ -9,10 +9,11 @@ stays a rename for git, and edits made to the old file on other branches follow 
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from tbscope import _cache_root
+from tbscope import _cache, _cache_root, _mirror
 from tbscope._cache import Cache, CacheInfo, cache_dir
 from tbscope._cache_root import CacheEntry
 
@@ -32,6 +33,29 @@ def entries() -> list[CacheEntry]:
     ...         tbscope.cache.clear(e)
     """
     return _cache_root.entries()
+
+
+def _belonging_to(
+    path: str | os.PathLike[str], cache: Cache, storage_options: Mapping[str, Any] | None
+) -> list[CacheEntry]:
+    """The entries that belong to the logdir or URL ``path``: its cache and, for a remote
+    logdir, its mirror and the cache of a scan of the mirror (``cache=`` as :func:`tbscope.scan`
+    takes it, ``storage_options`` as the scans of the URL took them)."""
+    if _mirror.is_url(path):
+        url, remote = _mirror.split_url(path)  # type: ignore[arg-type]
+        if not remote:
+            return _belonging_to(url, cache, None)
+        m = _mirror.Mirror(url, storage_options)
+        # A scan keys its cache by what it reads: the mirror's logdir, or its one event file.
+        one_file = os.path.join(m.files_dir, posixpath.basename(m.root))
+        dirs = {d: "cache" for d in (_cache.resolve(m.files_dir, cache), _cache.resolve(one_file, cache)) if d}
+        dirs[m.dir] = "mirror"
+    else:
+        if storage_options:
+            raise ValueError(f"storage_options= is for URLs (s3://..., gs://...); {os.fspath(path)!r} is a local path")
+        d = _cache.resolve(path, cache)
+        dirs = {d: "cache"} if d else {}
+    return [e for e in (_cache_root.entry(d, kind) for d, kind in dirs.items()) if e is not None]
 
 
 def clear(
@@ -54,6 +78,6 @@ def clear(
     if isinstance(path, CacheEntry):
         return _cache_root.remove(path, wait)
     found = False
-    for e in _cache_root.belonging_to(path, cache, storage_options):
+    for e in _belonging_to(path, cache, storage_options):
         found = _cache_root.remove(e, wait) or found
     return found
