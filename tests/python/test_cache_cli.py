@@ -281,3 +281,34 @@ def test_wrong_arguments_say_what_to_do(root, args, says):
     assert r.exit_code == 2, r.output
     assert says in r.output and len(r.output.strip().splitlines()) == 1
     assert (root / "x-0123456789abcdef" / "CURRENT").exists()
+
+
+def test_a_lock_file_removed_while_waited_for_is_taken_afresh(tmp_path):
+    """Clearing an entry removes its lock file under the lock: whoever was waiting for it must
+    then lock the file now at that path, or two processes would each hold "the" lock."""
+    import threading
+
+    from tbscope._cache_root import flocked
+
+    path = str(tmp_path / "lock")
+    holder = open(path, "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    inside: list[bool] = []
+
+    def waiter() -> None:
+        with flocked(path):
+            # Held: a fresh open of the path cannot lock it.
+            with open(path, "a") as other:
+                try:
+                    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    inside.append(False)
+                except BlockingIOError:
+                    inside.append(True)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.3)  # waiting for the holder's lock
+    os.remove(path)
+    holder.close()  # releases it
+    t.join(10)
+    assert inside == [True]
