@@ -312,3 +312,32 @@ def test_a_lock_file_removed_while_waited_for_is_taken_afresh(tmp_path):
     holder.close()  # releases it
     t.join(10)
     assert inside == [True]
+
+
+def test_an_s3_mirror_shows_its_endpoint_and_is_cleared_by_url_and_options(root, tbx_logdir):
+    """Against a real S3 API (moto on loopback): the mirror of an s3:// logdir names its URL and
+    endpoint, and `clear URL --storage-option endpoint_url=...` finds it by them."""
+    from s3_util import AWS_ENV, environ, s3_server
+
+    with environ(**AWS_ENV), s3_server() as server:
+        fs = server.fs()
+        fs.mkdir("tbscope-cachecli")
+        fs.put(str(tbx_logdir) + "/", "tbscope-cachecli/tbx", recursive=True)
+        url = "s3://tbscope-cachecli/tbx"
+        local = tbscope.read_scalars(tbx_logdir)
+        assert tbscope.read_scalars(url, storage_options=server.options).equals(local)
+        (row,) = ls()
+        assert (row["kind"], row["source"], row["endpoint"]) == ("mirror", url, server.endpoint)
+        assert row["bytes"] == du(row["path"]) and row["bytes"] >= sum(
+            p.stat().st_size for p in tbx_logdir.rglob("*tfevents*")
+        )
+        # Without the endpoint, the URL names another mirror (the same bucket on AWS): none here.
+        r = cli("clear", url)
+        assert r.exit_code == 0 and f"nothing cached for {url}" in r.stdout
+        assert len(ls()) == 1
+        r = cli("clear", url, "--storage-option", f"endpoint_url={server.endpoint}")
+        assert r.exit_code == 0, r.output
+        assert "1 entry deleted" in r.stdout and ls() == []
+        # The next read fetches it again.
+        assert tbscope.read_scalars(url, storage_options=server.options).equals(local)
+        assert [x["endpoint"] for x in ls()] == [server.endpoint]
