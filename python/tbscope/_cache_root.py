@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import stat
 import time
@@ -140,14 +141,22 @@ def _live_writer(d: str, name: str) -> bool:
         return False
 
 
+#: The names a cache writes in its directory (cache/mod.rs: generations and temporary
+#: directories named by `unique_name`; SOURCE is written by Python), and a mirror (_mirror.py).
+#: Exact patterns, so that a directory such as a run named ``gen-1`` is never taken for one.
+_CACHE_NAMES = re.compile(
+    r"CURRENT|\.lock|source\.json(\.\d+\.tmp)?|CURRENT\.tmp-[0-9a-f]+-[0-9a-f]+-[0-9a-f]+"
+    r"|gen-[0-9a-f]{16}-[0-9a-f]+-[0-9a-f]+|tmp-[A-Za-z0-9_]*-\d+-[0-9a-f]+"
+)
+_MIRROR_NAMES = re.compile(r"logdir|partial|lock|manifest\.json(\.\d+\.tmp)?")
+
+
 def _cache_name(name: str) -> bool:
-    """A name the cache writes in its directory (cache/mod.rs; SOURCE is written by Python)."""
-    return name in ("CURRENT", ".lock") or name.startswith(("CURRENT.tmp-", "gen-", "tmp-", SOURCE))
+    return _CACHE_NAMES.fullmatch(name) is not None
 
 
 def _mirror_name(name: str) -> bool:
-    """A name a mirror writes in its directory (_mirror.py)."""
-    return name in ("logdir", "partial", "lock") or name.startswith("manifest.json")
+    return _MIRROR_NAMES.fullmatch(name) is not None
 
 
 def _usage(d: str) -> tuple[int, int]:

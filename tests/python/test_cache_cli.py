@@ -341,3 +341,18 @@ def test_an_s3_mirror_shows_its_endpoint_and_is_cleared_by_url_and_options(root,
         # The next read fetches it again.
         assert tbscope.read_scalars(url, storage_options=server.options).equals(local)
         assert [x["endpoint"] for x in ls()] == [server.endpoint]
+
+
+def test_clear_deletes_only_the_names_a_cache_writes(logdirs, tmp_path):
+    """A cache put by hand where other things live (cache=DIR) is cleared name by name: a
+    run directory named like a generation, and other files, stay."""
+    a = logdirs[0]
+    d = tmp_path / "shared"
+    read_into = tbscope.scan(a, cache=str(d))
+    read_into.runs
+    (d / "gen-1").mkdir()
+    (d / "gen-1" / "events.out.tfevents.1.host").write_bytes(b"")
+    (d / "notes.txt").write_text("mine")
+    assert tbscope.cache.clear(a, cache=str(d))
+    assert sorted(p.name for p in d.iterdir()) == ["gen-1", "notes.txt"]
+    assert not tbscope.cache.clear(a, cache=str(d))
