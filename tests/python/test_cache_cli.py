@@ -356,3 +356,14 @@ def test_clear_deletes_only_the_names_a_cache_writes(logdirs, tmp_path):
     assert tbscope.cache.clear(a, cache=str(d))
     assert sorted(p.name for p in d.iterdir()) == ["gen-1", "notes.txt"]
     assert not tbscope.cache.clear(a, cache=str(d))
+
+
+def test_nothing_to_clear_is_said(root):
+    for args, says in (
+        (["--all"], f"nothing in {root}"),
+        (["--older-than", "1d"], f"nothing unused for 1d in {root}"),
+    ):
+        r = cli("clear", *args)
+        assert r.exit_code == 0 and r.stdout.strip() == says, r.output
+    r = cli("ls")
+    assert r.exit_code == 0 and r.stdout.strip() == f"0 entries, 0 B (0 bytes) in {root}"

@@ -179,7 +179,7 @@ def clear_command(
                 raise click.BadParameter(str(ex), param_hint="--older-than") from None
             cutoff = time.time() - age
             found = [item for item in found if item.last_used < cutoff]
-            what = f"not used for {older_than} in {root}"
+            what = f"unused for {older_than} in {root}"
         else:
             what = f"in {root}"
     actions = []
