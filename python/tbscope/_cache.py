@@ -16,16 +16,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 from dataclasses import dataclass
 from typing import Union
+
+from tbscope._cache_root import ROOT_ENV, default_root, remove_cache
 
 __all__ = ["CacheInfo", "Cache", "cache_dir", "clear", "default_root", "resolve"]
 
 log = logging.getLogger("tbscope.cache")
 
-#: Where caches go (one subdirectory per logdir) when ``cache=True``.
-ROOT_ENV = "TBSCOPE_CACHE_DIR"
 #: The CLI reads through the cache by default when this is ``1`` (``--no-cache`` overrides it).
 CLI_ENV = "TBSCOPE_CACHE"
 
@@ -55,17 +54,6 @@ class CacheInfo:
     warnings: tuple[str, ...]
     runs_rechecked: int = 0
     dirs_listed: int = 0
-
-
-def default_root() -> str:
-    """The directory holding one cache per logdir: ``$TBSCOPE_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/tbscope``, else ``~/.cache/tbscope``."""
-    env = os.environ.get(ROOT_ENV)
-    if env:
-        return os.path.abspath(os.path.expanduser(env))
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = xdg if xdg and os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tbscope")
 
 
 def cache_dir(path: str | os.PathLike[str]) -> str:
@@ -110,15 +98,9 @@ def resolve(path: str | os.PathLike[str], cache: Cache) -> str | None:
     raise TypeError(f"cache= takes True, False, None or a directory path; got {type(cache).__name__}")
 
 
-def clear(path: str | os.PathLike[str], cache: Cache = True) -> bool:
+def clear(path: str | os.PathLike[str], cache: Cache = True, wait: bool = True) -> bool:
     """Delete the cache of the logdir ``path`` (``cache=`` as given to :func:`tbscope.scan`).
-    Returns whether there was one. The logdir itself is never touched."""
+    Returns whether there was one. The logdir itself is never touched: only the names a cache
+    writes are deleted (``tbscope._cache_root.remove_cache``, which says what ``wait`` does)."""
     d = resolve(path, cache)
-    if d is None or not os.path.isdir(d):
-        return False
-    if not os.path.isfile(os.path.join(d, "CURRENT")) and not any(
-        n.startswith(("gen-", "tmp-")) for n in os.listdir(d)
-    ):
-        raise ValueError(f"{d} does not look like a tbscope cache (no CURRENT, gen-* or tmp-*); not deleting it")
-    shutil.rmtree(d)
-    return True
+    return d is not None and remove_cache(d, wait)

@@ -15,13 +15,11 @@ in, and the first read parses them in rounds as they arrive, that one up to the 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import posixpath
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -174,11 +172,13 @@ class Mirror:
             # The filesystem (and s3fs's imports) only if a key needs it (see `fs`).
             self.root = url.split("://", 1)[1]
         self.root = self.root.rstrip("/")
+        #: The S3-compatible server (if the options name one), in the manifest for `tbscope cache ls`.
+        self._endpoint = str(options.get("endpoint_url") or options.get("client_kwargs") or "")
         if root is None:
-            from tbscope._cache import default_root
+            from tbscope._cache_root import default_root
 
             # Keyed by the URL and the endpoint: the same bucket name on two servers differs.
-            key = json.dumps([url.rstrip("/"), str(options.get("endpoint_url") or options.get("client_kwargs") or "")])
+            key = json.dumps([url.rstrip("/"), self._endpoint])
             name = posixpath.basename(self.root) or "root"
             root = os.path.join(
                 default_root(), "remote", f"{name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
@@ -217,25 +217,16 @@ class Mirror:
             return os.path.join(self.files_dir, posixpath.basename(self.root))
         return self.files_dir
 
-    def clear(self) -> bool:
-        """Deletes the mirror's copy of the logdir (its files, manifest and partial downloads)
-        under its lock, so that a refresh in another process is never cut in two; the next read
-        fetches everything again. The lock file stays (a process waiting on it holds it open).
-        Returns whether there was anything."""
-        if not os.path.isdir(self.dir):
-            return False
+    def clear(self, wait: bool = True) -> bool:
+        """Deletes the mirror (its files, manifest, partial downloads and lock) under its lock,
+        so that a refresh in another process is never cut in two (``wait=False``:
+        :class:`tbscope._cache_root.InUse` while one runs); the next read fetches everything
+        again. Returns whether there was anything."""
+        from tbscope._cache_root import remove_mirror
+
         self.wait()
-        with self._lock, self._locked():
-            found = False
-            for name in ("logdir", "partial"):
-                d = os.path.join(self.dir, name)
-                if os.path.isdir(d):
-                    found = found or any(files for _, _, files in os.walk(d))
-                    shutil.rmtree(d)
-            if os.path.exists(self._manifest_path):
-                found = True
-                os.remove(self._manifest_path)
-        return found
+        with self._lock:
+            return remove_mirror(self.dir, wait)
 
     # -- refresh ------------------------------------------------------------------------------
 
@@ -312,7 +303,7 @@ class Mirror:
     def _write_manifest(self, files: Mapping[str, Mapping[str, Any]]) -> None:
         tmp = self._manifest_path + f".{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"url": self.url, "files": files}, f)
+            json.dump({"url": self.url, "endpoint": self._endpoint, "files": files}, f)
         os.replace(tmp, self._manifest_path)
 
     def sync(self, first: bool = False) -> SyncStats:
@@ -412,14 +403,17 @@ class Mirror:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        os.makedirs(self.files_dir, exist_ok=True)
-        with open(os.path.join(self.dir, "lock"), "a") as lockf:
-            # Two processes refreshing one mirror take turns.
-            fcntl.flock(lockf, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lockf, fcntl.LOCK_UN)
+        """Two processes refreshing one mirror take turns (a mirror cleared meanwhile is made again)."""
+        from tbscope._cache_root import flocked
+
+        with contextlib.ExitStack() as held:
+            while True:
+                os.makedirs(self.files_dir, exist_ok=True)
+                with contextlib.suppress(FileNotFoundError):  # cleared between the two
+                    held.enter_context(flocked(os.path.join(self.dir, "lock")))
+                    break
+            os.makedirs(self.files_dir, exist_ok=True)  # cleared while this waited for the lock
+            yield
 
     def _finish(self, stats: SyncStats) -> SyncStats:
         self._problems = stats.problems

@@ -83,6 +83,7 @@ class Logdir:
             stats = LoadStats(*self._native.load())
         self._loaded = True
         self._log_cache(debug=True)
+        self._note_cache_use()
         if self._strict:
             # By value, not by position: a reload may also drop an entry that no longer holds.
             problems = self.report.problems
@@ -105,6 +106,14 @@ class Logdir:
         self._seen_cache_warnings = len(warnings)
         if debug:
             cache_log.debug("cache %s: %s (generation %s, written: %s)", info[0], info[1], info[2], info[3])
+
+    def _note_cache_use(self) -> None:
+        """Records in the cache which logdir it holds and that it was used now (what
+        ``tbscope cache ls`` shows, and ``clear --older-than`` goes by)."""
+        if self._args.cache_dir is not None:
+            from tbscope._cache_root import note_use
+
+            note_use(self._args.cache_dir, self.url or os.path.realpath(self._path))
 
     def _logged(self, out: _T) -> _T:
         """``out``, what a native method returned, after logging the cache's news: through a
@@ -149,6 +158,7 @@ class Logdir:
         then a warning on the ``tbscope.cache`` logger)."""
         generation = self._native.write_cache()
         self._log_cache()
+        self._note_cache_use()
         return generation
 
     def _abandon_cache_write(self) -> None:

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 import tbscope
 from click.testing import CliRunner
-from tbscope._cli.doc import REGENERATE, command_examples, render
+from tbscope._cli.doc import REGENERATE, all_commands, command_examples, render
 from tbscope._cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def test_cli_md_is_up_to_date():
 
 def test_reference_covers_every_command_and_option():
     text = render()
-    for name, cmd in main.commands.items():
+    for name, cmd in all_commands():
         assert f"### `tbscope {name}`" in text
         for param in cmd.params:
             for opt in getattr(param, "opts", []):
@@ -48,10 +48,10 @@ def test_reference_covers_every_command_and_option():
 
 
 def test_every_command_has_examples():
-    for name, cmd in main.commands.items():
+    for name, cmd in all_commands():
         examples = command_examples(cmd)
         assert examples, f"{name} has no Examples block in its help"
-        assert all(e.startswith(f"tbscope {name} ") for e in examples), examples
+        assert all((e + " ").startswith(f"tbscope {name} ") for e in examples), examples
 
 
 def test_reference_is_markdown_safe():
@@ -91,7 +91,7 @@ def _needs(example: str) -> str | None:
     return None
 
 
-EXAMPLES = [(name, e) for name, cmd in sorted(main.commands.items()) for e in command_examples(cmd)] + [
+EXAMPLES = [(name, e) for name, cmd in sorted(all_commands()) for e in command_examples(cmd)] + [
     ("main", e) for e in command_examples(main)
 ]
 
@@ -104,6 +104,8 @@ def test_example_runs(demo, tmp_path, monkeypatch, name, example):
     # A copy: clean examples with --yes must not change the logdir other examples read.
     shutil.copytree(demo, tmp_path / "runs")
     monkeypatch.chdir(tmp_path)
+    # A cache root of the test's own: `tbscope cache clear` examples must not clear the user's.
+    monkeypatch.setenv("TBSCOPE_CACHE_DIR", str(tmp_path / "cache-root"))
     argv = shlex.split(example)
     assert argv[0] == "tbscope"
     r = CliRunner().invoke(main, argv[1:], prog_name="tbscope")

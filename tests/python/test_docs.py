@@ -41,6 +41,8 @@ def test_python_blocks_run(doc, demo_logdir, tmp_path, monkeypatch, capsys):
     blocks = python_blocks(doc)
     shutil.copytree(demo_logdir, tmp_path / "demo-logdir")
     monkeypatch.chdir(tmp_path)
+    # A cache root of the test's own: blocks that clear caches must not clear the user's.
+    monkeypatch.setenv("TBSCOPE_CACHE_DIR", str(tmp_path / "cache-root"))
     for line, code in blocks:
         # Pad with newlines so tracebacks give the line number in the Markdown file.
         compiled = compile("\n" * (line - 1) + code, str(doc.relative_to(REPO)), "exec")

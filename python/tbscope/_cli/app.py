@@ -23,7 +23,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success (check: no data lost; clean: every selected run was handled)"),
     (
         1,
-        "check found lost data (with --strict, also a warning such as a stopped tail), clean could not remove a run, rewrite's output did not verify, or reading failed (a file or directory could not be read: printed on stderr, the output lacks its data; a missing optional package)",
+        "check found lost data (with --strict, also a warning such as a stopped tail), clean could not remove a run, cache clear left an entry in place (in use by another process, or failed), rewrite's output did not verify, or reading failed (a file or directory could not be read: printed on stderr, the output lacks its data; a missing optional package)",
     ),
     (
         2,

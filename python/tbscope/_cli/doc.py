@@ -139,6 +139,26 @@ def command_examples(cmd: click.Command) -> list[str]:
     return []
 
 
+def _with_subcommands(root: click.Context) -> list[tuple[str, click.Command, click.Context]]:
+    """(name, command, parent context) of every command in the reference's order, each
+    group followed by its own commands (``tbscope cache ls``)."""
+    out: list[tuple[str, click.Command, click.Context]] = []
+    for name, cmd in _iter_commands():
+        out.append((name, cmd, root))
+        if isinstance(cmd, click.Group):
+            group = click.Context(cmd, info_name=name, parent=root, **cmd.context_settings)
+            out.extend((n, sub, group) for n, sub in cmd.commands.items())
+    return out
+
+
+def all_commands() -> list[tuple[str, click.Command]]:
+    """Every command as ``tbscope NAME`` calls it ("cache ls" for a group's), groups too."""
+    root = click.Context(main, info_name="tbscope", **main.context_settings)
+    return [
+        (name if parent is root else f"{parent.info_name} {name}", cmd) for name, cmd, parent in _with_subcommands(root)
+    ]
+
+
 def render() -> str:
     """The whole of docs/cli.md."""
     root = click.Context(main, info_name="tbscope", **main.context_settings)
@@ -149,19 +169,15 @@ def render() -> str:
         ).rstrip("\n"),
         "## Commands",
     ]
-    for name, cmd in _iter_commands():
-        ctx = click.Context(cmd, info_name=name, parent=root, **cmd.context_settings)
+    for name, cmd, parent in _with_subcommands(root):
+        ctx = click.Context(cmd, info_name=name, parent=parent, **cmd.context_settings)
         usage = " ".join([ctx.command_path, *cmd.collect_usage_pieces(ctx)])
-        parts.append(
-            "\n\n".join(
-                [
-                    f"### `tbscope {name}`",
-                    f"```text\n{usage}\n```",
-                    _help_body(cmd.help or ""),
-                    _options_table(cmd, ctx),
-                ]
-            )
-        )
+        sections = [f"### `{ctx.command_path}`", f"```text\n{usage}\n```", _help_body(cmd.help or "")]
+        if isinstance(cmd, click.Group):
+            sections.append("Commands: " + ", ".join(f"`{ctx.command_path} {n}`" for n in cmd.commands) + ".")
+        else:
+            sections.append(_options_table(cmd, ctx))
+        parts.append("\n\n".join(sections))
     return "\n\n".join(parts) + "\n"
 
 

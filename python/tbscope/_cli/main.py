@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import click
 
-from tbscope._cli import commands, maintain
+from tbscope._cli import cache, commands, maintain
 from tbscope._cli.app import EXIT_CODES, main
 from tbscope.server.command import serve_command
 
@@ -24,18 +24,19 @@ for _cmd in (
     commands.export_command,
     maintain.clean_command,
     maintain.rewrite_command,
+    cache.cache_group,
     serve_command,
 ):
     main.add_command(_cmd)
 
-# Every command's --help ends with the exit statuses too.
-for _cmd in main.commands.values():
+# Every command's --help ends with the exit statuses too (a group's commands as well).
+for _cmd in [c for g in main.commands.values() for c in (g, *getattr(g, "commands", {}).values())]:
     _cmd.epilog = "Exit status: " + "; ".join(f"{code} {text.split(' (')[0]}" for code, text in EXIT_CODES) + "."
 
 
 def _iter_commands() -> Iterable[tuple[str, click.Command]]:
     """Commands in the order the reference lists them."""
-    order = ["ls", "tags", "summary", "sql", "export", "check", "clean", "rewrite"]
+    order = ["ls", "tags", "summary", "sql", "export", "check", "clean", "rewrite", "cache"]
     names = sorted(main.commands, key=lambda n: (order.index(n) if n in order else len(order), n))
     return [(n, main.commands[n]) for n in names]
 
