@@ -361,6 +361,26 @@ def test_main_help_documents_exit_codes():
         assert f"{code} {' '.join(meaning.split())}" in text
 
 
+@pytest.mark.parametrize(
+    "command, has, lacks",
+    [
+        (["check"], ["1 found lost data", "reading failed"], []),
+        (["clean"], ["1 could not remove a run", "reading failed"], ["lost data"]),
+        (["sql"], ["1 reading failed"], ["lost data", "remove a run", "did not verify"]),
+        (["cache", "clear"], ["1 left an entry in place"], ["reading failed", "lost data"]),
+        (["cache", "ls"], ["0 success; 2 bad usage"], ["1 "]),
+    ],
+)
+def test_each_commands_help_says_what_its_exit_status_1_means(command, has, lacks):
+    r = run(*command, "--help")
+    assert r.exit_code == 0
+    epilog = " ".join(r.output.split()).split("Exit status:")[1]
+    for words in has:
+        assert words in epilog
+    for words in lacks:
+        assert words not in epilog
+
+
 def test_commands_of_issue_4():
     assert {"ls", "tags", "summary", "sql", "export", "check", "clean"} <= set(main.commands)
 

@@ -31,6 +31,29 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     ),
 )
 
+#: What exit status 1 means for each command that has a reason of its own; every command that
+#: reads a logdir can also end with 1 because a read failed (``EXIT_READ_FAILED``).
+EXIT_1: dict[str, str] = {
+    "check": "found lost data (with --strict, also a warning such as a stopped tail)",
+    "clean": "could not remove a run",
+    "cache clear": "left an entry in place (in use by another process, or failed)",
+    "rewrite": "the output did not verify",
+}
+EXIT_READ_FAILED = "reading failed (printed on stderr, the output lacks its data)"
+#: Commands that read no logdir: status 1 is only what ``EXIT_1`` names for them, if anything.
+_READS_NOTHING = {"cache", "cache ls", "cache clear"}
+
+
+def command_epilog(name: str) -> str:
+    """The exit statuses at the end of ``tbscope NAME --help`` ("cache ls" for a group's command):
+    what 1 means for that command, not the whole list of the top-level help."""
+    one = [EXIT_1[name]] if name in EXIT_1 else []
+    if name not in _READS_NOTHING:
+        one.append(EXIT_READ_FAILED)
+    codes = ["0 success", *(["1 " + ", or ".join(one)] if one else []), "2 bad usage"]
+    return "Exit status: " + "; ".join(codes) + "."
+
+
 # Optional packages and what to install for them.
 _EXTRAS = {"duckdb": "tbscope[sql]", "polars": "tbscope[polars]", "fsspec": "tbscope[remote]"}
 

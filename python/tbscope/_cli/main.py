@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import click
 
 from tbscope._cli import cache, commands, maintain
-from tbscope._cli.app import EXIT_CODES, main
+from tbscope._cli.app import EXIT_CODES, command_epilog, main
 from tbscope.server.command import serve_command
 
 __all__ = ["EXIT_CODES", "main"]
@@ -29,9 +29,11 @@ for _cmd in (
 ):
     main.add_command(_cmd)
 
-# Every command's --help ends with the exit statuses too (a group's commands as well).
-for _cmd in [c for g in main.commands.values() for c in (g, *getattr(g, "commands", {}).values())]:
-    _cmd.epilog = "Exit status: " + "; ".join(f"{code} {text.split(' (')[0]}" for code, text in EXIT_CODES) + "."
+# Every command's --help ends with its exit statuses too (a group's commands as well).
+for _name, _group in main.commands.items():
+    _group.epilog = command_epilog(_name)
+    for _sub, _cmd in getattr(_group, "commands", {}).items():
+        _cmd.epilog = command_epilog(f"{_name} {_sub}")
 
 
 def _iter_commands() -> Iterable[tuple[str, click.Command]]:

@@ -12,7 +12,7 @@ import click
 if TYPE_CHECKING:
     pass
 
-from tbscope._cli.app import EXIT_CODES, _OneLineUsageError, log, main
+from tbscope._cli.app import _OneLineUsageError, log
 from tbscope._cli.options import LogdirArgs, format_option, logdir_options, parse_steps
 from tbscope._cli.output import (
     _activity,
@@ -302,8 +302,3 @@ def rewrite_command(
             row[k] = _human_bytes(row[k])
     _emit(pd.DataFrame([row]), fmt)
     _fail_if_unread(stats.report)
-
-
-# Every command's --help ends with the exit statuses too.
-for _cmd in main.commands.values():
-    _cmd.epilog = "Exit status: " + "; ".join(f"{code} {text.split(' (')[0]}" for code, text in EXIT_CODES) + "."
