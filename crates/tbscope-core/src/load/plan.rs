@@ -9,10 +9,10 @@ use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Severity};
 use crate::logdir::{discover, discover_listed};
 
-/// Stats every discovered event file once (links followed, as reading does); on a worker
-/// pool's thread, on the pool's threads (a stat is a path lookup: on a logdir of many small
-/// runs, a good part of the work).
-pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
+/// Stats every event file of `found` once (links followed, as reading does), keeping its runs
+/// in their order (a run twice stays twice); on a worker pool's thread, on the pool's threads
+/// (a stat is a path lookup: on a logdir of many small runs, a good part of the work).
+pub(crate) fn stat_found(found: impl IntoIterator<Item = (String, Vec<PathBuf>)>) -> Found {
     let stat = |(run, files): (String, Vec<PathBuf>)| {
         let files = files
             .into_iter()
@@ -23,12 +23,16 @@ pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
             .collect();
         (run, files)
     };
-    if rayon::current_thread_index().is_some() && found.len() > 1 {
+    let found = found.into_iter();
+    if rayon::current_thread_index().is_some() {
         use rayon::prelude::*;
-        let runs: Vec<_> = found.into_iter().collect();
-        return runs.into_par_iter().with_min_len(256).map(stat).collect();
+        let runs: Vec<_> = found.collect();
+        if runs.len() > 1 {
+            return runs.into_par_iter().with_min_len(256).map(stat).collect();
+        }
+        return runs.into_iter().map(stat).collect();
     }
-    found.into_iter().map(stat).collect()
+    found.map(stat).collect()
 }
 
 /// A plan cut into pieces of about `max_bytes` of event file bytes still to read (a piece
@@ -130,7 +134,10 @@ impl Reader {
                     Some((tree, found, 0))
                 }
                 // Only the directories that changed listed again, new ones walked.
-                Checked::Moved { runs, dirs } => tree.relisted(self, &dirs, &runs),
+                // (A run whose directory went is kept as read: a reload drops nothing.)
+                Checked::Moved { runs, dirs } => tree
+                    .relisted(self, &dirs, &runs)
+                    .map(|rl| (rl.tree, rl.found, rl.listed)),
                 Checked::Unknown => None,
             };
             if let Some((tree, found, listed)) = checked {
