@@ -35,6 +35,9 @@
 //!   generation takes the others' encoded parts and stored rows from the previous one.
 //! - `check`: what changed in the logdir since the generation was written: the warm open's
 //!   stat-only check, the discovery that lists only directories that changed, stale runs.
+//! - `reload`: which runs a load looks at and which cached runs it drops: the runs the check
+//!   after a restore found moved, or (a reload of a decoded state) those the reader's own check
+//!   found moved, the directories that changed listed again, or a discovery's.
 //! - `view`: a scan's filters on the unfiltered load.
 //!
 //! A warm open of a logdir that did not change is the common case, and on a logdir of many runs

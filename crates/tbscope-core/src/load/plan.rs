@@ -404,3 +404,48 @@ pub fn file_may_grow(path: &Path) -> bool {
     files.extend(siblings.iter().map(|p| (p.as_path(), mtime(p))));
     may_grow(&files, std::time::SystemTime::now(), TAIL_TIMEOUT)[0]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::stat_found;
+    use std::path::PathBuf;
+
+    /// A plan may name a run twice (a `Vec`, not a map): both entries are stat'ed and kept, in
+    /// order, on this thread and on a pool's.
+    #[test]
+    fn stat_found_keeps_every_entry_in_order() {
+        let dir = std::env::temp_dir().join(format!("tbscope-stat-found-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, b"12").unwrap();
+        let runs: Vec<(String, Vec<PathBuf>)> = (0..600)
+            .map(|i| (format!("r{}", i / 2), vec![a.clone(), b.clone()]))
+            .collect();
+        let want: Vec<(String, Vec<(PathBuf, Option<u64>)>)> = runs
+            .iter()
+            .map(|(r, f)| {
+                (
+                    r.clone(),
+                    vec![(f[0].clone(), Some(2)), (f[1].clone(), None)],
+                )
+            })
+            .collect();
+        let sizes = |found: crate::load::Found| -> Vec<(String, Vec<(PathBuf, Option<u64>)>)> {
+            found
+                .into_iter()
+                .map(|(r, f)| {
+                    (
+                        r,
+                        f.into_iter()
+                            .map(|(p, m)| (p, m.map(|m| m.len())))
+                            .collect(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(sizes(stat_found(runs.clone())), want);
+        let pool = crate::pool::worker_pool(3, "test-").unwrap().unwrap();
+        assert_eq!(sizes(pool.install(|| stat_found(runs))), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
