@@ -410,6 +410,9 @@ mod tests {
     use super::stat_found;
     use std::path::PathBuf;
 
+    /// Per run, its files with the size a stat found (None: no such file).
+    type Sizes = Vec<(String, Vec<(PathBuf, Option<u64>)>)>;
+
     /// A plan may name a run twice (a `Vec`, not a map): both entries are stat'ed and kept, in
     /// order, on this thread and on a pool's.
     #[test]
@@ -421,7 +424,7 @@ mod tests {
         let runs: Vec<(String, Vec<PathBuf>)> = (0..600)
             .map(|i| (format!("r{}", i / 2), vec![a.clone(), b.clone()]))
             .collect();
-        let want: Vec<(String, Vec<(PathBuf, Option<u64>)>)> = runs
+        let want: Sizes = runs
             .iter()
             .map(|(r, f)| {
                 (
@@ -430,7 +433,7 @@ mod tests {
                 )
             })
             .collect();
-        let sizes = |found: crate::load::Found| -> Vec<(String, Vec<(PathBuf, Option<u64>)>)> {
+        let sizes = |found: crate::load::Found| -> Sizes {
             found
                 .into_iter()
                 .map(|(r, f)| {
