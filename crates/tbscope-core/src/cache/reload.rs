@@ -131,10 +131,11 @@ impl Cache {
         (t0, marks): (Instant, &mut Marks),
     ) -> Option<Looked> {
         let tree = r.tree.take()?;
-        let Checked::Moved { runs, dirs } = tree.check(r, threads) else {
+        let checked = tree.check(r, threads);
+        marks.push(("check", t0.elapsed()));
+        let Checked::Moved { runs, dirs } = checked else {
             return None;
         };
-        marks.push(("check", t0.elapsed()));
         // Every run is encoded anew (as after a discovery).
         self.kept = None;
         if dirs.is_empty() {
