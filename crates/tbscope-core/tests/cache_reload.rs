@@ -171,3 +171,41 @@ fn reload_drops_runs_removed() {
     step("removed beside an append", &both, (1, 1, 1));
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// As `tbscope serve` has it: the reload leaves the generation to a deferred write, which
+/// takes the listings the reload put in place (a warm open of what it publishes proves
+/// "nothing changed" from stats alone).
+#[test]
+fn deferred_write_keeps_the_listings_a_reload_took() {
+    let (base, root, cache, mut r) = first_read("reload-deferred");
+    r.defer_writes(true);
+    add_run(&root, "s2", 0..9);
+    std::fs::remove_dir_all(root.join("s0/t2")).unwrap();
+    wait_settled();
+    let no = AtomicBool::new(false);
+    r.load(&no).unwrap();
+    let info = r.cache_info();
+    assert!(info.warnings.is_empty(), "{:?}", info.warnings);
+    assert_eq!((info.status, info.written), ("updated", false));
+    // (s2 read; s0/t2 dropped; the root, s0 and s2 listed.)
+    assert_eq!(
+        (info.runs_rechecked, info.runs_dropped, info.dirs_listed),
+        (1, 1, 3)
+    );
+    let write = r.take_write().expect("the reload left the cache behind");
+    let done = write.run(&no);
+    assert!(done.generation().is_some(), "published");
+    r.finish_write(done);
+    let mut plain = fresh(&root);
+    assert_eq!(snapshot(&mut r), snapshot(&mut plain));
+    let mut warm = cached(&root, &cache);
+    let info = warm.cache_info();
+    assert!(info.warnings.is_empty(), "{:?}", info.warnings);
+    assert_eq!(
+        (info.status, info.runs_rechecked, info.dirs_listed),
+        ("hit", 0, 0)
+    );
+    tables_agree(&mut warm, &mut plain, "deferred");
+    assert_eq!(snapshot(&mut warm), snapshot(&mut plain));
+    std::fs::remove_dir_all(&base).unwrap();
+}
