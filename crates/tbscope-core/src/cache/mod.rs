@@ -35,6 +35,9 @@
 //!   generation takes the others' encoded parts and stored rows from the previous one.
 //! - `check`: what changed in the logdir since the generation was written: the warm open's
 //!   stat-only check, the discovery that lists only directories that changed, stale runs.
+//! - `reload`: which runs a load looks at and which cached runs it drops: the runs the check
+//!   after a restore found moved, or (a reload of a decoded state) those the reader's own check
+//!   found moved, the directories that changed listed again, or a discovery's.
 //! - `view`: a scan's filters on the unfiltered load.
 //!
 //! A warm open of a logdir that did not change is the common case, and on a logdir of many runs
@@ -56,6 +59,7 @@ mod lease;
 mod manifest;
 mod pending;
 mod relist;
+mod reload;
 mod segments;
 mod stamp;
 mod view;
@@ -72,14 +76,14 @@ use arrow_schema::SchemaRef;
 use crate::data_compat::Kind;
 use crate::error::{Error, Result};
 use crate::load::{
-    empty_schema, hparams_of, thread_count, Found, LoadStats, Reader, ReaderOptions, ReportEntry,
+    empty_schema, hparams_of, thread_count, LoadStats, Reader, ReaderOptions, ReportEntry,
 };
 use crate::runstats::{merge_stats, scalar_stats_of, summary_of};
 
 pub use self::deferred::{CacheWrite, WriteDone};
 
 use self::carry::{Carried, Partial, Written};
-use self::check::{discover_with, same_listing, stale_among, stale_runs, stat_found_with, Checked};
+use self::check::Checked;
 use self::files::{read_ipc_file, RestoreError};
 use self::generation::{clean_tmp, segment_file, Restore};
 use self::manifest::{DirListing, Kept};
@@ -273,20 +277,6 @@ impl CachedReader {
     }
 }
 
-/// The runs numbered `runs` (in the restored generation's order, ascending) with the files
-/// they had, each stat'ed (links followed, as reading does): what discovery would find for
-/// them when no directory changed.
-fn moved_found(r: &Reader, runs: &[u32]) -> Found {
-    runs.iter()
-        .filter_map(|&i| {
-            let name = r.run_names.get(i as usize)?;
-            let files = r.runs.get(name)?.files.keys();
-            let files = files.map(|p| (p.clone(), std::fs::metadata(p).ok()));
-            Some((name.clone(), files.collect()))
-        })
-        .collect()
-}
-
 /// The cache side of a [`CachedReader`]: what was restored or written, and the scan's view.
 struct Cache {
     dir: PathBuf,
@@ -476,82 +466,12 @@ impl Cache {
             }
             marks.push(("state", t0.elapsed()));
         }
-        let mut listings_differ = false;
-        let (found, errors, stale) = if let Some(runs) = moved {
-            // Only the runs that moved, with the files they had, and those of the directories
-            // listed again with the files they have now.
-            let dirs_same = relisted.is_none();
-            let (found, gone) = match relisted.take() {
-                None => (moved_found(r, &runs), Vec::new()),
-                Some(rl) => {
-                    let mut found = moved_found(r, &rl.moved);
-                    found.extend(stat_found_with(rl.listed, None));
-                    found.sort_by(|a, b| a.0.cmp(&b.0));
-                    self.dirs = rl.listings;
-                    listings_differ = rl.differs;
-                    self.info.dirs_listed = rl.listed_dirs;
-                    (found, rl.gone)
-                }
-            };
-            marks.push(("stat", t0.elapsed()));
-            let mut stale = stale_among(r, &found);
-            stale.extend(gone.iter().cloned());
-            marks.push(("validate", t0.elapsed()));
-            self.info.runs_rechecked = found.len();
-            let again: std::collections::HashSet<String> = found
-                .iter()
-                .map(|(run, _)| run.clone())
-                .chain(gone)
-                .collect();
-            if let Some(k) = self.kept.as_mut() {
-                k.again = again.clone();
-                // (Every directory as listed, unless some were listed again.)
-                k.dirs_same = dirs_same;
-            }
-            let (facts, stats) = stored;
-            self.carried = Some(Carried {
-                facts,
-                stats,
-                again,
-            });
-            (found, Vec::new(), stale)
-        } else if let Some(found) = r.tree.as_ref().and_then(|t| t.moved(r, threads)) {
-            // No directory changed since the last discovery (the reader's own check,
-            // `load::changes`): only the runs whose files moved are looked at.
-            self.kept = None;
-            marks.push(("check", t0.elapsed()));
-            self.info.runs_rechecked = found.len();
-            let stale = stale_among(r, &found);
-            (found, Vec::new(), stale)
-        } else {
-            // Every run is encoded anew (a discovery may have changed any of them).
-            self.kept = None;
-            // Refused threads: the checks run on this thread.
-            let pool = crate::pool::worker_pool(threads, "stat-").unwrap_or(None);
-            let (found, errors, dirs, listed, tree) =
-                discover_with(r, &self.dirs, pool.as_ref()).map_err(|e| Error::io(e, &r.root))?;
-            r.tree = tree;
-            self.info.dirs_listed = listed;
-            marks.push(("discover", t0.elapsed()));
-            let found = stat_found_with(found, pool.as_ref());
-            drop(pool);
-            marks.push(("stat", t0.elapsed()));
-            listings_differ = dirs.len() != self.dirs.len()
-                || dirs
-                    .iter()
-                    .any(|(k, v)| self.dirs.get(k).is_none_or(|o| !same_listing(o, v)));
-            self.dirs = dirs;
-            self.info.runs_rechecked = found.len();
-            let (stale, untouched) = stale_runs(r, &found);
-            marks.push(("validate", t0.elapsed()));
-            let found: Found = found
-                .into_iter()
-                .zip(untouched)
-                .filter(|(_, same)| !same)
-                .map(|(f, _)| f)
-                .collect();
-            (found, errors, stale)
-        };
+        let reload::Looked {
+            found,
+            errors,
+            stale,
+            listings_differ,
+        } = self.look(r, threads, moved, relisted, stored, (t0, &mut marks))?;
         for run in &stale {
             r.forget_run(run);
             for p in self.pieces.iter_mut() {

@@ -437,18 +437,6 @@ impl Tree {
         Some(t)
     }
 
-    /// The runs whose files moved since this tree's discovery, as the reader `r` has them
-    /// (its state says what each file should stat as), each with the files its directory
-    /// holds (unchanged since it was listed), stat'ed: what a discovery finds for them, in
-    /// its (run name) order. None when a directory changed, or the check cannot tell: then
-    /// only a discovery can.
-    pub(crate) fn moved(&self, r: &super::Reader, threads: usize) -> Option<super::Found> {
-        match self.check(r, threads) {
-            Checked::Moved { runs, dirs } if dirs.is_empty() => Some(self.found_of(&runs)),
-            _ => None,
-        }
-    }
-
     /// [`changes`] against this tree, the reader `r`'s state saying what its files should
     /// stat as.
     pub(crate) fn check(&self, r: &super::Reader, threads: usize) -> Checked {
@@ -463,17 +451,7 @@ impl Tree {
     /// The runs `runs` (as [`changes`] numbers them) with their files as listed, each stat'ed,
     /// in run name order.
     pub(crate) fn found_of(&self, runs: &[u32]) -> super::Found {
-        let mut found: super::Found = runs
-            .iter()
-            .map(|&i| {
-                let (run, files) = &self.runs[i as usize];
-                let files = files
-                    .iter()
-                    .map(|p| (p.clone(), std::fs::metadata(p).ok()))
-                    .collect();
-                (run.clone(), files)
-            })
-            .collect();
+        let mut found = super::stat_found(runs.iter().map(|&i| self.runs[i as usize].clone()));
         found.sort_by(|a, b| a.0.cmp(&b.0));
         found
     }
@@ -489,20 +467,39 @@ enum Source {
     New,
 }
 
+/// What [`Tree::relisted`] found.
+pub(crate) struct Relisted {
+    /// The logdir as it is now, what the next reload checks against.
+    pub(crate) tree: Tree,
+    /// What to plan: the runs whose files moved in unchanged directories, and those of the
+    /// directories listed again and of the new ones, each file stat'ed, in run name order.
+    pub(crate) found: super::Found,
+    /// How many directories were listed.
+    pub(crate) listed: usize,
+    /// The listings taken (directories listed again and new ones) by path below the root,
+    /// their event files moved into `found`.
+    pub(crate) listings: Vec<(PathBuf, Listing)>,
+    /// The directories of the old tree that are gone, by path below the root.
+    pub(crate) gone_dirs: Vec<PathBuf>,
+    /// The runs of the old tree that are gone: their directory went, or holds no event file
+    /// now (a reader keeps what it read of them; the cache drops them, as a cold read has
+    /// none of them).
+    pub(crate) gone_runs: Vec<String>,
+}
+
 impl Tree {
     /// This tree with the directories `dirs` (as [`changes`] names them) listed again and the
-    /// subdirectories that appeared in them walked, and what to plan: the runs of `moved`
-    /// (files that moved in unchanged directories), of the directories listed again, and of
-    /// the new ones, each file stat'ed, in run name order; with how many directories were
-    /// listed. None when the answer would not be a discovery's own (a listing that fails,
-    /// symlinks, odd entries, a directory reached by two paths): the caller discovers then.
-    /// A run whose directory went is not planned (a reload keeps what it read of it).
+    /// subdirectories that appeared in them walked, what to plan (the runs of `moved`, files
+    /// that moved in unchanged directories, and those of the directories listed and walked),
+    /// and what went. None when the answer would not be a discovery's own (a listing that
+    /// fails, symlinks, odd entries, a directory reached by two paths): the caller discovers
+    /// then.
     pub(crate) fn relisted(
         mut self,
         r: &super::Reader,
         dirs: &[u32],
         moved: &[u32],
-    ) -> Option<(Tree, super::Found, usize)> {
+    ) -> Option<Relisted> {
         use crate::logdir::{list, run_name, walk_new};
         let root = &r.root;
         let n = self.dirs.len();
@@ -534,6 +531,10 @@ impl Tree {
         // (A walk moves the files it finds out of its listings, into what it found.)
         let mut fresh_files: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
         let mut listed = 0usize;
+        let mut listings: Vec<(PathBuf, Listing)> = Vec::new();
+        // Old directories no longer listed by their parent: the tops of the subtrees that went.
+        let mut went: Vec<(u32, PathBuf)> = Vec::new();
+        let mut gone_runs: Vec<String> = Vec::new();
         let keep = |run: &str| r.opts.runs.as_ref().is_none_or(|re| re.is_match(run));
         // (source, path below the root, new parent, name)
         let mut stack: Vec<(Source, PathBuf, u32, Vec<u8>)> = vec![(
@@ -633,28 +634,42 @@ impl Tree {
                         }
                     };
                     t.dirs.push(TreeDir::new(parent, name, run, &l));
-                    // The old children by name, for those still there.
-                    let mut old: Vec<(Vec<u8>, u32)> = Vec::new();
+                    // The old children by name (sorted, as listings are), for those still there.
+                    let mut old: Vec<(&[u8], u32)> = Vec::new();
                     if let Source::Again(i) = src {
+                        let old_run = self.dirs[i as usize].run;
+                        if old_run < NOT_READ && run >= NOT_READ {
+                            gone_runs.push(std::mem::take(&mut self.runs[old_run as usize].0));
+                        }
                         let mut c = first[i as usize];
                         while c != u32::MAX {
                             let (a, len) = self.dirs[c as usize].name;
-                            old.push((self.names[a as usize..(a + len) as usize].to_vec(), c));
+                            old.push((&self.names[a as usize..(a + len) as usize], c));
                             c = next[c as usize];
                         }
+                        old.sort_unstable();
                     }
+                    // Both by name: a merge (a directory of 100,000 runs is listed again
+                    // whenever one is added).
+                    let mut old = old.into_iter().peekable();
                     let mut kids = Vec::new();
                     for s in &l.subdirs {
-                        let b = s.as_bytes().to_vec();
-                        let crel = rel.join(s);
-                        let src = match old.iter().find(|(o, _)| *o == b) {
-                            Some(&(_, c)) if changed[c as usize] => Source::Again(c),
-                            Some(&(_, c)) => Source::Same(c),
+                        let b = s.as_bytes();
+                        while let Some((o, c)) = old.next_if(|(o, _)| *o < b) {
+                            went.push((c, rel.join(std::ffi::OsStr::from_bytes(o))));
+                        }
+                        let src = match old.next_if(|(o, _)| *o == b) {
+                            Some((_, c)) if changed[c as usize] => Source::Again(c),
+                            Some((_, c)) => Source::Same(c),
                             None => Source::New,
                         };
-                        kids.push((src, crel, me, b));
+                        kids.push((src, rel.join(s), me, b.to_vec()));
+                    }
+                    for (o, c) in old {
+                        went.push((c, rel.join(std::ffi::OsStr::from_bytes(o))));
                     }
                     stack.extend(kids.into_iter().rev());
+                    listings.push((rel, l));
                 }
             }
         }
@@ -664,21 +679,32 @@ impl Tree {
         if !t.dirs.iter().all(|d| ids.insert((d.dev, d.ino))) {
             return None;
         }
-        let mut found: super::Found = plan
-            .into_iter()
-            .map(|(run, files)| {
-                let files = files
-                    .into_iter()
-                    .map(|p| {
-                        let m = std::fs::metadata(&p).ok();
-                        (p, m)
-                    })
-                    .collect();
-                (run, files)
-            })
-            .collect();
+        // The subtrees that went, whole.
+        let mut gone_dirs = Vec::new();
+        while let Some((i, rel)) = went.pop() {
+            let run = self.dirs[i as usize].run;
+            if run < NOT_READ {
+                gone_runs.push(std::mem::take(&mut self.runs[run as usize].0));
+            }
+            let mut c = first[i as usize];
+            while c != u32::MAX {
+                let (a, len) = self.dirs[c as usize].name;
+                let cname = &self.names[a as usize..(a + len) as usize];
+                went.push((c, rel.join(std::ffi::OsStr::from_bytes(cname))));
+                c = next[c as usize];
+            }
+            gone_dirs.push(rel);
+        }
+        let mut found = super::stat_found(plan);
         found.sort_by(|a, b| a.0.cmp(&b.0));
-        Some((t, found, listed))
+        Some(Relisted {
+            tree: t,
+            found,
+            listed,
+            listings,
+            gone_dirs,
+            gone_runs,
+        })
     }
 }
 

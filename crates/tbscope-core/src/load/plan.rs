@@ -9,10 +9,10 @@ use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Severity};
 use crate::logdir::{discover, discover_listed};
 
-/// Stats every discovered event file once (links followed, as reading does); on a worker
-/// pool's thread, on the pool's threads (a stat is a path lookup: on a logdir of many small
-/// runs, a good part of the work).
-pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
+/// Stats every event file of `found` once (links followed, as reading does), keeping its runs
+/// in their order (a run twice stays twice); on a worker pool's thread, on the pool's threads
+/// (a stat is a path lookup: on a logdir of many small runs, a good part of the work).
+pub(crate) fn stat_found(found: impl IntoIterator<Item = (String, Vec<PathBuf>)>) -> Found {
     let stat = |(run, files): (String, Vec<PathBuf>)| {
         let files = files
             .into_iter()
@@ -23,12 +23,16 @@ pub(crate) fn stat_found(found: crate::logdir::Discovered) -> Found {
             .collect();
         (run, files)
     };
-    if rayon::current_thread_index().is_some() && found.len() > 1 {
+    let found = found.into_iter();
+    if rayon::current_thread_index().is_some() {
         use rayon::prelude::*;
-        let runs: Vec<_> = found.into_iter().collect();
-        return runs.into_par_iter().with_min_len(256).map(stat).collect();
+        let runs: Vec<_> = found.collect();
+        if runs.len() > 1 {
+            return runs.into_par_iter().with_min_len(256).map(stat).collect();
+        }
+        return runs.into_iter().map(stat).collect();
     }
-    found.into_iter().map(stat).collect()
+    found.map(stat).collect()
 }
 
 /// A plan cut into pieces of about `max_bytes` of event file bytes still to read (a piece
@@ -130,7 +134,10 @@ impl Reader {
                     Some((tree, found, 0))
                 }
                 // Only the directories that changed listed again, new ones walked.
-                Checked::Moved { runs, dirs } => tree.relisted(self, &dirs, &runs),
+                // (A run whose directory went is kept as read: a reload drops nothing.)
+                Checked::Moved { runs, dirs } => tree
+                    .relisted(self, &dirs, &runs)
+                    .map(|rl| (rl.tree, rl.found, rl.listed)),
                 Checked::Unknown => None,
             };
             if let Some((tree, found, listed)) = checked {
@@ -396,4 +403,52 @@ pub fn file_may_grow(path: &Path) -> bool {
     let mut files: Vec<(&Path, Option<std::time::SystemTime>)> = vec![(path, mtime(path))];
     files.extend(siblings.iter().map(|p| (p.as_path(), mtime(p))));
     may_grow(&files, std::time::SystemTime::now(), TAIL_TIMEOUT)[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stat_found;
+    use std::path::PathBuf;
+
+    /// Per run, its files with the size a stat found (None: no such file).
+    type Sizes = Vec<(String, Vec<(PathBuf, Option<u64>)>)>;
+
+    /// A plan may name a run twice (a `Vec`, not a map): both entries are stat'ed and kept, in
+    /// order, on this thread and on a pool's.
+    #[test]
+    fn stat_found_keeps_every_entry_in_order() {
+        let dir = std::env::temp_dir().join(format!("tbscope-stat-found-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, b"12").unwrap();
+        let runs: Vec<(String, Vec<PathBuf>)> = (0..600)
+            .map(|i| (format!("r{}", i / 2), vec![a.clone(), b.clone()]))
+            .collect();
+        let want: Sizes = runs
+            .iter()
+            .map(|(r, f)| {
+                (
+                    r.clone(),
+                    vec![(f[0].clone(), Some(2)), (f[1].clone(), None)],
+                )
+            })
+            .collect();
+        let sizes = |found: crate::load::Found| -> Sizes {
+            found
+                .into_iter()
+                .map(|(r, f)| {
+                    (
+                        r,
+                        f.into_iter()
+                            .map(|(p, m)| (p, m.map(|m| m.len())))
+                            .collect(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(sizes(stat_found(runs.clone())), want);
+        let pool = crate::pool::worker_pool(3, "test-").unwrap().unwrap();
+        assert_eq!(sizes(pool.install(|| stat_found(runs))), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

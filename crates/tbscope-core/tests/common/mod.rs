@@ -7,6 +7,7 @@
 //! reader's contract in the simplest possible way, to compare the optimised reader against.
 #![allow(dead_code)]
 
+pub mod cached;
 pub mod oracle;
 mod rng;
 pub use rng::Rng;
