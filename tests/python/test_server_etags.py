@@ -166,3 +166,18 @@ def test_repeat_is_304_and_a_change_is_a_new_etag(server, logdir, route):
         os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
         touched = request(server.url, path, headers={"If-None-Match": tag})
         assert touched.status == 200 and touched.body and touched.headers["etag"] != tag, path
+
+
+def test_health_while_loading_is_not_revalidated_after_the_load_ends(server):
+    """The first load's end publishes no new generation: an answer that said ``loading`` must
+    not be confirmed (304) once it is over."""
+    store = server.store
+    store._loaded.clear()  # as during the first load (its end only sets this event)
+    try:
+        during = request(server.url, "api/v1/health")
+        assert during.status == 200 and b'"loading":true' in during.body.replace(b" ", b"")
+    finally:
+        store._loaded.set()
+    after = request(server.url, "api/v1/health", headers={"If-None-Match": during.headers["etag"]})
+    assert after.status == 200 and b'"loading":false' in after.body.replace(b" ", b"")
+    assert after.headers["etag"] != during.headers["etag"]

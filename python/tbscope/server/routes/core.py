@@ -216,9 +216,11 @@ def series(
     summary="Corrupt records, truncated tails, unreadable files",
 )
 def health(request: Request, store: StoreDep) -> Response:
+    # The first load's end publishes no new generation: the tag says whether it is over too.
+    loading = store.loading
     snap = store.snapshot
-    tag = encode.fresh(request, snap.generation)
+    tag = encode.fresh(request, snap.generation, "loading" if loading else "")
     rep = snap.report
     cols = {k: [p[k] for p in rep] for k in ("file", "run", "offset", "end", "severity", "reason")}
     ok = not any(p["severity"] in ("corrupt", "error") for p in rep)
-    return encode.json_response({"ok": ok, "loading": store.loading, "columns": cols}, tag)
+    return encode.json_response({"ok": ok, "loading": loading, "columns": cols}, tag)
