@@ -14,7 +14,7 @@ use super::manifest::{time_of, DirListing, FileIndex};
 use super::pending::Pending;
 use super::Cache;
 pub(super) use crate::load::changes::Checked;
-use crate::load::changes::{changes, Expect, Known, KnownDir, Tree};
+use crate::load::changes::{changes, tail_expired, Expect, Known, KnownDir, Tree};
 use crate::load::{stat_found, Found, Reader, RunState};
 use crate::logdir::{discover, walk, Discovered, Listing};
 
@@ -228,10 +228,8 @@ impl Known for PendingKnown<'_> {
             .iter()
             .map(|f: &FileIndex| {
                 let mtime = f.mtime?;
-                let expired = f.pending
-                    && now
-                        .duration_since(time_of(mtime.0, mtime.1))
-                        .is_ok_and(|age| age >= self.tail_timeout);
+                let expired =
+                    tail_expired(f.pending, time_of(mtime.0, mtime.1), now, self.tail_timeout);
                 if f.code != 1 || f.failed || expired {
                     return None;
                 }

@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 use arrow_array::RecordBatch;
 
 use super::carry::Carried;
-use super::check::{
-    discover_with, same_listing, stale_among, stale_runs, stat_found_with, Checked,
-};
+use super::check::{discover_with, same_listing, stale_among, stale_runs, stat_found_with};
 use super::manifest::DirListing;
 use super::relist::Relisted;
 use super::Cache;
@@ -131,27 +129,11 @@ impl Cache {
         (t0, marks): (Instant, &mut Marks),
     ) -> Option<Looked> {
         let tree = r.tree.take()?;
-        let checked = tree.check(r, threads);
+        let checked = tree.reload(r, threads);
         marks.push(("check", t0.elapsed()));
-        let Checked::Moved { runs, dirs } = checked else {
-            return None;
-        };
+        let rl = checked?;
         // Every run is encoded anew (as after a discovery).
         self.kept = None;
-        if dirs.is_empty() {
-            let found = tree.found_of(&runs);
-            r.tree = Some(tree);
-            self.info.runs_rechecked = found.len();
-            let stale = stale_among(r, &found);
-            return Some(Looked {
-                found,
-                errors: Vec::new(),
-                stale,
-                listings_differ: false,
-            });
-        }
-        let rl = tree.relisted(r, &dirs, &runs)?;
-        marks.push(("relist", t0.elapsed()));
         r.tree = Some(rl.tree);
         self.info.dirs_listed = rl.listed;
         let mut listings_differ = false;

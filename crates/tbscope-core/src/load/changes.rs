@@ -57,6 +57,17 @@ pub(crate) struct Expect<'a> {
 
 /// What was last seen of a logdir: its directories' listings as a tree in depth-first order
 /// (each directory after its parent, a directory's subtree contiguous), and per run its files.
+/// Whether a pending tail (a file whose last record is incomplete) last changed at `mtime` has
+/// waited `timeout` by `now`: its file then counts as moved, and the next read settles it.
+pub(crate) fn tail_expired(
+    pending: bool,
+    mtime: SystemTime,
+    now: SystemTime,
+    timeout: std::time::Duration,
+) -> bool {
+    pending && now.duration_since(mtime).is_ok_and(|age| age >= timeout)
+}
+
 pub(crate) trait Known: Sync {
     fn dir_count(&self) -> usize;
     fn dir(&self, i: usize) -> KnownDir<'_>;
@@ -269,21 +280,26 @@ pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize, what: &str) ->
             x = parent_of(x);
         }
         let mut missing: Vec<usize> = Vec::new();
-        let open_at = |i: usize, fd_of: &[i32]| -> Option<OwnedFd> {
+        // Opens directory `i` below its (open) parent: its descriptor is held for the window,
+        // or it is marked missing.
+        let mut open = |i: usize, fd_of: &mut Vec<i32>| {
             let at = fd_of[parent_of(i)];
-            (at >= 0).then(|| open_dir(Some(at), k.dir(i).name))?
-        };
-        for &anc in chain.iter().rev() {
-            match open_at(anc, &fd_of) {
+            match (at >= 0)
+                .then(|| open_dir(Some(at), k.dir(i).name))
+                .flatten()
+            {
                 Some(fd) => {
-                    fd_of[anc] = fd.as_raw_fd();
-                    held.push((anc, fd));
+                    fd_of[i] = fd.as_raw_fd();
+                    held.push((i, fd));
                 }
                 None => {
-                    fd_of[anc] = MISSING;
-                    missing.push(anc);
+                    fd_of[i] = MISSING;
+                    missing.push(i);
                 }
             }
+        };
+        for &anc in chain.iter().rev() {
+            open(anc, &mut fd_of);
         }
         let mut budget = FD_BUDGET.saturating_sub(chain.len()).max(1);
         let mut b = a;
@@ -293,16 +309,7 @@ pub(crate) fn changes(k: &dyn Known, root: &Path, threads: usize, what: &str) ->
                     break;
                 }
                 budget -= 1;
-                match open_at(b, &fd_of) {
-                    Some(fd) => {
-                        fd_of[b] = fd.as_raw_fd();
-                        held.push((b, fd));
-                    }
-                    None => {
-                        fd_of[b] = MISSING;
-                        missing.push(b);
-                    }
-                }
+                open(b, &mut fd_of);
             }
             b += 1;
         }
@@ -391,8 +398,6 @@ pub(crate) struct Tree {
     dirs: Vec<TreeDir>,
     /// Per run read (as [`KnownDir::run`] numbers them): its name and event files as listed.
     runs: Vec<(String, Vec<PathBuf>)>,
-    /// How many event files `runs` hold.
-    files: usize,
 }
 
 impl Tree {
@@ -407,7 +412,6 @@ impl Tree {
             names: Vec::new(),
             dirs: Vec::with_capacity(walked.listings.len()),
             runs: Vec::new(),
-            files: 0,
         };
         // Depth first, subdirectories in listing (name) order.
         let mut stack: Vec<(PathBuf, u32, (u32, u32))> = vec![(PathBuf::new(), u32::MAX, (0, 0))];
@@ -420,7 +424,6 @@ impl Tree {
                 let run_name = crate::logdir::run_name(&rel);
                 match files(&run_name) {
                     Some(f) => {
-                        t.files += f.len();
                         t.runs.push((run_name, f));
                         (t.runs.len() - 1) as u32
                     }
@@ -488,6 +491,28 @@ pub(crate) struct Relisted {
 }
 
 impl Tree {
+    /// What a reload looks at: this tree's [`Tree::check`] against the reader `r`, then the
+    /// runs whose files moved ([`Tree::found_of`]) or, when directories changed, those of the
+    /// directories listed again ([`Tree::relisted`]). None when the check cannot tell, or the
+    /// relisting declines: only a discovery can then.
+    pub(crate) fn reload(self, r: &super::Reader, threads: usize) -> Option<Relisted> {
+        match self.check(r, threads) {
+            Checked::Moved { runs, dirs } if dirs.is_empty() => {
+                let found = self.found_of(&runs);
+                Some(Relisted {
+                    tree: self,
+                    found,
+                    listed: 0,
+                    listings: Vec::new(),
+                    gone_dirs: Vec::new(),
+                    gone_runs: Vec::new(),
+                })
+            }
+            Checked::Moved { runs, dirs } => self.relisted(r, &dirs, &runs),
+            Checked::Unknown => None,
+        }
+    }
+
     /// This tree with the directories `dirs` (as [`changes`] names them) listed again and the
     /// subdirectories that appeared in them walked, what to plan (the runs of `moved`, files
     /// that moved in unchanged directories, and those of the directories listed and walked),
@@ -524,7 +549,6 @@ impl Tree {
             names: Vec::with_capacity(self.names.len()),
             dirs: Vec::with_capacity(n),
             runs: Vec::with_capacity(self.runs.len()),
-            files: 0,
         };
         let mut plan: Vec<(String, Vec<PathBuf>)> = Vec::new();
         let mut fresh: std::collections::HashMap<PathBuf, Listing> = Default::default();
@@ -553,7 +577,6 @@ impl Tree {
             let name = (at, name.len() as u32);
             let me = t.dirs.len() as u32;
             let mut push_run = |t: &mut Tree, run: (String, Vec<PathBuf>), planned: bool| {
-                t.files += run.1.len();
                 if planned {
                     plan.push(run.clone());
                 }
@@ -741,7 +764,7 @@ impl Known for ReaderKnown<'_> {
         self.tree.runs.len()
     }
     fn file_count(&self) -> usize {
-        self.tree.files
+        self.tree.runs.iter().map(|(_, files)| files.len()).sum()
     }
     fn files(&self, run: u32, now: SystemTime) -> Vec<Option<Expect<'_>>> {
         let (name, files) = &self.tree.runs[run as usize];
@@ -753,11 +776,7 @@ impl Known for ReaderKnown<'_> {
             .map(|p| {
                 let f = state.files.get(p)?;
                 let mtime = f.mtime?;
-                let expired = f.pending
-                    && now
-                        .duration_since(mtime)
-                        .is_ok_and(|age| age >= self.tail_timeout);
-                if f.failed || expired {
+                if f.failed || tail_expired(f.pending, mtime, now, self.tail_timeout) {
                     return None;
                 }
                 Some(Expect {

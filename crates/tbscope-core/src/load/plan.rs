@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::changes::{Checked, Tree};
+use super::changes::Tree;
 use super::{rel_name, FileState, Found, Reader, ReportEntry, RunState, TAIL_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::event_file::{Cursor, Severity};
@@ -90,32 +90,8 @@ impl Reader {
     /// [`Reader::plan`] with each planned file's size as discovery stat'ed it, in the plan's
     /// order: what [`Reader::read_planned`] goes by instead of stat'ing every file again.
     pub(crate) fn plan_sized(&mut self) -> Result<(Plan, Vec<u64>)> {
-        let t0 = std::time::Instant::now();
-        let (root, runs) = (&self.root, self.opts.runs.as_ref());
-        // Listing directories and stat'ing files on worker threads (a pool for this call
-        // only, as a read makes its own; refused, the work runs on this thread): on a logdir
-        // of many small runs, much of a load. Named apart from the read's workers: a dropped
-        // pool's threads exit on their own time, and may still be there when the read's start.
         let threads = super::thread_count(self.opts.threads);
-        let pool = super::worker_pool(threads, "stat-").unwrap_or(None);
-        let discover_stat = || -> Result<_> {
-            let (found, errors) = discover(root, runs).map_err(|e| Error::io(e, root))?;
-            Ok((stat_found(found), errors))
-        };
-        let (found, errors) = match &pool {
-            Some(p) => p.install(discover_stat)?,
-            None => discover_stat()?,
-        };
-        drop(pool);
-        let stated = t0.elapsed();
-        let work = self.plan_found(&found, errors)?;
-        let sizes = sizes_of(&work, &found);
-        if std::env::var_os("TBSCOPE_TRACE").is_some() {
-            eprintln!(
-                "tbscope plan: discover and stat {stated:?}, plan {:?}",
-                t0.elapsed() - stated
-            );
-        }
+        let (work, sizes, _) = self.plan_discovered(threads, false)?;
         Ok((work, sizes))
     }
 
@@ -128,18 +104,11 @@ impl Reader {
         let t0 = std::time::Instant::now();
         let threads = super::thread_count(self.opts.threads);
         if let Some(tree) = self.tree.take() {
-            let checked = match tree.check(self, threads) {
-                Checked::Moved { runs, dirs } if dirs.is_empty() => {
-                    let found = tree.found_of(&runs);
-                    Some((tree, found, 0))
-                }
-                // Only the directories that changed listed again, new ones walked.
-                // (A run whose directory went is kept as read: a reload drops nothing.)
-                Checked::Moved { runs, dirs } => tree
-                    .relisted(self, &dirs, &runs)
-                    .map(|rl| (rl.tree, rl.found, rl.listed)),
-                Checked::Unknown => None,
-            };
+            // Only the directories that changed listed again, new ones walked. (A run whose
+            // directory went is kept as read: a reload drops nothing.)
+            let checked = tree
+                .reload(self, threads)
+                .map(|rl| (rl.tree, rl.found, rl.listed));
             if let Some((tree, found, listed)) = checked {
                 self.tree = Some(tree);
                 let checked = t0.elapsed();
@@ -156,24 +125,44 @@ impl Reader {
                 return Ok((work, sizes, listed));
             }
         }
+        self.plan_discovered(threads, true)
+    }
+
+    /// The plan of a discovery and one stat per file, with the planned files' sizes and how
+    /// many directories it listed; with `keep_tree`, what it saw is kept for the next
+    /// reload's check (`self.tree`).
+    fn plan_discovered(
+        &mut self,
+        threads: usize,
+        keep_tree: bool,
+    ) -> Result<(Plan, Vec<u64>, usize)> {
+        let t0 = std::time::Instant::now();
         let (root, runs) = (&self.root, self.opts.runs.as_ref());
-        // (Named as in `plan_sized`.)
+        // Listing directories and stat'ing files on worker threads (a pool for this call
+        // only, as a read makes its own; refused, the work runs on this thread): on a logdir
+        // of many small runs, much of a load. Named apart from the read's workers: a dropped
+        // pool's threads exit on their own time, and may still be there when the read's start.
         let pool = super::worker_pool(threads, "stat-").unwrap_or(None);
         let discover_stat = || -> Result<_> {
+            if !keep_tree {
+                let (found, errors) = discover(root, runs).map_err(|e| Error::io(e, root))?;
+                return Ok((stat_found(found), errors, None, 0));
+            }
             let mut walked = discover_listed(root, runs).map_err(|e| Error::io(e, root))?;
             let tree = Tree::of(&walked, &mut |run| walked.found.get(run).cloned());
             let found = stat_found(std::mem::take(&mut walked.found));
-            Ok((walked, tree, found))
+            Ok((found, walked.errors, tree, walked.listings.len()))
         };
-        let (walked, tree, found) = match &pool {
+        let (found, errors, tree, listed) = match &pool {
             Some(p) => p.install(discover_stat)?,
             None => discover_stat()?,
         };
         drop(pool);
         let stated = t0.elapsed();
-        let listed = walked.listings.len();
-        self.tree = tree;
-        let work = self.plan_found(&found, walked.errors)?;
+        if keep_tree {
+            self.tree = tree;
+        }
+        let work = self.plan_found(&found, errors)?;
         let sizes = sizes_of(&work, &found);
         if std::env::var_os("TBSCOPE_TRACE").is_some() {
             eprintln!(
