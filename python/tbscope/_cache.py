@@ -98,9 +98,9 @@ def resolve(path: str | os.PathLike[str], cache: Cache) -> str | None:
     raise TypeError(f"cache= takes True, False, None or a directory path; got {type(cache).__name__}")
 
 
-def clear(path: str | os.PathLike[str], cache: Cache = True, wait: bool = True) -> bool:
+def clear(path: str | os.PathLike[str], cache: Cache = True) -> bool:
     """Delete the cache of the logdir ``path`` (``cache=`` as given to :func:`tbscope.scan`).
     Returns whether there was one. The logdir itself is never touched: only the names a cache
-    writes are deleted (``tbscope._cache_root.remove_cache``, which says what ``wait`` does)."""
+    writes are deleted (``tbscope._cache_root.remove_cache``)."""
     d = resolve(path, cache)
-    return d is not None and remove_cache(d, wait)
+    return d is not None and remove_cache(d)

@@ -217,17 +217,6 @@ class Mirror:
             return os.path.join(self.files_dir, posixpath.basename(self.root))
         return self.files_dir
 
-    def clear(self, wait: bool = True) -> bool:
-        """Deletes the mirror (its files, manifest, partial downloads and lock) under its lock,
-        so that a refresh in another process is never cut in two (``wait=False``:
-        :class:`tbscope._cache_root.InUse` while one runs); the next read fetches everything
-        again. Returns whether there was anything."""
-        from tbscope._cache_root import remove_mirror
-
-        self.wait()
-        with self._lock:
-            return remove_mirror(self.dir, wait)
-
     # -- refresh ------------------------------------------------------------------------------
 
     def list_files(self) -> dict[str, dict[str, Any]]:
