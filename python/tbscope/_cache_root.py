@@ -1,4 +1,4 @@
-"""What lies under the cache root (:func:`tbscope._cache.default_root`): the caches of scans
+"""What lies under the cache root (:func:`default_root`): the caches of scans
 with ``cache=True`` and the local mirrors of remote logdirs, listed with the logdir or URL each
 belongs to, its size and its last use, and removed one by one without cutting into another
 process's refresh or cache write (``tbscope cache``, ``docs/cache.md``).
@@ -22,10 +22,23 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["ROOT_ENV", "CacheEntry", "InUse", "default_root", "entries", "entry", "flocked", "note_use", "remove"]
+__all__ = [
+    "REMOTE",
+    "ROOT_ENV",
+    "CacheEntry",
+    "InUse",
+    "default_root",
+    "entries",
+    "entry",
+    "flocked",
+    "note_use",
+    "remove",
+    "remove_cache",
+    "remove_mirror",
+]
 
 #: Where caches go (one subdirectory per logdir) when ``cache=True``, and mirrors (under
 #: ``remote/``).
@@ -269,47 +282,44 @@ def remove_cache(d: str, wait: bool = True) -> bool:
     returns whether there was one. A live writer's temporary directory stays (the generation it
     publishes is one of the logdir as it read it): with ``wait=False`` such a writer, or one
     publishing, raises :class:`InUse` and nothing is deleted."""
-    try:
-        names = [n for n in os.listdir(d) if _cache_name(n)]
-    except FileNotFoundError:
-        return False
-    if not names:
-        return False
-    live: list[str] = []
-    found = False
-    try:
-        with flocked(os.path.join(d, ".lock"), wait):
-            live = [n for n in os.listdir(d) if n.startswith("tmp-") and _live_writer(d, n)]
-            if live and not wait:
-                raise InUse(f"{d} is being written by another process ({live[0]})")
-            for n in os.listdir(d):
-                if _cache_name(n) and n not in live and n != ".lock":
-                    found = _delete(os.path.join(d, n)) or found
-            if not live:
-                # Under the lock: a writer waiting for it finds it gone (see flocked).
-                _delete(os.path.join(d, ".lock"))
-    except FileNotFoundError:
-        return found  # removed meanwhile
-    with contextlib.suppress(OSError):
-        os.rmdir(d)
-    return found
+
+    def live(d: str) -> list[str]:
+        return [n for n in os.listdir(d) if n.startswith("tmp-") and _live_writer(d, n)]
+
+    return _remove(d, _cache_name, ".lock", wait, live)
 
 
 def remove_mirror(d: str, wait: bool = True) -> bool:
     """Deletes the mirror in ``d`` (its files, manifest, partial downloads and lock; ``d`` too
     once empty) under its lock, so that a refresh in another process is never cut in two
     (``wait=False``: :class:`InUse` while one runs). Returns whether it held any file."""
-    if not os.path.isdir(d) or not any(_mirror_name(n) for n in os.listdir(d)):
-        return False
+    return _remove(d, _mirror_name, "lock", wait, lambda d: [])
+
+
+def _remove(d: str, ours: Callable[[str], bool], lock: str, wait: bool, live: Callable[[str], list[str]]) -> bool:
+    """Deletes the names of ``d`` that ``ours`` accepts under the flock of ``d/lock``, except
+    those ``live`` names (in use by another process: with ``wait=False``, :class:`InUse` and
+    nothing deleted); the lock file goes too when nothing is live, and ``d`` once empty.
+    Returns whether anything deleted held a file."""
     try:
-        with flocked(os.path.join(d, "lock"), wait):
-            found = False
+        if not any(ours(n) for n in os.listdir(d)):
+            return False
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    found = False
+    try:
+        with flocked(os.path.join(d, lock), wait):
+            in_use = live(d)
+            if in_use and not wait:
+                raise InUse(f"{d} is being written by another process ({in_use[0]})")
             for n in os.listdir(d):
-                if _mirror_name(n) and n != "lock":
+                if ours(n) and n not in in_use and n != lock:
                     found = _delete(os.path.join(d, n)) or found
-            _delete(os.path.join(d, "lock"))
+            if not in_use:
+                # Under the lock: a process waiting for it finds it gone (see flocked).
+                _delete(os.path.join(d, lock))
     except FileNotFoundError:
-        return False  # removed meanwhile
+        return found  # removed meanwhile
     with contextlib.suppress(OSError):
         os.rmdir(d)
     return found

@@ -92,9 +92,8 @@ def ls_command(fmt: str) -> None:
       tbscope cache ls --format json
     """
     from tbscope import _cache_root
-    from tbscope._cache_root import default_root
 
-    root = default_root()
+    root = _cache_root.default_root()
     found = _cache_root.entries(root)
     used = sum(e.bytes for e in found)
     total = f"{len(found)} {'entry' if len(found) == 1 else 'entries'}, {_human_bytes(used)} ({used} bytes) in {root}"
@@ -144,7 +143,6 @@ def clear_command(
       tbscope cache clear --all --dry-run
     """
     from tbscope import _cache_root, _clean, _mirror
-    from tbscope._cache_root import default_root
     from tbscope.cache import _belonging_to
 
     if target is not None and (everything or older_than is not None):
@@ -162,7 +160,7 @@ def clear_command(
         raise click.UsageError(
             "--storage-option goes with a URL (it chooses that URL's mirror), not --all or --older-than"
         )
-    root = default_root()
+    root = _cache_root.default_root()
     if target is not None:
         try:
             options = dict(_mirror.parse_storage_option(v) for v in storage_options)
