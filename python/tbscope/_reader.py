@@ -158,7 +158,8 @@ class Logdir:
         then a warning on the ``tbscope.cache`` logger)."""
         generation = self._native.write_cache()
         self._log_cache()
-        self._note_cache_use()
+        if generation is not None:
+            self._note_cache_use()
         return generation
 
     def _abandon_cache_write(self) -> None:
